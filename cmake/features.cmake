@@ -1,0 +1,86 @@
+# Optional features, detected at configure time and reported by `tilewise info` / build_info().
+#
+# Each is tri-state (STYLE.md, "Build options"):
+#   AUTO  detect, use if found (the default)
+#   ON    detect, and stop with an error if not found
+#   OFF   do not look
+# For now this is detection only: nothing is linked and CUDA compilation is not enabled. The
+# results reach cpp/kernels/cpu/build_info.cpp as compile definitions on that one source, so that
+# toggling an option does not rebuild the whole core. The stage that first uses MPI (exec/
+# communicators) or CUDA (kernels/cuda) links MPI::MPI_CXX / enables CUDA on its own target.
+#
+# Results: TILEWISE_MPI_FOUND, TILEWISE_CUDA_FOUND (TRUE/FALSE) for the rest of the build.
+
+function(_tilewise_tristate name doc)
+  set(${name} "AUTO" CACHE STRING "${doc}: AUTO, ON or OFF")
+  set_property(CACHE ${name} PROPERTY STRINGS AUTO ON OFF)
+  string(TOUPPER "${${name}}" _value)
+  # Accept CMake's other spellings of on/off too (TRUE, 1, NO, ...).
+  if(NOT _value STREQUAL "AUTO")
+    if(_value)
+      set(_value ON)
+    else()
+      set(_value OFF)
+    endif()
+  endif()
+  set(_${name} ${_value} PARENT_SCOPE)
+endfunction()
+
+_tilewise_tristate(TILEWISE_WITH_MPI "Detect MPI for multi-process runs")
+_tilewise_tristate(TILEWISE_WITH_CUDA "Detect a CUDA compiler and toolkit for GPUs")
+
+# --- MPI ----------------------------------------------------------------------------------------
+set(TILEWISE_MPI_FOUND FALSE)
+set(_tw_mpi_version "")
+if(NOT _TILEWISE_WITH_MPI STREQUAL "OFF")
+  find_package(MPI COMPONENTS CXX QUIET)
+  if(MPI_CXX_FOUND)
+    set(TILEWISE_MPI_FOUND TRUE)
+    set(_tw_mpi_version "${MPI_CXX_VERSION}")
+  elseif(_TILEWISE_WITH_MPI STREQUAL "ON")
+    message(FATAL_ERROR "TILEWISE_WITH_MPI=ON but no MPI was found for C++ "
+                        "(Debian: apt-get install libopenmpi-dev openmpi-bin); use AUTO or OFF to build without it.")
+  endif()
+endif()
+message(STATUS "tilewise MPI (TILEWISE_WITH_MPI=${TILEWISE_WITH_MPI}): "
+               "${TILEWISE_MPI_FOUND} ${_tw_mpi_version}")
+
+# --- CUDA ---------------------------------------------------------------------------------------
+set(TILEWISE_CUDA_FOUND FALSE)
+set(_tw_cuda_version "")
+if(NOT _TILEWISE_WITH_CUDA STREQUAL "OFF")
+  include(CheckLanguage)
+  check_language(CUDA)  # sets CMAKE_CUDA_COMPILER, does not enable the language
+  if(CMAKE_CUDA_COMPILER)
+    set(TILEWISE_CUDA_FOUND TRUE)
+    find_package(CUDAToolkit QUIET)
+    if(CUDAToolkit_FOUND)
+      set(_tw_cuda_version "${CUDAToolkit_VERSION}")
+    endif()
+  elseif(_TILEWISE_WITH_CUDA STREQUAL "ON")
+    message(FATAL_ERROR "TILEWISE_WITH_CUDA=ON but no CUDA compiler was found "
+                        "(set CUDACXX or put nvcc on PATH); use AUTO or OFF to build without it.")
+  endif()
+endif()
+message(STATUS "tilewise CUDA (TILEWISE_WITH_CUDA=${TILEWISE_WITH_CUDA}): "
+               "${TILEWISE_CUDA_FOUND} ${_tw_cuda_version}")
+
+# --- what build_info() reports ------------------------------------------------------------------
+if(TILEWISE_MPI_FOUND)
+  set(_tw_mpi 1)
+else()
+  set(_tw_mpi 0)
+endif()
+if(TILEWISE_CUDA_FOUND)
+  set(_tw_cuda 1)
+else()
+  set(_tw_cuda 0)
+endif()
+set_property(SOURCE "${PROJECT_SOURCE_DIR}/cpp/kernels/cpu/build_info.cpp" APPEND PROPERTY
+  COMPILE_DEFINITIONS
+    TILEWISE_COMPILER="${CMAKE_CXX_COMPILER_ID} ${CMAKE_CXX_COMPILER_VERSION}"
+    TILEWISE_BUILD_TYPE="$<CONFIG>"
+    TILEWISE_MPI_FOUND=${_tw_mpi}
+    TILEWISE_MPI_VERSION="${_tw_mpi_version}"
+    TILEWISE_CUDA_FOUND=${_tw_cuda}
+    TILEWISE_CUDA_VERSION="${_tw_cuda_version}")

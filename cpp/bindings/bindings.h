@@ -1,0 +1,9 @@
+// Entry points of the pybind11 module, one per stage; each lives in its own file.
+#pragma once
+#include <pybind11/pybind11.h>
+
+namespace tilewise::bindings {
+void bind_errors(pybind11::module_& m);
+void bind_tdl(pybind11::module_& m);
+void bind_build_info(pybind11::module_& m);
+}  // namespace tilewise::bindings

@@ -1,0 +1,9 @@
+// The extension module tilewise._core: conversion only, no logic (STYLE.md).
+#include "bindings/bindings.h"
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "tilewise C++ core";
+  tilewise::bindings::bind_errors(m);
+  tilewise::bindings::bind_tdl(m);
+  tilewise::bindings::bind_build_info(m);
+}

@@ -1,0 +1,54 @@
+"""tilewise: split a deep-learning model's tensors and operators across devices, and run it.
+
+    import tilewise as tw
+
+    @tw.op
+    def conv1d(data, filters):
+        return lambda b, co, x: tw.Sum(lambda ci, dx: data[b, ci, x + dx] * filters[ci, co, dx])
+
+    conv1d.strategies(parts=2, data=(8, 16, 34), filters=(16, 32, 3))
+"""
+
+from ._build_info import preload_blas as _preload_blas
+
+_preload_blas()
+
+from . import _core  # noqa: E402
+from ._build_info import build_info  # noqa: E402
+from ._core import ShapeError, TDLError  # noqa: E402
+from ._tdl_op import Op, Strategy, op  # noqa: E402
+from ._tdl_trace import (  # noqa: E402
+    Max,
+    Min,
+    Prod,
+    Sum,
+    abs,
+    compute,
+    erf,
+    exp,
+    index_value,
+    log,
+    max,
+    min,
+    opaque,
+    sigmoid,
+    sqrt,
+    tanh,
+    where,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Max", "Min", "Op", "Prod", "ShapeError", "Strategy", "Sum", "TDLError", "abs", "build_info", "compute",
+    "erf", "exp", "index_value", "log", "max", "min", "op", "opaque", "ops", "sigmoid", "sqrt", "tanh", "where",
+]
+
+
+def __getattr__(name):
+    # The operator library is imported on first use: it imports tilewise itself.
+    if name == "ops":
+        import tdl_ops
+
+        return tdl_ops
+    raise AttributeError(f"module 'tilewise' has no attribute {name!r}")

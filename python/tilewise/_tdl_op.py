@@ -1,0 +1,351 @@
+"""``@tw.op``: operator descriptions, their analysis and their reference execution."""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from . import _core
+from ._core import ShapeError, TDLError
+from ._tdl_trace import Tensor, _as_value, _Compute, _lambda_arity, _Tracer, _Tracing
+
+
+Region = tuple  # tuple of inclusive (lo, hi) pairs, one per dimension; None when nothing is read
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """A basic partition strategy of an op for ``parts`` workers (Tofu §4.2).
+
+    ``kind`` is "output" (split an output variable: outputs concatenate), "reduce" (split a
+    reduction variable: partial outputs combine with ``reducer``) or "replicate" (every
+    worker computes everything). ``input_regions[name][w]`` is the region of input ``name``
+    worker ``w`` reads; ``output_regions[w]`` the part of the output it produces.
+    Regions are tuples of inclusive ``(lo, hi)`` pairs (None: nothing), or strings for
+    symbolic strategies.
+    """
+
+    kind: str
+    dim: str | None
+    reducer: str | None
+    input_regions: dict[str, list[Region]]
+    output_regions: list[Region]
+
+    @property
+    def parts(self) -> int:
+        return len(self.output_regions)
+
+    def __repr__(self):
+        what = self.kind if self.dim is None else f"{self.kind}:{self.dim}"
+        return f"Strategy({what}, parts={self.parts})"
+
+    def describe(self) -> str:
+        """Multi-line table of the regions each worker reads and writes."""
+        lines = [repr(self)]
+        for w in range(self.parts):
+            reads = ", ".join(f"{n}{_fmt_region(r[w])}" for n, r in self.input_regions.items())
+            lines.append(f"  worker {w}: out{_fmt_region(self.output_regions[w])} <- {reads}")
+        return "\n".join(lines)
+
+
+def _fmt_region(region) -> str:
+    if region is None:
+        return "[]"
+    parts = [r if isinstance(r, str) else f"{r[0]}..{r[1]}" for r in region]
+    return "[" + ", ".join(parts) + "]"
+
+
+def _hashable(v):
+    if isinstance(v, list):
+        return tuple(_hashable(x) for x in v)
+    if isinstance(v, tuple):
+        return tuple(_hashable(x) for x in v)
+    if isinstance(v, np.ndarray):
+        raise TDLError("attributes must be Python numbers or tuples, not arrays")
+    return v
+
+
+@dataclass
+class Op:
+    """An operator described in TDL. Create with ``@tw.op``."""
+
+    fn: Callable
+    name: str
+    reference_fn: Callable | None = None
+    out_shape_fn: Callable | None = None
+    attr_values: dict = field(default_factory=dict)
+    _cache: dict = field(default_factory=dict, repr=False)
+
+    def __post_init__(self):
+        sig = inspect.signature(self.fn)
+        self.inputs: tuple[str, ...] = ()
+        defaults = {}
+        for p in sig.parameters.values():
+            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                raise TDLError(f"op '{self.name}': *args/**kwargs parameters are not supported in a description")
+            if p.default is inspect.Parameter.empty:
+                if defaults:
+                    raise TDLError(
+                        f"op '{self.name}': tensor parameter '{p.name}' follows attributes; put inputs first"
+                    )
+                self.inputs += (p.name,)
+            else:
+                defaults[p.name] = p.default
+        defaults.update(self.attr_values)
+        self.attr_values = defaults
+        self.__doc__ = self.fn.__doc__
+        self.__name__ = self.name
+
+    # ----- arguments -------------------------------------------------------------------
+
+    @property
+    def attrs(self) -> dict:
+        """The attribute values (defaults, or those bound by with_attrs)."""
+        return dict(self.attr_values)
+
+    def with_attrs(self, **attrs) -> Op:
+        """The same op with attribute values bound, e.g. ``conv.with_attrs(stride=2)``."""
+        self._check_attrs(attrs)
+        return Op(self.fn, self.name, self.reference_fn, self.out_shape_fn, {**self.attr_values, **attrs})
+
+    def _check_attrs(self, attrs):
+        for k in attrs:
+            if k not in self.attr_values:
+                valid = ", ".join(self.attr_values) or "none"
+                raise TDLError(f"op '{self.name}' has no attribute '{k}' (attributes: {valid})")
+
+    def _split(self, kwargs: dict) -> tuple[dict, dict]:
+        """Separates input entries from attributes, rejecting unknown names."""
+        inputs, attrs = {}, {}
+        for k, v in kwargs.items():
+            if k in self.inputs:
+                inputs[k] = v
+            elif k in self.attr_values:
+                attrs[k] = v
+            else:
+                raise TDLError(
+                    f"op '{self.name}' has no input or attribute '{k}' (inputs: {', '.join(self.inputs) or 'none'}; "
+                    f"attributes: {', '.join(self.attr_values) or 'none'})"
+                )
+        return inputs, {**self.attr_values, **attrs}
+
+    def _shapes(self, given: dict) -> list[tuple]:
+        missing = [n for n in self.inputs if n not in given]
+        if missing:
+            raise ShapeError(f"op '{self.name}': missing shape for input(s) {', '.join(missing)}")
+        shapes = []
+        for n in self.inputs:
+            s = given[n]
+            if isinstance(s, (int, np.integer)):
+                s = (int(s),)
+            try:
+                s = tuple(int(d) for d in s)
+            except TypeError:
+                raise ShapeError(f"op '{self.name}': shape of '{n}' must be a tuple of ints, got {given[n]!r}") from None
+            if any(d < 0 for d in s):
+                raise ShapeError(f"op '{self.name}': shape of '{n}' has a negative extent: {s}")
+            shapes.append(s)
+        return shapes
+
+    # ----- tracing ---------------------------------------------------------------------
+
+    def trace(self, ranks: tuple | None = None, attrs: dict | None = None) -> _core.OpDesc:
+        """The C++ description for the given input ranks (None: unknown) and attributes."""
+        attrs = {**self.attr_values, **(attrs or {})}
+        ranks = tuple(ranks) if ranks is not None else (None,) * len(self.inputs)
+        key = (ranks, tuple(sorted((k, _hashable(v)) for k, v in attrs.items())))
+        desc = self._cache.get(key)
+        if desc is None:
+            desc, opaques = self._trace(ranks, attrs)
+            self._cache[key] = (desc, opaques)
+            return desc
+        return desc[0]
+
+    def _opaques(self, ranks, attrs) -> list:
+        self.trace(ranks, attrs)
+        attrs = {**self.attr_values, **(attrs or {})}
+        key = (tuple(ranks), tuple(sorted((k, _hashable(v)) for k, v in attrs.items())))
+        return self._cache[key][1]
+
+    def _trace(self, ranks, attrs):
+        tracer = _Tracer(self.name)
+        with _Tracing(tracer):
+            tensors = []
+            for i, (n, r) in enumerate(zip(self.inputs, ranks)):
+                t = Tensor(tracer, n, i, r)
+                tracer.tensors.append(t)
+                tensors.append(t)
+            out = self.fn(*tensors, **attrs)
+            if isinstance(out, _Compute):
+                names, fn = [f"i{k}" for k in range(out.ndim)], out.fn
+            elif callable(out) and not isinstance(out, Tensor):
+                names, _ = _lambda_arity(out, f"the lambda returned by '{self.name}'", None)
+                fn = out
+            else:
+                raise TDLError(
+                    f"op '{self.name}': the description must return a lambda over the output indices "
+                    f"(or tw.compute(ndim, fn)), got {type(out).__name__}"
+                )
+            first = len(tracer.vars)
+            out_vars = [tracer.new_var(n, True) for n in names]
+            out_ids = list(range(first, first + len(out_vars)))
+            body = _as_value(fn(*out_vars))
+        inputs = [(t.name, -1 if t.ndim is None else t.ndim) for t in tensors]
+        desc = _core.OpDesc(
+            self.name,
+            inputs,
+            tracer.vars,
+            out_ids,
+            [f.name for f in tracer.opaques],
+            body._node,
+        )
+        return desc, list(tracer.opaques)
+
+    def __str__(self):
+        try:
+            return f"{self.name}: {self.trace()}"
+        except TDLError:
+            return f"{self.name}({', '.join(self.inputs)})"
+
+    def __repr__(self):
+        attrs = "".join(f", {k}={v!r}" for k, v in self.attr_values.items())
+        return f"<tw.op {self.name}({', '.join(self.inputs)}{attrs})>"
+
+    # ----- shapes ----------------------------------------------------------------------
+
+    def _resolve(self, kwargs, out=None):
+        given, attrs = self._split(kwargs)
+        shapes = self._shapes(given)
+        desc = self.trace(tuple(len(s) for s in shapes), attrs)
+        if out is None and self.out_shape_fn is not None:
+            out = self._declared_shape(shapes, attrs)
+        if out is not None:
+            out = tuple(int(d) for d in (out if isinstance(out, (tuple, list)) else (out,)))
+        return desc, shapes, attrs, out
+
+    def _declared_shape(self, shapes, attrs) -> tuple:
+        out = self.out_shape_fn(*shapes, **attrs)
+        try:
+            return tuple(int(d) for d in out)
+        except TypeError:
+            raise ShapeError(f"op '{self.name}': out_shape returned {out!r}, not a tuple of ints") from None
+
+    def infer_shape(self, **shapes_and_attrs) -> tuple:
+        """Output shape for the given input shapes, e.g. ``matmul.infer_shape(a=(4, 8), b=(8, 2))``."""
+        desc, shapes, attrs, out = self._resolve(shapes_and_attrs)
+        if out is not None:
+            return out
+        return tuple(desc.infer_output_shape(shapes))
+
+    # ----- analysis --------------------------------------------------------------------
+
+    def strategies(self, parts: int = 2, out=None, **shapes_and_attrs) -> list[Strategy]:
+        """Every basic strategy with the concrete regions each of ``parts`` workers reads."""
+        if not isinstance(parts, (int, np.integer)) or parts < 1:
+            raise ValueError(f"parts must be a positive integer, got {parts!r}")
+        desc, shapes, _, out = self._resolve(shapes_and_attrs, out)
+        return [_strategy(d) for d in desc.strategies(int(parts), shapes, out)]
+
+    def symbolic_strategies(self, parts: int = 2, **ranks_and_attrs) -> list[Strategy]:
+        """The strategies with symbolic regions over the extents X_v (Tofu §4.2).
+
+        Pass input ranks (or shapes) for rank-polymorphic ops: ``relu.symbolic_strategies(x=2)``.
+        """
+        if not isinstance(parts, (int, np.integer)) or parts < 1:
+            raise ValueError(f"parts must be a positive integer, got {parts!r}")
+        given, attrs = self._split(ranks_and_attrs)
+        ranks = tuple(_rank_of(given.get(n)) for n in self.inputs)
+        return [_strategy(d) for d in self.trace(ranks, attrs).symbolic_strategies(int(parts))]
+
+    @property
+    def is_elementwise(self) -> bool:
+        """Every input is read at exactly the output index, with no reduction."""
+        return self.trace().is_elementwise
+
+    def cost(self, out=None, **shapes_and_attrs) -> dict:
+        """FLOPs and element reads for the given shapes, from the description.
+
+        Each arithmetic operation, comparison and math function counts as one FLOP; opaque
+        functions count zero. ``bytes`` assumes float32 (4 bytes per element read and written).
+        """
+        desc, shapes, _, out = self._resolve(shapes_and_attrs, out)
+        w = desc.work(shapes, out)
+        out_shape = out if out is not None else tuple(desc.infer_output_shape(shapes))
+        n = int(np.prod(out_shape)) if out_shape else 1
+        return {
+            "output_elements": n,
+            "flops_per_element": w["flops_per_element"],
+            "reads_per_element": w["reads_per_element"],
+            "flops": w["flops_per_element"] * n,
+            "bytes": 4 * (w["reads_per_element"] + 1) * n,
+        }
+
+    # ----- execution -------------------------------------------------------------------
+
+    def evaluate(self, *arrays, out=None, threads: int = 0, **kwargs) -> np.ndarray:
+        """Run the description with the C++ reference interpreter (float64).
+
+        Inputs by position or by name; attributes by name; ``out`` fixes the output shape.
+        """
+        named, attrs = self._split(kwargs)
+        if len(arrays) > len(self.inputs):
+            raise TDLError(f"op '{self.name}' takes {len(self.inputs)} inputs, got {len(arrays)}")
+        for n, a in zip(self.inputs, arrays):
+            if n in named:
+                raise TDLError(f"op '{self.name}': input '{n}' given twice")
+            named[n] = a
+        missing = [n for n in self.inputs if n not in named]
+        if missing:
+            raise TDLError(f"op '{self.name}': missing input(s) {', '.join(missing)}")
+        arrs = [np.ascontiguousarray(np.asarray(named[n], dtype=np.float64)) for n in self.inputs]
+        shapes = [a.shape for a in arrs]
+        desc = self.trace(tuple(len(s) for s in shapes), attrs)
+        if out is None and self.out_shape_fn is not None:
+            out = self._declared_shape(shapes, attrs)
+        opaques = self._opaques(tuple(len(s) for s in shapes), attrs)
+
+        def call(fid, args):
+            f = opaques[fid]
+            if f.fn is None:
+                raise TDLError(f"op '{self.name}': opaque function '{f.name}' has no implementation; pass fn=")
+            return np.asarray(f.fn(*args), dtype=np.float64)
+
+        return desc.evaluate(arrs, out, call if opaques else None, threads)
+
+    def reference(self, *arrays, **attrs) -> np.ndarray:
+        """The NumPy reference implementation given with ``@tw.op(reference=...)``."""
+        if self.reference_fn is None:
+            raise TDLError(f"op '{self.name}' has no NumPy reference; give one with @tw.op(reference=...)")
+        self._check_attrs(attrs)
+        return self.reference_fn(*arrays, **{**self.attr_values, **attrs})
+
+
+def _rank_of(v):
+    if v is None:
+        return None
+    if isinstance(v, (int, np.integer)):
+        return int(v)
+    return len(tuple(v))
+
+
+def _strategy(d: dict) -> Strategy:
+    return Strategy(d["kind"], d["dim"], d["reducer"], dict(d["input_regions"]), list(d["output_regions"]))
+
+
+def op(fn: Callable | None = None, *, name: str | None = None, reference: Callable | None = None,
+       out_shape: Callable | None = None) -> Any:
+    """Declare a TDL operator: ``@tw.op`` or ``@tw.op(reference=np_fn, out_shape=fn)``.
+
+    The decorated function takes input tensors (parameters without defaults) and attributes
+    (parameters with defaults) and returns a lambda over the output indices.
+    """
+
+    def wrap(f):
+        if not callable(f):
+            raise TDLError("@tw.op decorates a function")
+        return Op(f, name or f.__name__, reference, out_shape)
+
+    return wrap(fn) if fn is not None else wrap

@@ -1,0 +1,35 @@
+"""TDL operator library: TDL descriptions of the operators a training framework needs, by family.
+
+ALL maps op name -> op object (each with a NumPy reference); CASES lists the test cases
+(tdl_ops._cases.Case) used by tests/python/test_tdl_ops.py.
+"""
+
+from __future__ import annotations
+
+from . import (activations, conv, elementwise, embedding, linalg, losses, normalization, opaque,
+               optimizers, pooling, reductions, rnn, shape)
+from ._cases import Case, make_input, make_inputs
+
+FAMILIES = (elementwise, activations, linalg, conv, pooling, normalization, reductions, shape,
+            embedding, rnn, losses, optimizers, opaque)
+
+
+def _is_op(obj) -> bool:
+    return callable(getattr(obj, "evaluate", None)) and callable(getattr(obj, "infer_shape", None))
+
+
+def _collect():
+    ops, cases = {}, []
+    for mod in FAMILIES:
+        for name, obj in vars(mod).items():
+            if not name.startswith("_") and _is_op(obj):
+                if name in ops and ops[name] is not obj:
+                    raise RuntimeError(f"duplicate TDL op name {name!r} in {mod.__name__}")
+                ops[name] = obj
+        cases.extend(mod.CASES)
+    return ops, cases
+
+
+ALL, CASES = _collect()
+
+__all__ = ["ALL", "CASES", "FAMILIES", "Case", "make_input", "make_inputs"]

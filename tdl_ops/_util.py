@@ -1,0 +1,47 @@
+"""Small helpers shared by the TDL op families (index tuples, NumPy helpers)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+def norm_axis(axis: int, ndim: int) -> int:
+    """Normalise a possibly negative axis."""
+    return axis % ndim
+
+
+def insert(idx: tuple, axis: int, v) -> tuple:
+    """idx with v inserted at position axis (an index tuple of rank len(idx) + 1)."""
+    return tuple(idx[:axis]) + (v,) + tuple(idx[axis:])
+
+
+def replace(idx: tuple, axis: int, v) -> tuple:
+    """idx with position axis replaced by v."""
+    return tuple(idx[:axis]) + (v,) + tuple(idx[axis + 1:])
+
+
+_erf = np.frompyfunc(math.erf, 1, 1)
+
+
+def np_erf(x: np.ndarray) -> np.ndarray:
+    """Element-wise erf in NumPy (math.erf per element)."""
+    return _erf(np.asarray(x, dtype=np.float64)).astype(np.float64)
+
+
+def np_softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    """Numerically stable softmax."""
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def np_log_softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    """Numerically stable log-softmax."""
+    z = x - x.max(axis=axis, keepdims=True)
+    return z - np.log(np.exp(z).sum(axis=axis, keepdims=True))
+
+
+def np_sigmoid(x: np.ndarray) -> np.ndarray:
+    """Logistic sigmoid."""
+    return 1.0 / (1.0 + np.exp(-x))

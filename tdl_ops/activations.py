@@ -1,0 +1,175 @@
+"""Activation functions, their simple gradients, softmax and log-softmax (last axis)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import tilewise as tw
+
+from ._cases import Case
+from ._util import np_erf, np_log_softmax, np_sigmoid, np_softmax
+
+_SQRT1_2 = 1.0 / math.sqrt(2.0)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+_GELU_C = math.sqrt(2.0 / math.pi)
+
+
+@tw.op(reference=lambda x: np.maximum(x, 0.0))
+def relu(x):
+    """max(x, 0)."""
+    return tw.compute(x.ndim, lambda *i: tw.max(x[i], 0.0))
+
+
+@tw.op(reference=lambda x: np.minimum(np.maximum(x, 0.0), 6.0))
+def relu6(x):
+    """min(max(x, 0), 6)."""
+    return tw.compute(x.ndim, lambda *i: tw.min(tw.max(x[i], 0.0), 6.0))
+
+
+@tw.op(reference=np_sigmoid)
+def sigmoid(x):
+    """1 / (1 + e**-x)."""
+    return tw.compute(x.ndim, lambda *i: tw.sigmoid(x[i]))
+
+
+@tw.op(reference=np.tanh)
+def tanh(x):
+    """Hyperbolic tangent."""
+    return tw.compute(x.ndim, lambda *i: tw.tanh(x[i]))
+
+
+@tw.op(reference=lambda x: 0.5 * x * (1.0 + np_erf(x / math.sqrt(2.0))))
+def gelu(x):
+    """GELU, exact erf form: x * Phi(x)."""
+    return tw.compute(x.ndim, lambda *i: 0.5 * x[i] * (1.0 + tw.erf(x[i] * _SQRT1_2)))
+
+
+@tw.op(reference=lambda x: 0.5 * x * (1.0 + np.tanh(_GELU_C * (x + 0.044715 * x**3))))
+def gelu_tanh(x):
+    """GELU, tanh approximation."""
+    return tw.compute(x.ndim, lambda *i: 0.5 * x[i]
+                      * (1.0 + tw.tanh(_GELU_C * (x[i] + 0.044715 * x[i] ** 3))))
+
+
+@tw.op(reference=lambda x: np.logaddexp(0.0, x))
+def softplus(x):
+    """log(1 + e**x), written stably as max(x, 0) + log(1 + e**-|x|)."""
+    return tw.compute(x.ndim, lambda *i: tw.max(x[i], 0.0) + tw.log(1.0 + tw.exp(-tw.abs(x[i]))))
+
+
+@tw.op(reference=lambda x, slope=0.01: np.where(x > 0, x, slope * x))
+def leaky_relu(x, slope=0.01):
+    """x if x > 0 else slope * x."""
+    return tw.compute(x.ndim, lambda *i: tw.where(x[i] > 0, x[i], slope * x[i]))
+
+
+@tw.op(reference=lambda x, alpha=1.0: np.where(x > 0, x, alpha * (np.exp(x) - 1.0)))
+def elu(x, alpha=1.0):
+    """x if x > 0 else alpha * (e**x - 1)."""
+    return tw.compute(x.ndim, lambda *i: tw.where(x[i] > 0, x[i], alpha * (tw.exp(x[i]) - 1.0)))
+
+
+@tw.op(reference=lambda x: x * np_sigmoid(x))
+def silu(x):
+    """x * sigmoid(x) (swish)."""
+    return tw.compute(x.ndim, lambda *i: x[i] * tw.sigmoid(x[i]))
+
+
+# ---------------------------------------------------------------- gradients
+
+
+@tw.op(reference=lambda dy, x: np.where(x > 0, dy, 0.0))
+def relu_grad(dy, x):
+    """dy where x > 0 else 0."""
+    return tw.compute(x.ndim, lambda *i: tw.where(x[i] > 0, dy[i], 0.0))
+
+
+@tw.op(reference=lambda dy, x, slope=0.01: np.where(x > 0, dy, slope * dy))
+def leaky_relu_grad(dy, x, slope=0.01):
+    """dy where x > 0 else slope * dy."""
+    return tw.compute(x.ndim, lambda *i: tw.where(x[i] > 0, dy[i], slope * dy[i]))
+
+
+@tw.op(reference=lambda dy, y: dy * y * (1.0 - y))
+def sigmoid_grad(dy, y):
+    """dy * y * (1 - y), y the forward output."""
+    return tw.compute(y.ndim, lambda *i: dy[i] * y[i] * (1.0 - y[i]))
+
+
+@tw.op(reference=lambda dy, y: dy * (1.0 - y * y))
+def tanh_grad(dy, y):
+    """dy * (1 - y**2), y the forward output."""
+    return tw.compute(y.ndim, lambda *i: dy[i] * (1.0 - y[i] * y[i]))
+
+
+@tw.op(reference=lambda dy, x: dy * (0.5 * (1.0 + np_erf(x / math.sqrt(2.0)))
+                                     + x * np.exp(-0.5 * x * x) / math.sqrt(2.0 * math.pi)))
+def gelu_grad(dy, x):
+    """dy * (Phi(x) + x * phi(x)) for the erf-form GELU."""
+    return tw.compute(x.ndim, lambda *i: dy[i] * (0.5 * (1.0 + tw.erf(x[i] * _SQRT1_2))
+                                                  + x[i] * tw.exp(-0.5 * x[i] * x[i]) * _INV_SQRT_2PI))
+
+
+# ---------------------------------------------------------------- softmax family (last axis)
+
+
+def _row(x, i):
+    """The last-axis row of x through output index i, as a function of the reduction variable."""
+    return lambda k: x[tuple(i[:-1]) + (k,)]
+
+
+@tw.op(reference=np_softmax)
+def softmax(x):
+    """exp(x - max) / sum(exp(x - max)) over the last axis."""
+    def f(*i):
+        row = _row(x, i)
+        m = tw.Max(row)
+        return tw.exp(x[i] - m) / tw.Sum(lambda k: tw.exp(row(k) - m))
+    return tw.compute(x.ndim, f)
+
+
+@tw.op(reference=np_log_softmax)
+def log_softmax(x):
+    """x - max - log(sum(exp(x - max))) over the last axis."""
+    def f(*i):
+        row = _row(x, i)
+        m = tw.Max(row)
+        return x[i] - m - tw.log(tw.Sum(lambda k: tw.exp(row(k) - m)))
+    return tw.compute(x.ndim, f)
+
+
+@tw.op(reference=lambda dy, y: y * (dy - (dy * y).sum(axis=-1, keepdims=True)))
+def softmax_grad(dy, y):
+    """y * (dy - sum(dy * y)) over the last axis, y the softmax output."""
+    return tw.compute(y.ndim, lambda *i: y[i] * (dy[i] - tw.Sum(lambda k: _row(dy, i)(k) * _row(y, i)(k))))
+
+
+@tw.op(reference=lambda dy, y: dy - np.exp(y) * dy.sum(axis=-1, keepdims=True))
+def log_softmax_grad(dy, y):
+    """dy - exp(y) * sum(dy) over the last axis, y the log-softmax output."""
+    return tw.compute(y.ndim, lambda *i: dy[i] - tw.exp(y[i]) * tw.Sum(_row(dy, i)))
+
+
+CASES = [
+    Case("relu", [(6, 7)]),
+    Case("relu6", [(6, 7)], kinds=("wide",)),
+    Case("sigmoid", [(3, 4, 5)]),
+    Case("tanh", [(6, 7)]),
+    Case("gelu", [(6, 7)]),
+    Case("gelu_tanh", [(6, 7)]),
+    Case("softplus", [(6, 7)]),
+    Case("leaky_relu", [(6, 7)], {"slope": 0.2}),
+    Case("elu", [(6, 7)], {"alpha": 0.7}),
+    Case("silu", [(6, 7)]),
+    Case("relu_grad", [(6, 7), (6, 7)]),
+    Case("leaky_relu_grad", [(6, 7), (6, 7)], {"slope": 0.1}),
+    Case("sigmoid_grad", [(6, 7), (6, 7)], kinds=("normal", "unit")),
+    Case("tanh_grad", [(6, 7), (6, 7)]),
+    Case("gelu_grad", [(6, 7), (6, 7)]),
+    Case("softmax", [(5, 7)]),
+    Case("softmax", [(2, 3, 6)], name="softmax_3d"),
+    Case("log_softmax", [(5, 7)]),
+    Case("softmax_grad", [(5, 7), (5, 7)], kinds=("normal", "prob")),
+    Case("log_softmax_grad", [(5, 7), (5, 7)]),
+]

@@ -1,0 +1,53 @@
+"""Embedding lookup (data-dependent indexing through an opaque function), its gradient, one-hot."""
+
+from __future__ import annotations
+
+import numpy as np
+import tilewise as tw
+
+from ._cases import Case
+
+# table (V, D) and one id -> row (D,): the only data-dependent indexing, hidden in an opaque function.
+Lookup = tw.opaque("Lookup", fn=lambda table, idx: table[int(np.asarray(idx).reshape(-1)[0])])
+
+
+@tw.op(reference=lambda table, ids: table[ids.astype(np.int64)],
+       out_shape=lambda table, ids: tuple(ids) + (table[1],))
+def embedding(table, ids):
+    """out[b, d] = table[ids[b], d]; ids are integer-valued floats."""
+    return lambda b, d: Lookup(table[:, :], ids[b])[d]
+
+
+@tw.op(reference=lambda table, ids: table[ids.astype(np.int64)],
+       out_shape=lambda table, ids: tuple(ids) + (table[1],))
+def embedding_seq(table, ids):
+    """out[b, t, d] = table[ids[b, t], d] for a (batch, time) id matrix."""
+    return lambda b, t, d: Lookup(table[:, :], ids[b, t])[d]
+
+
+def _embedding_grad_ref(ids, dy, num_embeddings=1):
+    out = np.zeros((num_embeddings, dy.shape[1]))
+    np.add.at(out, ids.astype(np.int64), dy)
+    return out
+
+
+@tw.op(reference=_embedding_grad_ref, out_shape=lambda ids, dy, num_embeddings=1: (num_embeddings, dy[1]))
+def embedding_grad(ids, dy, num_embeddings=1):
+    """dtable[v, d] = sum_b (ids[b] == v) * dy[b, d] (no opaque function needed)."""
+    return lambda v, d: tw.Sum(lambda b: (ids[b] == tw.index_value(v)) * dy[b, d])
+
+
+@tw.op(reference=lambda ids, depth=2: (ids[..., None] == np.arange(depth)).astype(np.float64),
+       out_shape=lambda ids, depth=2: tuple(ids) + (depth,))
+def one_hot(ids, depth=2):
+    """out[..., v] = 1.0 where ids[...] == v."""
+    return tw.compute(ids.ndim + 1, lambda *i: ids[i[:-1]] == tw.index_value(i[-1]))
+
+
+CASES = [
+    Case("embedding", [(7, 4), (6,)], kinds=("normal", "ids:7")),
+    Case("embedding_seq", [(9, 3), (2, 5)], kinds=("normal", "ids:9")),
+    Case("embedding_grad", [(8,), (8, 3)], {"num_embeddings": 5}, ("ids:5",)),
+    Case("one_hot", [(6,)], {"depth": 4}, ("ids:4",)),
+    Case("one_hot", [(2, 3)], {"depth": 5}, ("ids:5",), name="one_hot_2d"),
+]

@@ -1,0 +1,172 @@
+"""2-D max / average pooling (NCHW; kernel, stride, padding) and their gradients, global pooling."""
+
+from __future__ import annotations
+
+import numpy as np
+import tilewise as tw
+
+from ._cases import Case
+
+_NEG_INF = float("-inf")
+
+
+def _out(n, k, s, p):
+    return (n + 2 * p - k) // s + 1
+
+
+def _pool_shape(x, kernel=2, stride=2, padding=0):
+    return (x[0], x[1], _out(x[2], kernel, stride, padding), _out(x[3], kernel, stride, padding))
+
+
+def _grad_shape(dy, kernel=2, stride=2, padding=0, in_h=0, in_w=0):
+    h = in_h or (dy[2] - 1) * stride - 2 * padding + kernel
+    w = in_w or (dy[3] - 1) * stride - 2 * padding + kernel
+    return (dy[0], dy[1], h, w)
+
+
+def _inside(e, n):
+    """1.0 where the index expression e lies in [0, n)."""
+    v = tw.index_value(e)
+    return (v >= 0) * (v < n)
+
+
+def _divides(expr, s):
+    return 1.0 if s == 1 else (tw.index_value(expr % s) == 0)
+
+
+# ---------------------------------------------------------------- NumPy references
+
+
+def _windows(x, kernel, stride, padding, value):
+    xp = np.pad(x, [(0, 0), (0, 0), (padding, padding), (padding, padding)], constant_values=value)
+    win = np.lib.stride_tricks.sliding_window_view(xp, (kernel, kernel), axis=(2, 3))
+    return win[:, :, ::stride, ::stride]
+
+
+def _max_pool_ref(x, kernel=2, stride=2, padding=0):
+    return _windows(x, kernel, stride, padding, -np.inf).max(axis=(-2, -1))
+
+
+def _avg_pool_ref(x, kernel=2, stride=2, padding=0):
+    return _windows(x, kernel, stride, padding, 0.0).sum(axis=(-2, -1)) / (kernel * kernel)
+
+
+def _max_pool_grad_ref(x, y, dy, kernel=2, stride=2, padding=0):
+    k, s, p = kernel, stride, padding
+    xp = np.pad(x, [(0, 0), (0, 0), (p, p), (p, p)], constant_values=-np.inf)
+    dxp = np.zeros_like(xp)
+    n, c, oh, ow = dy.shape
+    for b in range(n):
+        for ch in range(c):
+            for i in range(oh):
+                for j in range(ow):
+                    win = xp[b, ch, s * i: s * i + k, s * j: s * j + k]
+                    a, e = np.unravel_index(np.argmax(win), win.shape)
+                    dxp[b, ch, s * i + a, s * j + e] += dy[b, ch, i, j]
+    return dxp[:, :, p: p + x.shape[2], p: p + x.shape[3]]
+
+
+def _avg_pool_grad_ref(dy, kernel=2, stride=2, padding=0, in_h=0, in_w=0):
+    k, s, p = kernel, stride, padding
+    n, c, h, w = _grad_shape(dy.shape, k, s, p, in_h, in_w)
+    oh, ow = dy.shape[2], dy.shape[3]
+    dxp = np.zeros((n, c, max(h + 2 * p, s * (oh - 1) + k), max(w + 2 * p, s * (ow - 1) + k)))
+    for i in range(k):
+        for j in range(k):
+            dxp[:, :, i: i + s * (oh - 1) + 1: s, j: j + s * (ow - 1) + 1: s] += dy / (k * k)
+    return dxp[:, :, p: p + h, p: p + w]
+
+
+# ---------------------------------------------------------------- TDL
+
+
+@tw.op(reference=_max_pool_ref, out_shape=_pool_shape)
+def max_pool2d(x, kernel=2, stride=2, padding=0):
+    """Max pooling; padded positions are -inf (masked reads), like PyTorch."""
+    k, s, p = kernel, stride, padding
+
+    def elem(b, c, y, xx, i, j):
+        h, w = s * y + i - p, s * xx + j - p
+        if p == 0:
+            return x[b, c, h, w]
+        return tw.where(_inside(h, x.shape[2]) * _inside(w, x.shape[3]), x[b, c, h, w], _NEG_INF)
+    return lambda b, c, y, xx: tw.Max(lambda i, j: elem(b, c, y, xx, i, j), extents=(k, k))
+
+
+@tw.op(reference=_avg_pool_ref, out_shape=_pool_shape)
+def avg_pool2d(x, kernel=2, stride=2, padding=0):
+    """Average pooling, zero padding counted (count_include_pad=True)."""
+    k, s, p = kernel, stride, padding
+    return lambda b, c, y, xx: tw.Sum(lambda i, j: x[b, c, s * y + i - p, s * xx + j - p],
+                                      extents=(k, k)) / (k * k)
+
+
+@tw.op(reference=_max_pool_grad_ref)
+def max_pool2d_grad(x, y, dy, kernel=2, stride=2, padding=0):
+    """Gradient of max_pool2d: dy routed to the input equal to the window's max y (no ties)."""
+    k, s, p = kernel, stride, padding
+
+    def term(b, c, h, w, i, j):
+        oh, ow = (h + p - i) // s, (w + p - j) // s
+        return (_divides(h + p - i, s) * _divides(w + p - j, s)
+                * (x[b, c, h, w] == y[b, c, oh, ow]) * dy[b, c, oh, ow])
+    return lambda b, c, h, w: tw.Sum(lambda i, j: term(b, c, h, w, i, j), extents=(k, k))
+
+
+@tw.op(reference=_avg_pool_grad_ref, out_shape=_grad_shape)
+def avg_pool2d_grad(dy, kernel=2, stride=2, padding=0, in_h=0, in_w=0):
+    """Gradient of avg_pool2d; in_h/in_w = 0: the smallest input size."""
+    k, s, p = kernel, stride, padding
+
+    def term(b, c, h, w, i, j):
+        return (_divides(h + p - i, s) * _divides(w + p - j, s)
+                * dy[b, c, (h + p - i) // s, (w + p - j) // s])
+    return lambda b, c, h, w: tw.Sum(lambda i, j: term(b, c, h, w, i, j), extents=(k, k)) / (k * k)
+
+
+@tw.op(reference=lambda x: x.mean(axis=(2, 3)))
+def global_avg_pool2d(x):
+    """Mean over h, w: (n, c, h, w) -> (n, c)."""
+    return lambda b, c: tw.Sum(lambda h, w: x[b, c, h, w]) / (x.shape[2] * x.shape[3])
+
+
+@tw.op(reference=lambda x: x.max(axis=(2, 3)))
+def global_max_pool2d(x):
+    """Max over h, w: (n, c, h, w) -> (n, c)."""
+    return lambda b, c: tw.Max(lambda h, w: x[b, c, h, w])
+
+
+def _with_forward_output(inputs, attrs):
+    """max_pool2d_grad inputs: replace y by the true forward output of x."""
+    x, _, dy = inputs
+    return [x, _max_pool_ref(x, **attrs), dy]
+
+
+_POOLS = [  # (suffix, x shape, attrs)
+    ("", (2, 3, 6, 6), {}),
+    ("_k3_s2_p1", (2, 2, 7, 8), {"kernel": 3, "stride": 2, "padding": 1}),
+    ("_k3_s1_p1", (1, 2, 5, 6), {"kernel": 3, "stride": 1, "padding": 1}),
+    ("_k2_s3", (1, 2, 8, 7), {"kernel": 2, "stride": 3}),
+]
+
+
+def _pool_cases():
+    cases = []
+    for suf, xs, attrs in _POOLS:
+        out = _pool_shape(xs, **attrs)
+        cases.append(Case("max_pool2d", [xs], attrs, name="max_pool2d" + suf))
+        cases.append(Case("avg_pool2d", [xs], attrs, name="avg_pool2d" + suf))
+        cases.append(Case("max_pool2d_grad", [xs, out, out], attrs, ("distinct",),
+                          name="max_pool2d_grad" + suf, prepare=_with_forward_output))
+        cases.append(Case("avg_pool2d_grad", [out], dict(attrs, in_h=xs[2], in_w=xs[3]),
+                          name="avg_pool2d_grad" + suf))
+    cases.append(Case("max_pool2d", [(1, 2, 5, 5)], {"kernel": 3, "stride": 2, "padding": 1}, ("negative",),
+                      name="max_pool2d_negative_padding"))
+    cases.append(Case("avg_pool2d_grad", [(1, 2, 3, 3)], {"kernel": 3, "stride": 2, "padding": 1},
+                      name="avg_pool2d_grad_natural_size"))
+    cases.append(Case("global_avg_pool2d", [(2, 3, 4, 5)]))
+    cases.append(Case("global_max_pool2d", [(2, 3, 4, 5)]))
+    return cases
+
+
+CASES = _pool_cases()
