@@ -32,6 +32,9 @@ fi
 echo "== [3/3] Python tests: pytest against the installed package"
 cd "$ROOT/tests"
 if ! "$PYTHON_EXE" - "$ROOT" <<'PY'
+# The modules must be the files pip just installed, not the source tree (cwd, sys.path) nor an
+# editable install's import hook elsewhere on the machine.
+import importlib.metadata
 import pathlib
 import sys
 
@@ -40,12 +43,16 @@ import tdl_ops  # noqa: E402
 import tilewise  # noqa: E402
 import tilewise._core  # noqa: E402
 
-for module in (tilewise, tilewise._core, tdl_ops):
+dist = importlib.metadata.distribution("tilewise")
+bad = False
+for module, relative in ((tilewise, "tilewise/__init__.py"), (tdl_ops, "tdl_ops/__init__.py"),
+                         (tilewise._core, f"tilewise/{pathlib.Path(tilewise._core.__file__).name}")):
     path = pathlib.Path(module.__file__).resolve()
-    for source in (root / "python", root / "tdl_ops"):
-        if source == path.parent or source in path.parents:
-            sys.exit(f"{module.__name__} was imported from the source tree ({path}), not the installed package")
-    print(f"  {module.__name__}: {path}")
+    installed = pathlib.Path(dist.locate_file(relative)).resolve()
+    status = "ok" if path == installed else f"NOT the installed {installed}"
+    bad |= path != installed or root / "python" in path.parents or root / "tdl_ops" in path.parents
+    print(f"  {module.__name__}: {path} ({status})")
+sys.exit("the installed package is not what Python imports" if bad else 0)
 PY
 then
   failed+=("installed-package check")

@@ -28,7 +28,7 @@ namespace {
 std::string op_prefix(const OpDesc& op) { return "op '" + op.name + "': "; }
 
 // Scoping: a variable may be used only inside the lambda that binds it.
-void check_scopes(const OpDesc& op, const Expr& e, std::set<int>& in_scope, std::set<int>& bound_once) {
+void check_scopes(const OpDesc& op, const Expr& e, std::set<int>& in_scope, std::map<int, const ExprNode*>& bound_by) {
   auto check_index = [&](const IndexExpr& idx, const Expr& where) {
     std::vector<int> vs;
     collect_vars(idx, vs);
@@ -68,16 +68,18 @@ void check_scopes(const OpDesc& op, const Expr& e, std::set<int>& in_scope, std:
       for (int v : e->reduce_vars) {
         if (v < 0 || v >= static_cast<int>(op.vars.size()) || op.vars[v].output)
           throw TDLError(op_prefix(op) + "reducer binds a variable that is not a reduction variable in `" + op.str(e) + "`");
-        if (!bound_once.insert(v).second)
-          throw TDLError(op_prefix(op) + "variable `" + op.vars[v].name + "` is bound twice");
+        // A shared sub-expression (the same reduction used twice) binds its variables once.
+        auto [it, fresh] = bound_by.emplace(v, e.get());
+        if (!fresh && it->second != e.get())
+          throw TDLError(op_prefix(op) + "variable `" + op.vars[v].name + "` is bound by two reducers");
         in_scope.insert(v);
       }
-      check_scopes(op, e->operands[0], in_scope, bound_once);
+      check_scopes(op, e->operands[0], in_scope, bound_by);
       for (int v : e->reduce_vars) in_scope.erase(v);
       return;
     }
     default:
-      for (const auto& c : e->operands) check_scopes(op, c, in_scope, bound_once);
+      for (const auto& c : e->operands) check_scopes(op, c, in_scope, bound_by);
   }
 }
 
@@ -91,18 +93,19 @@ void validate(const OpDesc& op) {
       throw TDLError(op_prefix(op) + "index variable name `" + v.name + "` is used twice; give each lambda argument its own name");
   for (const auto& t : op.inputs)
     if (names.count(t.name)) throw TDLError(op_prefix(op) + "name `" + t.name + "` is both a tensor and an index variable");
-  std::set<int> in_scope, bound_once;
+  std::set<int> in_scope;
+  std::map<int, const ExprNode*> bound_by;
   for (int v : op.output_vars) {
     if (v < 0 || v >= static_cast<int>(op.vars.size()) || !op.vars[v].output)
       throw TDLError(op_prefix(op) + "output variable list names a non-output variable");
-    if (!bound_once.insert(v).second) throw TDLError(op_prefix(op) + "output variable bound twice");
+    if (!bound_by.emplace(v, nullptr).second) throw TDLError(op_prefix(op) + "output variable bound twice");
     in_scope.insert(v);
   }
-  check_scopes(op, op.body, in_scope, bound_once);
+  check_scopes(op, op.body, in_scope, bound_by);
   // A reduction variable must be read somewhere, else its range is unknown.
   for (size_t v = 0; v < op.vars.size(); ++v) {
     if (op.vars[v].output || op.vars[v].extent) continue;
-    if (!bound_once.count(static_cast<int>(v)))
+    if (!bound_by.count(static_cast<int>(v)))
       throw TDLError(op_prefix(op) + "reduction variable `" + op.vars[v].name + "` is never bound by a reducer");
     bool used = false;
     for (const auto& s : collect_access_sites(op.body))
@@ -219,6 +222,14 @@ std::vector<int64_t> infer_extents(const OpDesc& op, const std::vector<Shape>& s
       dims.push_back({n.indices[d], eval_index(n.result_extents[d], nullptr, shapes),
                       "result dimension " + std::to_string(d) + " of " + op.opaque_names[n.opaque]});
   });
+  // Accesses by a lone variable (filters[dx]) decide before windows (data[s*y + dy]): a
+  // window need not end on the last element, so it only fills in what nothing else fixes.
+  std::stable_sort(dims.begin(), dims.end(), [](const Addressed& x, const Addressed& y) {
+    std::vector<int> vx, vy;
+    collect_vars(x.idx, vx);
+    collect_vars(y.idx, vy);
+    return (vx.size() > 1) < (vy.size() > 1);
+  });
   std::vector<std::string> source(op.vars.size());  // who determined each variable
   for (bool progress = true; progress;) {
     progress = false;
@@ -228,6 +239,7 @@ std::vector<int64_t> infer_extents(const OpDesc& op, const std::vector<Shape>& s
       ext[c->var] = c->extent;
       source[c->var] = a.where;
       progress = true;
+      break;  // start again from the lone-variable accesses
     }
   }
   for (size_t v = 0; v < op.vars.size(); ++v) {
@@ -239,10 +251,13 @@ std::vector<int64_t> infer_extents(const OpDesc& op, const std::vector<Shape>& s
     throw ShapeError(op_prefix(op) + "cannot infer the extent of reduction variable `" + op.vars[v].name +
                      "`: every access shifts it; pass extents=(...) to the reducer");
   }
-  // Every determining access must agree with the extent chosen (a[i] + b[i] with |a| != |b|).
+  // Every access by a lone variable must agree with the extent chosen (a[i] + b[i] with
+  // |a| != |b|). Windows such as `s*y + dy` need not end on the last element, so they are
+  // used to infer extents but not to check them.
   for (const auto& a : dims) {
     std::vector<int> vs;
     collect_vars(a.idx, vs);
+    if (vs.size() != 1) continue;
     for (int v : vs) {
       if (fixed[v]) continue;
       std::vector<int64_t> masked = ext;

@@ -190,10 +190,13 @@ class Op:
                     f"(or tw.compute(ndim, fn)), got {type(out).__name__}"
                 )
             first = len(tracer.vars)
-            out_vars = [tracer.new_var(n, True) for n in names]
+            out_vars = []
+            for n in names:
+                out_vars.append(tracer.new_var(n, True))
+                tracer.in_scope.append(n)
             out_ids = list(range(first, first + len(out_vars)))
             body = _as_value(fn(*out_vars))
-        inputs = [(t.name, -1 if t.ndim is None else t.ndim) for t in tensors]
+        inputs = [(t.name, -1 if t._ndim is None else t._ndim) for t in tensors]
         desc = _core.OpDesc(
             self.name,
             inputs,
@@ -216,10 +219,24 @@ class Op:
 
     # ----- shapes ----------------------------------------------------------------------
 
+    def _desc_for(self, shapes, attrs) -> _core.OpDesc:
+        """The description traced for these shapes' ranks, with a ShapeError for a wrong rank."""
+        try:
+            generic = self.trace(None, attrs)
+        except TDLError:
+            generic = None  # rank-polymorphic: needs the ranks to trace
+        if generic is not None:
+            for name, rank, shape in zip(self.inputs, generic.input_ranks, shapes):
+                if rank >= 0 and rank != len(shape):
+                    raise ShapeError(
+                        f"op '{self.name}': input '{name}' must have {rank} dimensions, got shape {tuple(shape)}"
+                    )
+        return self.trace(tuple(len(s) for s in shapes), attrs)
+
     def _resolve(self, kwargs, out=None):
         given, attrs = self._split(kwargs)
         shapes = self._shapes(given)
-        desc = self.trace(tuple(len(s) for s in shapes), attrs)
+        desc = self._desc_for(shapes, attrs)
         if out is None and self.out_shape_fn is not None:
             out = self._declared_shape(shapes, attrs)
         if out is not None:
@@ -302,7 +319,7 @@ class Op:
             raise TDLError(f"op '{self.name}': missing input(s) {', '.join(missing)}")
         arrs = [np.ascontiguousarray(np.asarray(named[n], dtype=np.float64)) for n in self.inputs]
         shapes = [a.shape for a in arrs]
-        desc = self.trace(tuple(len(s) for s in shapes), attrs)
+        desc = self._desc_for(shapes, attrs)
         if out is None and self.out_shape_fn is not None:
             out = self._declared_shape(shapes, attrs)
         opaques = self._opaques(tuple(len(s) for s in shapes), attrs)

@@ -25,20 +25,27 @@ class _Tracer:
         self.vars: list[tuple[str, bool, object]] = []  # (name, is_output, extent node or None)
         self.tensors: list[Tensor] = []
         self.opaques: list[OpaqueFunction] = []
+        self.in_scope: list[str] = []  # names bound by the lambdas enclosing the point being traced
 
     def error(self, message: str) -> TDLError:
         return TDLError(f"op '{self.op_name}': {message}")
 
     def new_var(self, name: str, output: bool, extent=None) -> Index:
-        for existing, _, _ in self.vars:
-            if existing == name:
-                raise self.error(
-                    f"index variable name `{name}` is used twice; give each lambda argument its own name"
-                )
+        """A new index variable; the caller puts it in scope while its lambda is traced."""
+        if name in self.in_scope:
+            raise self.error(
+                f"index variable name `{name}` is used twice (a lambda rebinds it inside another); "
+                "give each lambda argument its own name"
+            )
         for t in self.tensors:
             if t.name == name:
                 raise self.error(f"index variable `{name}` has the name of input tensor '{name}'")
-        self.vars.append((name, output, extent))
+        # Sibling reductions may reuse a name (Sum(lambda k: ..) / Max(lambda k: ..)); the core
+        # needs unique names, so later ones get primes.
+        unique = name
+        while any(existing == unique for existing, _, _ in self.vars):
+            unique += "'"
+        self.vars.append((unique, output, extent))
         return Index(_core.index_var(len(self.vars) - 1), name)
 
     def opaque_id(self, fn: OpaqueFunction) -> int:
@@ -143,6 +150,11 @@ class Index:
             text = f"{other}*{self._paren()}" if reflected else f"{self._paren()}*{other}"
             return Index(_core.index_scale(self._node, int(other)), text)
         if isinstance(other, Index):
+            if not self._node.variables and not other._node.variables and not (
+                self._node.is_constant or other._node.is_constant
+            ):
+                # A product of tensor extents (a.shape[0] * a.shape[1]) is a value, e.g. for a mean.
+                return Value._binary("*", self, other)
             if self._node.is_constant or other._node.is_constant:
                 k, idx = (self, other) if self._node.is_constant else (other, self)
                 return Index(_core.index_scale(idx._node, k._node.constant), f"{self._paren()}*{other._paren()}")
@@ -180,7 +192,7 @@ class Index:
         return Index(_core.index_mod(self._node, k), f"{self._paren()} % {k}")
 
     def __truediv__(self, other):
-        if isinstance(other, Value) or (_is_number(other) and not _is_int(other)):
+        if isinstance(other, Value) or _is_number(other) and (not _is_int(other) or not self._node.variables):
             return Value._binary("/", self, other)
         raise _error(
             f"index `{self._paren()} / {_text(other)}` is not affine: use // for integer division of an index, "
@@ -226,7 +238,10 @@ class Index:
         )
 
     def __index__(self):
-        raise _error(f"index `{self._text}` was used as a Python integer; index expressions are symbolic")
+        raise _error(
+            f"index `{self._text}` was used as a Python integer; index expressions are symbolic "
+            "(is the indexed object an input tensor of the op?)"
+        )
 
 
 def _as_value(x) -> Value:
@@ -397,17 +412,16 @@ class _ShapeProxy:
         t = self._tensor
         if not _is_int(d):
             raise _error(f"{t.name}.shape[{d!r}]: the dimension must be an integer")
-        if t.ndim is None:
+        ndim = t._ndim
+        if ndim is None:
             raise _error(f"{t.name}.shape[{d}] needs the rank of '{t.name}': pass its shape or rank")
         if d < 0:
-            d += t.ndim
-        if not 0 <= d < t.ndim:
-            raise _error(f"{t.name}.shape[{d}] is out of range for a tensor of {t.ndim} dimensions")
+            d += ndim
+        if not 0 <= d < ndim:
+            raise _error(f"{t.name}.shape[{d}] is out of range for a tensor of {ndim} dimensions")
         return Index(_core.index_extent(t.id, d), f"{t.name}.shape[{d}]")
 
     def __len__(self):
-        if self._tensor.ndim is None:
-            raise _error(f"len({self._tensor.name}.shape) needs its rank: pass its shape or rank")
         return self._tensor.ndim
 
 
@@ -418,7 +432,14 @@ class Tensor:
         self._tracer = tracer
         self.name = name
         self.id = tid
-        self.ndim = ndim
+        self._ndim = ndim
+
+    @property
+    def ndim(self) -> int:
+        """The rank; known when the caller gave shapes or ranks, or after the first access."""
+        if self._ndim is None:
+            raise _error(f"the rank of '{self.name}' is not known here: pass its shape (or rank) to the op")
+        return self._ndim
 
     @property
     def shape(self) -> _ShapeProxy:
@@ -428,6 +449,8 @@ class Tensor:
         return f"Tensor({self.name})"
 
     def _indices(self, key) -> list:
+        if getattr(_state, "tracer", None) is not self._tracer:
+            raise _error(f"unknown tensor '{self.name}': it is an input of op '{self._tracer.op_name}', not of this op")
         if not isinstance(key, tuple):
             key = (key,)
         flat = []
@@ -453,12 +476,12 @@ class Tensor:
                 )
             else:
                 raise _error(f"{self.name}[...]: index {k!r} of type {type(k).__name__} is not an index expression")
-        if self.ndim is None:
-            self.ndim = len(out)
-        elif len(out) != self.ndim:
+        if self._ndim is None:
+            self._ndim = len(out)
+        elif len(out) != self._ndim:
             text = ", ".join(":" if i is None else i._text for i in out)
             raise _error(
-                f"wrong number of indices: tensor '{self.name}' has {self.ndim} dimensions but "
+                f"wrong number of indices: tensor '{self.name}' has {self._ndim} dimensions but "
                 f"`{self.name}[{text}]` uses {len(out)}"
             )
         return out
@@ -481,6 +504,12 @@ class Slice:
         self.tensor = tensor
         self.dims = dims
         self._text = text
+
+    def _as_value_error(self, *_):
+        raise _error(f"slice `{self._text}` used as a value; index it (`{self._text}[i]`) or reduce it (tw.Sum)")
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _as_value_error
+    __truediv__ = __rtruediv__ = __neg__ = __pow__ = __bool__ = _as_value_error
 
     @property
     def free_dims(self) -> int:
@@ -560,7 +589,12 @@ class _Reducer:
                 ext = e._node
             ids.append(len(tracer.vars))
             variables.append(tracer.new_var(name, False, ext))
-        body = _as_value(call(*variables))
+        names_bound = [v._text for v in variables]
+        tracer.in_scope.extend(names_bound)
+        try:
+            body = _as_value(call(*variables))
+        finally:
+            del tracer.in_scope[len(tracer.in_scope) - len(names_bound):]
         text = f"{self.name}({', '.join(v._text for v in variables)}: {body._text})"
         return Value(_core.expr_reduce(self.name, ids, body._node), text)
 
