@@ -8,7 +8,8 @@ import tilewise as tw
 from ._cases import Case
 
 # table (V, D) and one id -> row (D,): the only data-dependent indexing, hidden in an opaque function.
-Lookup = tw.opaque("Lookup", fn=lambda table, idx: table[int(np.asarray(idx).reshape(-1)[0])])
+Lookup = tw.opaque("Lookup", fn=lambda table, idx: table[int(np.asarray(idx).reshape(-1)[0])],
+                   shape=lambda table, idx: (table[1],))
 
 
 @tw.op(reference=lambda table, ids: table[ids.astype(np.int64)],

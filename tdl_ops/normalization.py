@@ -54,13 +54,14 @@ def rms_norm(x, gamma, eps=1e-6):
 
 
 def _bn_mean(x, c):
-    return tw.Sum(lambda b, h, w: x[b, c, h, w]) / (x.shape[0] * x.shape[2] * x.shape[3])
+    """Per-channel mean (reduction variables named apart from the op's own b, c, h, w)."""
+    return tw.Sum(lambda n, y, z: x[n, c, y, z]) / (x.shape[0] * x.shape[2] * x.shape[3])
 
 
 def _bn_var(x, c):
     """Biased variance as E[x^2] - E[x]^2 (one pass, no nested reduction)."""
     n = x.shape[0] * x.shape[2] * x.shape[3]
-    return tw.Sum(lambda b, h, w: x[b, c, h, w] * x[b, c, h, w]) / n - _bn_mean(x, c) ** 2
+    return tw.Sum(lambda m, y, z: x[m, c, y, z] * x[m, c, y, z]) / n - _bn_mean(x, c) ** 2
 
 
 @tw.op(reference=lambda x: _bn_stats(x)[0])

@@ -34,7 +34,7 @@ def lstm_gates(x, h, w_ih, w_hh, b_ih, b_hh):
                          + tw.Sum(lambda k: h[b, k] * w_hh[j, k]) + b_hh[j])
 
 
-@tw.op(reference=_cell_ref)
+@tw.op(reference=_cell_ref, out_shape=lambda gates, c: tuple(c))  # gates[b, j] reads only a quarter
 def lstm_cell(gates, c):
     """c' = sigmoid(f) * c + sigmoid(i) * tanh(g), gates (b, 4H) = [i | f | g | o], c (b, H)."""
     n = c.shape[1]
