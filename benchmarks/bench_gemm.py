@@ -20,19 +20,21 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-
 import tilewise
 from tilewise import _core
 
 
-def _median_seconds(fn: Callable[[], object], repeats: int) -> float:
+def _seconds(fn: Callable[[], object], repeats: int) -> list[float]:
+    # Two OpenBLAS copies share this process (NumPy's scipy_openblas64_ and ours): each keeps its
+    # worker threads spinning for a moment after a call, so let the other's settle first.
+    time.sleep(0.2)
     fn()  # warm-up: thread pool start, page faults of the output
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
         fn()
         times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return times
 
 
 def _numpy_blas() -> str:
@@ -40,7 +42,7 @@ def _numpy_blas() -> str:
         config = np.show_config(mode="dicts")
         blas = config["Build Dependencies"]["blas"]
         return f"{blas.get('name', '?')} {blas.get('version', '')}".strip()
-    except Exception:  # older NumPy: no dict mode
+    except (TypeError, KeyError, AttributeError):  # older NumPy: no dict mode
         return "unknown"
 
 
@@ -64,8 +66,9 @@ def run(sizes: list[int], repeats: int, seed: int = 0) -> dict:
         b = rng.standard_normal((n, n), dtype=np.float32)
         # Same answer first: a benchmark of a wrong result is worthless.
         np.testing.assert_allclose(_core.gemm(a, b), a @ b, rtol=1e-3, atol=1e-3 * np.sqrt(n))
-        ours = _median_seconds(lambda: _core.gemm(a, b), repeats)
-        theirs = _median_seconds(lambda: np.matmul(a, b), repeats)
+        ours_times = _seconds(lambda a=a, b=b: _core.gemm(a, b), repeats)
+        numpy_times = _seconds(lambda a=a, b=b: np.matmul(a, b), repeats)
+        ours, theirs = statistics.median(ours_times), statistics.median(numpy_times)
         flops = 2.0 * n**3
         rows.append(
             {
@@ -74,7 +77,9 @@ def run(sizes: list[int], repeats: int, seed: int = 0) -> dict:
                 "numpy_s": theirs,
                 "ours_gflops": flops / ours / 1e9,
                 "numpy_gflops": flops / theirs / 1e9,
-                "ratio": theirs / ours,  # > 1: ours is faster
+                "ratio": theirs / ours,  # ours GFLOP/s over NumPy's: > 1 means ours is faster
+                "ours_all_s": ours_times,
+                "numpy_all_s": numpy_times,
             }
         )
     return {
@@ -86,6 +91,7 @@ def run(sizes: list[int], repeats: int, seed: int = 0) -> dict:
             "cpu": _cpu_model(),
             "cpu_count": os.cpu_count(),
             "platform": platform.platform(),
+            "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS"),
         },
         "ours": {"blas": info["blas"], "blas_threads": info["blas_threads"]},
         "numpy": {"version": np.__version__, "blas": _numpy_blas()},
@@ -94,8 +100,10 @@ def run(sizes: list[int], repeats: int, seed: int = 0) -> dict:
 
 
 def print_table(report: dict) -> None:
-    print(f"GEMM float32, median of {report['repeats']} on {report['machine']['cpu']} "
-          f"({report['machine']['cpu_count']} CPUs)")
+    print(
+        f"GEMM float32, median of {report['repeats']} on {report['machine']['cpu']} "
+        f"({report['machine']['cpu_count']} CPUs)"
+    )
     print(f"  ours : {report['ours']['blas']}, {report['ours']['blas_threads']} thread(s)")
     print(f"  numpy: {report['numpy']['version']} with {report['numpy']['blas']}")
     print(f"{'n':>6} {'ours GFLOP/s':>13} {'numpy GFLOP/s':>14} {'ours/numpy':>11}")

@@ -40,9 +40,11 @@ if(_tw_blas_choice STREQUAL "AUTO" OR _tw_blas_choice STREQUAL "SCIPY_OPENBLAS32
     find_package(Python COMPONENTS Interpreter)
   endif()
   if(Python_Interpreter_FOUND)
+    set(_tw_ask "import scipy_openblas32 as s\n"
+                "print(s.get_include_dir())\nprint(s.get_lib_dir())\n"
+                "print(s.get_library(fullname=True))\nprint(s.__version__)")
     execute_process(
-      COMMAND "${Python_EXECUTABLE}" -c
-              "import scipy_openblas32 as s; print(s.get_include_dir()); print(s.get_lib_dir()); print(s.get_library(fullname=True)); print(s.__version__)"
+      COMMAND "${Python_EXECUTABLE}" -c "${_tw_ask}"
       RESULT_VARIABLE _tw_rc
       OUTPUT_VARIABLE _tw_out
       ERROR_VARIABLE _tw_err

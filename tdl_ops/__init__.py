@@ -1,7 +1,8 @@
 """TDL operator library: TDL descriptions of the operators a training framework needs, by family.
 
 ALL maps op name -> op object (each with a NumPy reference); CASES lists the test cases
-(tdl_ops._cases.Case) used by tests/python/test_tdl_ops.py.
+(tdl_ops._cases.Case) used by tests/python/test_tdl_ops.py; ELEMENTWISE names the ops that read
+every input exactly at the output index.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ def _is_op(obj) -> bool:
 
 
 def _collect():
-    ops, cases = {}, []
+    ops, cases, elementwise = {}, [], set()
     for mod in FAMILIES:
         for name, obj in vars(mod).items():
             if not name.startswith("_") and _is_op(obj):
@@ -27,9 +28,10 @@ def _collect():
                     raise RuntimeError(f"duplicate TDL op name {name!r} in {mod.__name__}")
                 ops[name] = obj
         cases.extend(mod.CASES)
-    return ops, cases
+        elementwise.update(getattr(mod, "ELEMENTWISE", ()))
+    return ops, cases, frozenset(elementwise)
 
 
-ALL, CASES = _collect()
+ALL, CASES, ELEMENTWISE = _collect()
 
-__all__ = ["ALL", "CASES", "FAMILIES", "Case", "make_input", "make_inputs"]
+__all__ = ["ALL", "CASES", "ELEMENTWISE", "FAMILIES", "Case", "make_input", "make_inputs"]

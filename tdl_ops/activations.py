@@ -151,6 +151,9 @@ def log_softmax_grad(dy, y):
     return tw.compute(y.ndim, lambda *i: dy[i] - tw.exp(y[i]) * tw.Sum(_row(dy, i)))
 
 
+ELEMENTWISE = ("relu", "relu6", "sigmoid", "tanh", "gelu", "gelu_tanh", "softplus", "leaky_relu", "elu",
+               "silu", "relu_grad", "leaky_relu_grad", "sigmoid_grad", "tanh_grad", "gelu_grad")
+
 CASES = [
     Case("relu", [(6, 7)]),
     Case("relu6", [(6, 7)], kinds=("wide",)),

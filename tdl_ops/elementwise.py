@@ -191,6 +191,11 @@ def mul_scalar_tensor(x, s):
     return tw.compute(x.ndim, lambda *i: x[i] * s[0])
 
 
+# Ops that read every input exactly at the output index (op.is_elementwise).
+ELEMENTWISE = ("neg", "exp", "log", "sqrt", "rsqrt", "reciprocal", "abs", "square", "sign", "erf", "power",
+               "clip", "scale", "add", "sub", "mul", "div", "maximum", "minimum", "squared_difference",
+               "axpy", "where")
+
 CASES = [
     Case("neg", [(5, 7)]),
     Case("exp", [(4, 3, 5)]),

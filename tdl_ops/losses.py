@@ -84,6 +84,8 @@ def bce_with_logits(x, t):
     return lambda: tw.Sum(term, ndim=x.ndim) / _numel(x)
 
 
+ELEMENTWISE = ("mse_loss_grad",)
+
 CASES = [
     Case("cross_entropy", [(5, 6), (5, 6)], kinds=("normal", "onehot")),
     Case("cross_entropy", [(4, 3), (4, 3)], kinds=("wide", "prob"), name="cross_entropy_prob"),

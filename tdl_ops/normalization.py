@@ -95,6 +95,8 @@ def running_stat_update(running, stat, momentum=0.1):
     return tw.compute(running.ndim, lambda *i: (1.0 - momentum) * running[i] + momentum * stat[i])
 
 
+ELEMENTWISE = ("running_stat_update",)
+
 CASES = [
     Case("layer_norm", [(4, 8), (8,), (8,)]),
     Case("layer_norm", [(2, 3, 6), (6,), (6,)], {"eps": 1e-3}, name="layer_norm_3d"),

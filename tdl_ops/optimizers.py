@@ -73,6 +73,9 @@ def dropout(x, mask, p=0.5):
     return _each(x, lambda *i: x[i] * mask[i] / (1.0 - p))
 
 
+ELEMENTWISE = ("sgd", "momentum_velocity", "momentum_weight", "adam_m", "adam_v", "adam_weight", "rmsprop_sq",
+               "rmsprop_weight", "dropout")
+
 CASES = [
     Case("sgd", [(5, 6), (5, 6)], {"lr": 0.1}),
     Case("sgd", [(3, 4, 2), (3, 4, 2)], {"lr": 0.05, "weight_decay": 0.01}, name="sgd_weight_decay"),

@@ -161,6 +161,8 @@ def identity(x):
     return tw.compute(x.ndim, lambda *i: x[i])
 
 
+ELEMENTWISE = ("identity",)
+
 CASES = [
     Case("transpose", [(5, 7)]),
     Case("permute", [(2, 3, 4)], {"perm": (2, 0, 1)}),

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import html
 import inspect
+import json
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -42,6 +44,36 @@ class Strategy:
         what = self.kind if self.dim is None else f"{self.kind}:{self.dim}"
         return f"Strategy({what}, parts={self.parts})"
 
+    def to_dict(self) -> dict:
+        """Plain data (JSON-ready): regions as lists of [lo, hi] pairs, or strings if symbolic."""
+
+        def plain(region):
+            if region is None:
+                return None
+            return [r if isinstance(r, str) else list(r) for r in region]
+
+        return {
+            "kind": self.kind,
+            "dim": self.dim,
+            "reducer": self.reducer,
+            "input_regions": {n: [plain(r) for r in rs] for n, rs in self.input_regions.items()},
+            "output_regions": [plain(r) for r in self.output_regions],
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict())
+
+    def _repr_html_(self) -> str:
+        names = list(self.input_regions)
+        head = "".join(f"<th>{html.escape(n)}</th>" for n in names)
+        rows = []
+        for w in range(self.parts):
+            cells = "".join(f"<td>{html.escape(_fmt_region(self.input_regions[n][w]))}</td>" for n in names)
+            rows.append(f"<tr><td>{w}</td><td>{html.escape(_fmt_region(self.output_regions[w]))}</td>{cells}</tr>")
+        title = html.escape(repr(self))
+        return (f"<table><caption>{title}</caption><tr><th>worker</th><th>output</th>{head}</tr>"
+                + "".join(rows) + "</table>")
+
     def describe(self) -> str:
         """Multi-line table of the regions each worker reads and writes."""
         lines = [repr(self)]
@@ -68,7 +100,7 @@ def _hashable(v):
     return v
 
 
-@dataclass
+@dataclass(eq=False)  # ops compare and hash by identity: they key graphs and caches
 class Op:
     """An operator described in TDL. Create with ``@tw.op``."""
 

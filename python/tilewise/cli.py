@@ -51,9 +51,7 @@ def _info(args: argparse.Namespace) -> int:
         print(json.dumps(info, indent=2, sort_keys=True))
         return 0
 
-    openmp = _yes_no(
-        info["openmp"], f"{info['openmp_max_threads']} threads", missing="not compiled in"
-    )
+    openmp = _yes_no(info["openmp"], f"{info['openmp_max_threads']} threads", missing="not compiled in")
     rows = [
         ("tilewise", f"{info['version']} ({info['build_type']}, {info['compiler']})"),
         ("BLAS", f"{info['blas']}, {info['blas_threads']} thread(s)"),

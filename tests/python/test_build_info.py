@@ -4,13 +4,10 @@ import json
 
 import numpy as np
 import pytest
-
 import tilewise as tw
 import tilewise._build_info
 import tilewise.cli
-
-tw._build_info.preload_blas()  # tilewise/__init__.py does this too; repeated here, it is a no-op
-from tilewise import _core  # noqa: E402
+from tilewise import _core
 
 
 def test_build_info_has_every_key_and_a_blas():

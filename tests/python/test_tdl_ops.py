@@ -50,6 +50,17 @@ def test_evaluate_matches_reference(case):
     np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-9)
 
 
+def test_elementwise_names_are_ops():
+    assert tdl_ops.ELEMENTWISE <= set(tdl_ops.ALL)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_is_elementwise(case):
+    op = tdl_ops.ALL[case.op]
+    ranks = tuple(len(s) for s in case.shapes)
+    assert op.trace(ranks, dict(case.attrs)).is_elementwise == (case.op in tdl_ops.ELEMENTWISE)
+
+
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_infer_shape_matches_reference(case):
     op = tdl_ops.ALL[case.op]
