@@ -40,7 +40,7 @@ if(_tw_blas_choice STREQUAL "AUTO" OR _tw_blas_choice STREQUAL "SCIPY_OPENBLAS32
     find_package(Python COMPONENTS Interpreter)
   endif()
   if(Python_Interpreter_FOUND)
-    set(_tw_ask "import scipy_openblas32 as s\n"
+    string(CONCAT _tw_ask "import scipy_openblas32 as s\n"
                 "print(s.get_include_dir())\nprint(s.get_lib_dir())\n"
                 "print(s.get_library(fullname=True))\nprint(s.__version__)")
     execute_process(

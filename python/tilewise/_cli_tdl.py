@@ -52,7 +52,7 @@ def run_ops(args: argparse.Namespace) -> int:
             "inputs": {n: list(s) for n, s in shapes.items()},
             "attrs": dict(case.attrs),
             "output": list(op.infer_shape(**shapes, **case.attrs)),
-            "elementwise": op.trace(tuple(len(s) for s in case.shapes), {**op.attrs, **case.attrs}).is_elementwise,
+            "elementwise": op.is_elementwise_for(**shapes, **case.attrs),
             "strategies": [_label(s) for s in strategies],
             "flops": cost["flops"],
         })

@@ -311,8 +311,16 @@ class Op:
 
     @property
     def is_elementwise(self) -> bool:
-        """Every input is read at exactly the output index, with no reduction."""
+        """Every input is read at exactly the output index, with no reduction.
+
+        Rank-polymorphic ops need ranks: use ``is_elementwise_for(x=2)``.
+        """
         return self.trace().is_elementwise
+
+    def is_elementwise_for(self, **ranks_and_attrs) -> bool:
+        """``is_elementwise`` for given input ranks (or shapes) and attributes."""
+        given, attrs = self._split(ranks_and_attrs)
+        return self.trace(tuple(_rank_of(given.get(n)) for n in self.inputs), attrs).is_elementwise
 
     def cost(self, out=None, **shapes_and_attrs) -> dict:
         """FLOPs and element reads for the given shapes, from the description.

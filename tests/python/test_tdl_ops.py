@@ -57,8 +57,8 @@ def test_elementwise_names_are_ops():
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_is_elementwise(case):
     op = tdl_ops.ALL[case.op]
-    ranks = tuple(len(s) for s in case.shapes)
-    assert op.trace(ranks, dict(case.attrs)).is_elementwise == (case.op in tdl_ops.ELEMENTWISE)
+    ranks = {n: len(s) for n, s in zip(op.inputs, case.shapes)}
+    assert op.is_elementwise_for(**ranks, **case.attrs) == (case.op in tdl_ops.ELEMENTWISE)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
