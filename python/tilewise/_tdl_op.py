@@ -35,6 +35,8 @@ class Strategy:
     reducer: str | None
     input_regions: dict[str, list[Region]]
     output_regions: list[Region]
+    input_shapes: dict[str, tuple] | None = None  # None for symbolic strategies
+    output_shape: tuple | None = None
 
     @property
     def parts(self) -> int:
@@ -73,6 +75,12 @@ class Strategy:
         title = html.escape(repr(self))
         return (f"<table><caption>{title}</caption><tr><th>worker</th><th>output</th>{head}</tr>"
                 + "".join(rows) + "</table>")
+
+    def draw(self, ax=None):
+        """Plot what each worker reads and writes (matplotlib); returns the Axes."""
+        from ._plot import draw_strategy
+
+        return draw_strategy(self, ax)
 
     def describe(self) -> str:
         """Multi-line table of the regions each worker reads and writes."""
@@ -296,7 +304,9 @@ class Op:
         if not isinstance(parts, (int, np.integer)) or parts < 1:
             raise ValueError(f"parts must be a positive integer, got {parts!r}")
         desc, shapes, _, out = self._resolve(shapes_and_attrs, out)
-        return [_strategy(d) for d in desc.strategies(int(parts), shapes, out)]
+        out_shape = out if out is not None else tuple(desc.infer_output_shape(shapes))
+        named = {n: tuple(s) for n, s in zip(self.inputs, shapes)}
+        return [_strategy(d, named, tuple(out_shape)) for d in desc.strategies(int(parts), shapes, out)]
 
     def symbolic_strategies(self, parts: int = 2, **ranks_and_attrs) -> list[Strategy]:
         """The strategies with symbolic regions over the extents X_v (Tofu §4.2).
@@ -388,8 +398,9 @@ def _rank_of(v):
     return len(tuple(v))
 
 
-def _strategy(d: dict) -> Strategy:
-    return Strategy(d["kind"], d["dim"], d["reducer"], dict(d["input_regions"]), list(d["output_regions"]))
+def _strategy(d: dict, input_shapes=None, output_shape=None) -> Strategy:
+    return Strategy(d["kind"], d["dim"], d["reducer"], dict(d["input_regions"]), list(d["output_regions"]),
+                    input_shapes, output_shape)
 
 
 def op(fn: Callable | None = None, *, name: str | None = None, reference: Callable | None = None,

@@ -35,3 +35,20 @@ def test_describe_and_repr():
 
 def test_ops_hash_by_identity():
     assert len({matmul, matmul.with_attrs()}) == 2
+
+
+def test_draw_shades_each_worker(tmp_path):
+    matplotlib = __import__("pytest").importorskip("matplotlib")
+    matplotlib.use("Agg")
+    s = matmul.strategies(parts=3, a=(6, 6), b=(6, 8))[0]
+    axes = s.draw()
+    assert len(axes) == 3  # a, b, output
+    # Outline plus one shaded rectangle per worker on each tensor.
+    assert [len(a.patches) for a in axes] == [4, 4, 4]
+    axes[0].figure.savefig(tmp_path / "strategy.png")
+    assert (tmp_path / "strategy.png").stat().st_size > 0
+
+
+def test_symbolic_strategies_cannot_be_drawn():
+    with __import__("pytest").raises(ValueError, match="only concrete strategies"):
+        matmul.symbolic_strategies()[0].draw()
