@@ -12,7 +12,7 @@ import numbers
 import threading
 
 from . import _core
-from ._core import TDLError
+from ._core import ShapeError, TDLError
 
 _state = threading.local()
 
@@ -117,6 +117,8 @@ class Index:
         return None
 
     def _arith(self, other, op: str, reflected: bool = False):
+        if _is_int(other) and other == 0 and not (reflected and op == "-"):
+            return self  # keeps texts readable: `x + 0` is `x`
         o = Index._coerce(other)
         if o is None:
             if isinstance(other, Value) or _is_number(other):
@@ -146,6 +148,8 @@ class Index:
         return self
 
     def _scale(self, other, reflected):
+        if _is_int(other) and other == 1:
+            return self
         if _is_int(other):
             text = f"{other}*{self._paren()}" if reflected else f"{self._paren()}*{other}"
             return Index(_core.index_scale(self._node, int(other)), text)
@@ -433,6 +437,7 @@ class Tensor:
         self.name = name
         self.id = tid
         self._ndim = ndim
+        self._rank_given = ndim is not None  # the caller's shape fixed it
 
     @property
     def ndim(self) -> int:
@@ -480,6 +485,11 @@ class Tensor:
             self._ndim = len(out)
         elif len(out) != self._ndim:
             text = ", ".join(":" if i is None else i._text for i in out)
+            if self._rank_given:
+                raise ShapeError(
+                    f"op '{self._tracer.op_name}': input '{self.name}' was given a shape of rank {self._ndim} but "
+                    f"the description indexes it with {len(out)} indices: `{self.name}[{text}]`"
+                )
             raise _error(
                 f"wrong number of indices: tensor '{self.name}' has {self._ndim} dimensions but "
                 f"`{self.name}[{text}]` uses {len(out)}"

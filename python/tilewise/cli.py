@@ -11,16 +11,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
 
-def _yes_no(found: bool, detail: str = "", missing: str = "not found") -> str:
+def _found(found: bool, detail: str = "") -> str:
     if not found:
-        return missing
-    return f"yes ({detail})" if detail else "yes"
+        return "not found"
+    return f"found ({detail})" if detail else "found"
 
 
 # --- tilewise info --------------------------------------------------------------------------------
@@ -51,13 +52,17 @@ def _info(args: argparse.Namespace) -> int:
         print(json.dumps(info, indent=2, sort_keys=True))
         return 0
 
-    openmp = _yes_no(info["openmp"], f"{info['openmp_max_threads']} threads", missing="not compiled in")
+    openmp = f"compiled in ({info['openmp_max_threads']} threads)" if info["openmp"] else "not compiled in"
     rows = [
         ("tilewise", f"{info['version']} ({info['build_type']}, {info['compiler']})"),
         ("BLAS", f"{info['blas']}, {info['blas_threads']} thread(s)"),
         ("OpenMP", openmp),
-        ("MPI", _yes_no(info["mpi"], f"MPI {info['mpi_version']}" if info["mpi_version"] else "")),
-        ("CUDA", _yes_no(info["cuda"], f"toolkit {info['cuda_version']}" if info["cuda_version"] else "")),
+        # MPI and CUDA are detected at build time only; no backend uses them yet.
+        ("MPI", _found(info["mpi"], f"MPI {info['mpi_version']}" if info["mpi_version"] else "")),
+        (
+            "CUDA compiler",
+            _found(info["cuda"], f"toolkit {info['cuda_version']}" if info["cuda_version"] else ""),
+        ),
         ("hardware threads", str(info["hardware_threads"] or "unknown")),
         ("Python", f"{info['python']} ({info['python_implementation']})"),
         ("NumPy", info["numpy"]),
@@ -71,7 +76,19 @@ def _info(args: argparse.Namespace) -> int:
 # --- the parser -----------------------------------------------------------------------------------
 
 #: One entry per subcommand: a function that adds its parser to the subparsers.
-_SUBCOMMANDS: list[Callable[[Any], None]] = [_add_info]
+def _add_ops(subparsers: Any) -> None:
+    from ._cli_tdl import add_ops
+
+    add_ops(subparsers)
+
+
+def _add_analyze(subparsers: Any) -> None:
+    from ._cli_tdl import add_analyze
+
+    add_analyze(subparsers)
+
+
+_SUBCOMMANDS: list[Callable[[Any], None]] = [_add_info, _add_ops, _add_analyze]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -90,7 +107,14 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``tilewise`` with ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
     args = build_parser().parse_args(argv)
-    return args.run(args)
+    try:
+        return args.run(args)
+    except ValueError as e:  # tw.TDLError, tw.ShapeError and bad option values: a message, no traceback
+        print(f"tilewise {args.command}: error: {e}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # `tilewise ops | head`: the reader left; not an error
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - keeps the interpreter's final flush quiet
+        return 0
 
 
 if __name__ == "__main__":
