@@ -35,3 +35,6 @@ def _collect():
 ALL, CASES, ELEMENTWISE = _collect()
 
 __all__ = ["ALL", "CASES", "ELEMENTWISE", "FAMILIES", "Case", "make_input", "make_inputs"]
+
+# Every op is also reachable as an attribute: tdl_ops.matmul, tw.ops.conv2d.
+globals().update(ALL)

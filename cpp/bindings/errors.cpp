@@ -2,6 +2,7 @@
 #include <pybind11/pybind11.h>
 
 #include "bindings/bindings.h"
+#include "graph/graph.h"
 #include "tdl/errors.h"
 
 namespace py = pybind11;
@@ -11,6 +12,7 @@ namespace tilewise::bindings {
 void bind_errors(py::module_& m) {
   py::register_exception<TDLError>(m, "TDLError", PyExc_ValueError);
   py::register_exception<ShapeError>(m, "ShapeError", PyExc_ValueError);
+  py::register_exception<graph::GraphError>(m, "GraphError", PyExc_ValueError);
 }
 
 }  // namespace tilewise::bindings

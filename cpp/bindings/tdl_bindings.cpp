@@ -129,7 +129,7 @@ void bind_tdl(py::module_& m) {
     return PyExpr{make_opaque(id, std::move(slices), std::move(r), std::move(ext))};
   });
 
-  py::class_<OpDesc>(m, "OpDesc", "A traced, validated TDL operator description.")
+  py::class_<OpDesc, std::shared_ptr<OpDesc>>(m, "OpDesc", "A traced, validated TDL operator description.")
       .def(py::init([](const std::string& name, const std::vector<std::pair<std::string, int>>& inputs,
                        const std::vector<std::tuple<std::string, bool, std::optional<PyIndex>>>& vars,
                        const std::vector<int>& output_vars, const std::vector<std::string>& opaque_names,

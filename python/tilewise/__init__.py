@@ -15,7 +15,8 @@ _preload_blas()
 
 from . import _core  # noqa: E402
 from ._build_info import build_info  # noqa: E402
-from ._core import ShapeError, TDLError  # noqa: E402
+from ._core import GraphError, ShapeError, TDLError  # noqa: E402
+from ._graph import GOp, Graph, GTensor  # noqa: E402
 from ._tdl_op import Op, Strategy, op  # noqa: E402
 from ._tdl_trace import (  # noqa: E402
     Max,
@@ -40,7 +41,7 @@ from ._tdl_trace import (  # noqa: E402
 __version__ = "0.1.0"
 
 __all__ = [
-    "Max", "Min", "Op", "Prod", "ShapeError", "Strategy", "Sum", "TDLError", "abs", "build_info", "compute",
+    "GOp", "GTensor", "Graph", "GraphError", "Max", "Min", "Op", "Prod", "ShapeError", "Strategy", "Sum", "TDLError", "abs", "build_info", "compute",
     "erf", "exp", "index_value", "log", "max", "min", "op", "opaque", "ops", "sigmoid", "sqrt", "tanh", "where",
 ]
 

@@ -12,6 +12,7 @@ import numpy as np
 
 from . import _core
 from ._core import ShapeError, TDLError
+from ._graph import register_op
 from ._tdl_trace import Tensor, _as_value, _Compute, _lambda_arity, _Tracer, _Tracing
 
 
@@ -117,6 +118,7 @@ class Op:
     reference_fn: Callable | None = None
     out_shape_fn: Callable | None = None
     attr_values: dict = field(default_factory=dict)
+    grad_fn: Callable | None = None
     _cache: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self):
@@ -149,7 +151,7 @@ class Op:
     def with_attrs(self, **attrs) -> Op:
         """The same op with attribute values bound, e.g. ``conv.with_attrs(stride=2)``."""
         self._check_attrs(attrs)
-        return Op(self.fn, self.name, self.reference_fn, self.out_shape_fn, {**self.attr_values, **attrs})
+        return Op(self.fn, self.name, self.reference_fn, self.out_shape_fn, {**self.attr_values, **attrs}, self.grad_fn)
 
     def _check_attrs(self, attrs):
         for k in attrs:
@@ -382,6 +384,17 @@ class Op:
 
         return desc.evaluate(arrs, out, call if opaques else None, threads)
 
+    def __call__(self, *tensors, name: str | None = None, out=None, **attrs):
+        """Apply the op to graph tensors: adds a node to their graph and returns its output."""
+        from ._graph import GTensor
+
+        if not tensors or not isinstance(tensors[0], GTensor):
+            raise TDLError(
+                f"op '{self.name}' is applied to graph tensors (tw.Graph); to compute on arrays use "
+                f"{self.name}.evaluate(...)"
+            )
+        return tensors[0].graph.apply(self, tensors, attrs, name=name, out=out)
+
     def reference(self, *arrays, **attrs) -> np.ndarray:
         """The NumPy reference implementation given with ``@tw.op(reference=...)``."""
         if self.reference_fn is None:
@@ -404,16 +417,21 @@ def _strategy(d: dict, input_shapes=None, output_shape=None) -> Strategy:
 
 
 def op(fn: Callable | None = None, *, name: str | None = None, reference: Callable | None = None,
-       out_shape: Callable | None = None) -> Any:
+       out_shape: Callable | None = None, grad: Callable | None = None) -> Any:
     """Declare a TDL operator: ``@tw.op`` or ``@tw.op(reference=np_fn, out_shape=fn)``.
 
     The decorated function takes input tensors (parameters without defaults) and attributes
-    (parameters with defaults) and returns a lambda over the output indices.
+    (parameters with defaults) and returns a lambda over the output indices. ``grad`` is the
+    gradient rule used by autodiff: ``grad(g, *inputs, out=..., **attrs)`` gets graph tensors
+    (the output's gradient, the inputs, the output) and returns one gradient per input (or None),
+    built by calling ops.
     """
 
     def wrap(f):
         if not callable(f):
             raise TDLError("@tw.op decorates a function")
-        return Op(f, name or f.__name__, reference, out_shape)
+        new = Op(f, name or f.__name__, reference, out_shape, grad_fn=grad)
+        register_op(new)
+        return new
 
     return wrap(fn) if fn is not None else wrap
