@@ -7,12 +7,12 @@ every input exactly at the output index.
 
 from __future__ import annotations
 
-from . import (activations, conv, elementwise, embedding, linalg, losses, normalization, opaque,
+from . import (activations, conv, elementwise, embedding, linalg, losses, models, normalization, opaque,
                optimizers, pooling, reductions, rnn, shape)
 from ._cases import Case, make_input, make_inputs
 
 FAMILIES = (elementwise, activations, linalg, conv, pooling, normalization, reductions, shape,
-            embedding, rnn, losses, optimizers, opaque)
+            embedding, rnn, losses, optimizers, opaque, models)
 
 
 def _is_op(obj) -> bool:

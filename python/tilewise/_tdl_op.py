@@ -384,6 +384,20 @@ class Op:
 
         return desc.evaluate(arrs, out, call if opaques else None, threads)
 
+    def def_grad(self, fn: Callable) -> Callable:
+        """Declare the gradient rule beside the op (usable as a decorator):
+
+            @matmul.def_grad
+            def _(g, a, b, out):
+                return tdl_ops.matmul_nt(g, b), tdl_ops.matmul_tn(a, g)
+
+        ``fn(g, *inputs, out=..., **attrs)`` receives graph tensors (the output's gradient, the
+        inputs, the output) and the attributes, and returns one gradient per input (None for an
+        input with no gradient), built by calling ops.
+        """
+        self.grad_fn = fn
+        return fn
+
     def __call__(self, *tensors, name: str | None = None, out=None, **attrs):
         """Apply the op to graph tensors: adds a node to their graph and returns its output."""
         from ._graph import GTensor
