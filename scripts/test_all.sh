@@ -20,6 +20,17 @@ failed=()
 echo "== [1/3] pip install '.[test]' with $PYTHON_EXE"
 "$PYTHON_EXE" -m pip install -q --disable-pip-version-check ".[test]"
 
+# torch is optional for users but the oracle of several tests (gradients, from_torch). Install it
+# only from a local wheel (--no-index): a plain install would download a multi-GB CUDA build.
+if ! "$PYTHON_EXE" -c "import torch" >/dev/null 2>&1; then
+  if "$PYTHON_EXE" -m pip install -q --no-index --no-deps "torch==2.13.0" >/dev/null 2>&1 \
+    && "$PYTHON_EXE" -m pip install -q "torch==2.13.0"; then
+    echo "   installed torch 2.13.0 (CPU) from the local wheel"
+  else
+    echo "   no local torch wheel: tests that need torch will be skipped"
+  fi
+fi
+
 echo "== [2/3] C++ tests: CMake + CTest in $CPP_BUILD"
 if cmake -S . -B "$CPP_BUILD" -G Ninja -DTILEWISE_BUILD_TESTS=ON -DPython_EXECUTABLE="$PYTHON_EXE" \
   && cmake --build "$CPP_BUILD" \

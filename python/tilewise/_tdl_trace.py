@@ -95,18 +95,25 @@ def _text(x) -> str:
     return x._text if isinstance(x, (Index, Value)) else repr(x)
 
 
-class Index:
-    """An affine index expression over index variables and tensor extents."""
+class _Traced:
+    """A C++ expression node with the readable text of the Python expression that built it."""
 
     __slots__ = ("_node", "_text")
-    __hash__ = object.__hash__
+    __hash__ = object.__hash__  # operators build expressions, so == cannot mean identity
 
     def __init__(self, node, text: str):
         self._node = node
         self._text = text
 
     def __repr__(self):
-        return f"Index({self._text})"
+        return f"{type(self).__name__}({self._text})"
+
+
+class Index(_Traced):
+    """An affine index expression over index variables and tensor extents."""
+
+    __slots__ = ()
+    __hash__ = _Traced.__hash__  # defining __eq__ below would otherwise unset it
 
     @staticmethod
     def _coerce(x):
@@ -267,18 +274,11 @@ def index_value(x) -> Value:
     return _as_value(Index._coerce(x))
 
 
-class Value:
+class Value(_Traced):
     """A scalar TDL value expression."""
 
-    __slots__ = ("_node", "_text")
-    __hash__ = object.__hash__
-
-    def __init__(self, node, text: str):
-        self._node = node
-        self._text = text
-
-    def __repr__(self):
-        return f"Value({self._text})"
+    __slots__ = ()
+    __hash__ = _Traced.__hash__
 
     @staticmethod
     def _binary(op, a, b):
