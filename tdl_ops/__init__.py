@@ -8,11 +8,11 @@ every input exactly at the output index.
 from __future__ import annotations
 
 from . import (activations, conv, elementwise, embedding, linalg, losses, models, normalization, opaque,
-               optimizers, pooling, reductions, rnn, shape)
+               optimizers, pooling, reductions, rnn, shape, torch_extra)
 from ._cases import Case, make_input, make_inputs
 
 FAMILIES = (elementwise, activations, linalg, conv, pooling, normalization, reductions, shape,
-            embedding, rnn, losses, optimizers, opaque, models)
+            embedding, rnn, losses, optimizers, opaque, models, torch_extra)
 
 
 def _is_op(obj) -> bool:

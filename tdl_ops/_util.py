@@ -45,3 +45,17 @@ def np_log_softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
 def np_sigmoid(x: np.ndarray) -> np.ndarray:
     """Logistic sigmoid."""
     return 1.0 / (1.0 + np.exp(-x))
+
+
+def scalar(t):
+    """The single element of a 0-d (or one-element) tensor handle, e.g. the gradient of a loss.
+
+    Indexing with one 0 per dimension keeps descriptions valid for both ranks (Op.evaluate hands
+    0-d arrays over as shape (1,)).
+    """
+    return t[(0,) * t.ndim]
+
+
+def leading(ndim: int) -> tuple:
+    """The axes before the last one: what a bias or a row-wise parameter is broadcast over."""
+    return tuple(range(ndim - 1))

@@ -1,4 +1,6 @@
-"""Activation functions, their simple gradients, softmax and log-softmax (last axis)."""
+"""Activation functions, softmax and log-softmax (last axis), their gradient ops and rules.
+
+Each differentiable op declares its gradient rule right after it (``@op.def_grad``)."""
 
 from __future__ import annotations
 
@@ -21,10 +23,20 @@ def relu(x):
     return tw.compute(x.ndim, lambda *i: tw.max(x[i], 0.0))
 
 
+@relu.def_grad
+def _(g, x, out):
+    return (relu_grad(g, x),)
+
+
 @tw.op(reference=lambda x: np.minimum(np.maximum(x, 0.0), 6.0))
 def relu6(x):
     """min(max(x, 0), 6)."""
     return tw.compute(x.ndim, lambda *i: tw.min(tw.max(x[i], 0.0), 6.0))
+
+
+@relu6.def_grad
+def _(g, x, out):
+    return (relu6_grad(g, x),)
 
 
 @tw.op(reference=np_sigmoid)
@@ -33,16 +45,31 @@ def sigmoid(x):
     return tw.compute(x.ndim, lambda *i: tw.sigmoid(x[i]))
 
 
+@sigmoid.def_grad
+def _(g, x, out):
+    return (sigmoid_grad(g, out),)
+
+
 @tw.op(reference=np.tanh)
 def tanh(x):
     """Hyperbolic tangent."""
     return tw.compute(x.ndim, lambda *i: tw.tanh(x[i]))
 
 
+@tanh.def_grad
+def _(g, x, out):
+    return (tanh_grad(g, out),)
+
+
 @tw.op(reference=lambda x: 0.5 * x * (1.0 + np_erf(x / math.sqrt(2.0))))
 def gelu(x):
     """GELU, exact erf form: x * Phi(x)."""
     return tw.compute(x.ndim, lambda *i: 0.5 * x[i] * (1.0 + tw.erf(x[i] * _SQRT1_2)))
+
+
+@gelu.def_grad
+def _(g, x, out):
+    return (gelu_grad(g, x),)
 
 
 @tw.op(reference=lambda x: 0.5 * x * (1.0 + np.tanh(_GELU_C * (x + 0.044715 * x**3))))
@@ -52,10 +79,20 @@ def gelu_tanh(x):
                       * (1.0 + tw.tanh(_GELU_C * (x[i] + 0.044715 * x[i] ** 3))))
 
 
+@gelu_tanh.def_grad
+def _(g, x, out):
+    return (gelu_tanh_grad(g, x),)
+
+
 @tw.op(reference=lambda x: np.logaddexp(0.0, x))
 def softplus(x):
     """log(1 + e**x), written stably as max(x, 0) + log(1 + e**-|x|)."""
     return tw.compute(x.ndim, lambda *i: tw.max(x[i], 0.0) + tw.log(1.0 + tw.exp(-tw.abs(x[i]))))
+
+
+@softplus.def_grad
+def _(g, x, out):
+    return (softplus_grad(g, x),)
 
 
 @tw.op(reference=lambda x, slope=0.01: np.where(x > 0, x, slope * x))
@@ -64,16 +101,31 @@ def leaky_relu(x, slope=0.01):
     return tw.compute(x.ndim, lambda *i: tw.where(x[i] > 0, x[i], slope * x[i]))
 
 
+@leaky_relu.def_grad
+def _(g, x, out, slope):
+    return (leaky_relu_grad(g, x, slope=slope),)
+
+
 @tw.op(reference=lambda x, alpha=1.0: np.where(x > 0, x, alpha * (np.exp(x) - 1.0)))
 def elu(x, alpha=1.0):
     """x if x > 0 else alpha * (e**x - 1)."""
     return tw.compute(x.ndim, lambda *i: tw.where(x[i] > 0, x[i], alpha * (tw.exp(x[i]) - 1.0)))
 
 
+@elu.def_grad
+def _(g, x, out, alpha):
+    return (elu_grad(g, x, alpha=alpha),)
+
+
 @tw.op(reference=lambda x: x * np_sigmoid(x))
 def silu(x):
     """x * sigmoid(x) (swish)."""
     return tw.compute(x.ndim, lambda *i: x[i] * tw.sigmoid(x[i]))
+
+
+@silu.def_grad
+def _(g, x, out):
+    return (silu_grad(g, x),)
 
 
 # ---------------------------------------------------------------- gradients
@@ -111,6 +163,47 @@ def gelu_grad(dy, x):
                                                   + x[i] * tw.exp(-0.5 * x[i] * x[i]) * _INV_SQRT_2PI))
 
 
+@tw.op(reference=lambda dy, x: np.where((x > 0) & (x < 6), dy, 0.0))
+def relu6_grad(dy, x):
+    """dy where 0 < x < 6 (like PyTorch's hardtanh backward)."""
+    return tw.compute(x.ndim, lambda *i: dy[i] * (x[i] > 0) * (x[i] < 6))
+
+
+def _gelu_tanh_grad_ref(dy, x):
+    t = np.tanh(_GELU_C * (x + 0.044715 * x**3))
+    return dy * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * _GELU_C * (1.0 + 3 * 0.044715 * x * x))
+
+
+@tw.op(reference=_gelu_tanh_grad_ref)
+def gelu_tanh_grad(dy, x):
+    """dy * d/dx of the tanh-approximated GELU."""
+    def f(*i):
+        t = tw.tanh(_GELU_C * (x[i] + 0.044715 * x[i] ** 3))
+        return dy[i] * (0.5 * (1.0 + t) + 0.5 * x[i] * (1.0 - t * t) * _GELU_C * (1.0 + 3 * 0.044715 * x[i] * x[i]))
+    return tw.compute(x.ndim, f)
+
+
+@tw.op(reference=lambda dy, x: dy * np_sigmoid(x))
+def softplus_grad(dy, x):
+    """dy sigmoid(x)."""
+    return tw.compute(x.ndim, lambda *i: dy[i] * tw.sigmoid(x[i]))
+
+
+@tw.op(reference=lambda dy, x, alpha=1.0: np.where(x > 0, dy, dy * alpha * np.exp(x)))
+def elu_grad(dy, x, alpha=1.0):
+    """dy where x > 0 else dy alpha e**x."""
+    return tw.compute(x.ndim, lambda *i: tw.where(x[i] > 0, dy[i], dy[i] * alpha * tw.exp(x[i])))
+
+
+@tw.op(reference=lambda dy, x: dy * np_sigmoid(x) * (1.0 + x * (1.0 - np_sigmoid(x))))
+def silu_grad(dy, x):
+    """dy s (1 + x (1 - s)), s = sigmoid(x)."""
+    def f(*i):
+        s = tw.sigmoid(x[i])
+        return dy[i] * s * (1.0 + x[i] * (1.0 - s))
+    return tw.compute(x.ndim, f)
+
+
 # ---------------------------------------------------------------- softmax family (last axis)
 
 
@@ -129,6 +222,11 @@ def softmax(x):
     return tw.compute(x.ndim, f)
 
 
+@softmax.def_grad
+def _(g, x, out):
+    return (softmax_grad(g, out),)
+
+
 @tw.op(reference=np_log_softmax)
 def log_softmax(x):
     """x - max - log(sum(exp(x - max))) over the last axis."""
@@ -137,6 +235,11 @@ def log_softmax(x):
         m = tw.Max(row)
         return x[i] - m - tw.log(tw.Sum(lambda k: tw.exp(row(k) - m)))
     return tw.compute(x.ndim, f)
+
+
+@log_softmax.def_grad
+def _(g, x, out):
+    return (log_softmax_grad(g, out),)
 
 
 @tw.op(reference=lambda dy, y: y * (dy - (dy * y).sum(axis=-1, keepdims=True)))
@@ -152,7 +255,8 @@ def log_softmax_grad(dy, y):
 
 
 ELEMENTWISE = ("relu", "relu6", "sigmoid", "tanh", "gelu", "gelu_tanh", "softplus", "leaky_relu", "elu",
-               "silu", "relu_grad", "leaky_relu_grad", "sigmoid_grad", "tanh_grad", "gelu_grad")
+               "silu", "relu_grad", "leaky_relu_grad", "sigmoid_grad", "tanh_grad", "gelu_grad", "relu6_grad",
+               "gelu_tanh_grad", "softplus_grad", "elu_grad", "silu_grad")
 
 CASES = [
     Case("relu", [(6, 7)]),
@@ -170,6 +274,11 @@ CASES = [
     Case("sigmoid_grad", [(6, 7), (6, 7)], kinds=("normal", "unit")),
     Case("tanh_grad", [(6, 7), (6, 7)]),
     Case("gelu_grad", [(6, 7), (6, 7)]),
+    Case("relu6_grad", [(6, 7), (6, 7)], kinds=("normal", "wide")),
+    Case("gelu_tanh_grad", [(6, 7), (6, 7)]),
+    Case("softplus_grad", [(6, 7), (6, 7)]),
+    Case("elu_grad", [(6, 7), (6, 7)], {"alpha": 0.7}),
+    Case("silu_grad", [(6, 7), (6, 7)]),
     Case("softmax", [(5, 7)]),
     Case("softmax", [(2, 3, 6)], name="softmax_3d"),
     Case("log_softmax", [(5, 7)]),

@@ -1,4 +1,4 @@
-"""Embedding lookup (data-dependent indexing through an opaque function), its gradient, one-hot."""
+"""Embedding lookup (data-dependent indexing through an opaque function), its gradients and rules, one-hot."""
 
 from __future__ import annotations
 
@@ -19,11 +19,21 @@ def embedding(table, ids):
     return lambda b, d: Lookup(table[:, :], ids[b])[d]
 
 
+@embedding.def_grad
+def _(g, table, ids, out):
+    return embedding_grad(ids, g, num_embeddings=table.shape[0]), None  # ids are integers: no gradient
+
+
 @tw.op(reference=lambda table, ids: table[ids.astype(np.int64)],
        out_shape=lambda table, ids: tuple(ids) + (table[1],))
 def embedding_seq(table, ids):
     """out[b, t, d] = table[ids[b, t], d] for a (batch, time) id matrix."""
     return lambda b, t, d: Lookup(table[:, :], ids[b, t])[d]
+
+
+@embedding_seq.def_grad
+def _(g, table, ids, out):
+    return embedding_seq_grad(ids, g, num_embeddings=table.shape[0]), None
 
 
 def _embedding_grad_ref(ids, dy, num_embeddings=1):
@@ -38,6 +48,17 @@ def embedding_grad(ids, dy, num_embeddings=1):
     return lambda v, d: tw.Sum(lambda b: (ids[b] == tw.index_value(v)) * dy[b, d])
 
 
+def _embedding_seq_grad_ref(ids, dy, num_embeddings=1):
+    return _embedding_grad_ref(ids.reshape(-1), dy.reshape(-1, dy.shape[-1]), num_embeddings)
+
+
+@tw.op(reference=_embedding_seq_grad_ref,
+       out_shape=lambda ids, dy, num_embeddings=1: (num_embeddings, dy[2]))
+def embedding_seq_grad(ids, dy, num_embeddings=1):
+    """dtable[v, d] = sum_{b, t} (ids[b, t] == v) * dy[b, t, d]."""
+    return lambda v, d: tw.Sum(lambda b, t: (ids[b, t] == tw.index_value(v)) * dy[b, t, d])
+
+
 @tw.op(reference=lambda ids, depth=2: (ids[..., None] == np.arange(depth)).astype(np.float64),
        out_shape=lambda ids, depth=2: tuple(ids) + (depth,))
 def one_hot(ids, depth=2):
@@ -45,10 +66,16 @@ def one_hot(ids, depth=2):
     return tw.compute(ids.ndim + 1, lambda *i: ids[i[:-1]] == tw.index_value(i[-1]))
 
 
+@one_hot.def_grad
+def _(g, ids, out, depth):
+    return (None,)
+
+
 CASES = [
     Case("embedding", [(7, 4), (6,)], kinds=("normal", "ids:7")),
     Case("embedding_seq", [(9, 3), (2, 5)], kinds=("normal", "ids:9")),
     Case("embedding_grad", [(8,), (8, 3)], {"num_embeddings": 5}, ("ids:5",)),
+    Case("embedding_seq_grad", [(2, 4), (2, 4, 3)], {"num_embeddings": 5}, ("ids:5",)),
     Case("one_hot", [(6,)], {"depth": 4}, ("ids:4",)),
     Case("one_hot", [(2, 3)], {"depth": 5}, ("ids:5",), name="one_hot_2d"),
 ]

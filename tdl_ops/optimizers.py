@@ -1,4 +1,6 @@
-"""Optimizer updates (one output each, any rank): SGD, momentum, Adam / AdamW, RMSprop, dropout."""
+"""Optimizer updates (one output each, any rank): SGD, momentum, Adam / AdamW, RMSprop; dropout and its rule.
+
+The updates are not differentiated (they run after the backward pass): they have no gradient rules."""
 
 from __future__ import annotations
 
@@ -71,6 +73,11 @@ def rmsprop_weight(w, g, s, lr=0.01, eps=1e-8):
 def dropout(x, mask, p=0.5):
     """x * mask / (1 - p) with a given 0/1 mask (also its own gradient with dy for x)."""
     return _each(x, lambda *i: x[i] * mask[i] / (1.0 - p))
+
+
+@dropout.def_grad
+def _(g, x, mask, out, p):
+    return dropout(g, mask, p=p), None  # the mask is sampled, not learned
 
 
 ELEMENTWISE = ("sgd", "momentum_velocity", "momentum_weight", "adam_m", "adam_v", "adam_weight", "rmsprop_sq",

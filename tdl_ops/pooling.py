@@ -1,4 +1,4 @@
-"""2-D max / average pooling (NCHW; kernel, stride, padding) and their gradients, global pooling."""
+"""2-D max / average pooling (NCHW; kernel, stride, padding), global pooling, their gradient ops and rules."""
 
 from __future__ import annotations
 
@@ -93,12 +93,22 @@ def max_pool2d(x, kernel=2, stride=2, padding=0):
     return lambda b, c, y, xx: tw.Max(lambda i, j: elem(b, c, y, xx, i, j), extents=(k, k))
 
 
+@max_pool2d.def_grad
+def _(g, x, out, kernel, stride, padding):
+    return (max_pool2d_grad(x, out, g, kernel=kernel, stride=stride, padding=padding),)
+
+
 @tw.op(reference=_avg_pool_ref, out_shape=_pool_shape)
 def avg_pool2d(x, kernel=2, stride=2, padding=0):
     """Average pooling, zero padding counted (count_include_pad=True)."""
     k, s, p = kernel, stride, padding
     return lambda b, c, y, xx: tw.Sum(lambda i, j: x[b, c, s * y + i - p, s * xx + j - p],
                                       extents=(k, k)) / (k * k)
+
+
+@avg_pool2d.def_grad
+def _(g, x, out, kernel, stride, padding):
+    return (avg_pool2d_grad(g, kernel=kernel, stride=stride, padding=padding, in_h=x.shape[2], in_w=x.shape[3]),)
 
 
 @tw.op(reference=_max_pool_grad_ref)
@@ -130,10 +140,40 @@ def global_avg_pool2d(x):
     return lambda b, c: tw.Sum(lambda h, w: x[b, c, h, w]) / (x.shape[2] * x.shape[3])
 
 
+@global_avg_pool2d.def_grad
+def _(g, x, out):
+    return (global_avg_pool2d_grad(g, in_h=x.shape[2], in_w=x.shape[3]),)
+
+
 @tw.op(reference=lambda x: x.max(axis=(2, 3)))
 def global_max_pool2d(x):
     """Max over h, w: (n, c, h, w) -> (n, c)."""
     return lambda b, c: tw.Max(lambda h, w: x[b, c, h, w])
+
+
+@global_max_pool2d.def_grad
+def _(g, x, out):
+    return (global_max_pool2d_grad(x, out, g),)
+
+
+@tw.op(reference=lambda dy, in_h=1, in_w=1: np.broadcast_to(dy[:, :, None, None] / (in_h * in_w),
+                                                             dy.shape + (in_h, in_w)).copy(),
+       out_shape=lambda dy, in_h=1, in_w=1: tuple(dy) + (in_h, in_w))
+def global_avg_pool2d_grad(dy, in_h=1, in_w=1):
+    """Gradient of global_avg_pool2d: dy[b, c] / (h w) at every position of an (h, w) map."""
+    return lambda b, c, h, w: dy[b, c] / (in_h * in_w)
+
+
+def _global_max_grad_ref(x, y, dy):
+    hit = x == y[:, :, None, None]
+    return hit * (dy / hit.sum(axis=(2, 3)))[:, :, None, None]
+
+
+@tw.op(reference=_global_max_grad_ref)
+def global_max_pool2d_grad(x, y, dy):
+    """Gradient of global_max_pool2d: dy split evenly over the positions equal to the max y."""
+    return lambda b, c, h, w: ((x[b, c, h, w] == y[b, c]) * dy[b, c]
+                               / tw.Sum(lambda i, j: x[b, c, i, j] == y[b, c]))
 
 
 def _with_forward_output(inputs, attrs):
@@ -166,6 +206,11 @@ def _pool_cases():
                       name="avg_pool2d_grad_natural_size"))
     cases.append(Case("global_avg_pool2d", [(2, 3, 4, 5)]))
     cases.append(Case("global_max_pool2d", [(2, 3, 4, 5)]))
+    cases.append(Case("global_avg_pool2d_grad", [(2, 3)], {"in_h": 4, "in_w": 5}))
+    cases.append(Case("global_max_pool2d_grad", [(2, 3, 4, 5), (2, 3), (2, 3)], kinds=("distinct",),
+                      prepare=lambda inputs, attrs: [inputs[0], inputs[0].max(axis=(2, 3)), inputs[2]]))
+    cases.append(Case("global_max_pool2d_grad", [(1, 2, 2, 3), (1, 2), (1, 2)], name="global_max_pool2d_grad_ties",
+                      prepare=lambda inputs, attrs: [np.ones((1, 2, 2, 3)), np.ones((1, 2)), inputs[2]]))
     return cases
 
 

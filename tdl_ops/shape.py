@@ -1,8 +1,10 @@
-"""Data movement: transpose, permute, broadcast, concat, slice, split, pad, flatten, flips, upsampling."""
+"""Data movement: transpose, permute, broadcast, concat, slice, split, pad, flatten, flips, upsampling;
+their gradient rules (mostly the inverse movement) and the few backward ops they need."""
 
 from __future__ import annotations
 
 import numpy as np
+import tdl_ops
 import tilewise as tw
 
 from ._cases import Case
@@ -15,6 +17,11 @@ def transpose(x):
     return lambda i, j: x[j, i]
 
 
+@transpose.def_grad
+def _(g, x, out):
+    return (transpose(g),)
+
+
 @tw.op(reference=lambda x, perm=(1, 0): np.transpose(x, perm))
 def permute(x, perm=(1, 0)):
     """Axis permutation: out.shape[d] = x.shape[perm[d]]."""
@@ -24,6 +31,14 @@ def permute(x, perm=(1, 0)):
             idx[p] = i[d]
         return x[tuple(idx)]
     return tw.compute(len(perm), f)
+
+
+@permute.def_grad
+def _(g, x, out, perm):
+    inverse = [0] * len(perm)
+    for d, p in enumerate(perm):
+        inverse[p] = d
+    return (permute(g, perm=tuple(inverse)),)
 
 
 def _new_axes(ndim, shape, new_axes):
@@ -44,6 +59,12 @@ def broadcast_to(x, shape=(), new_axes=()):
     return tw.compute(len(shape), lambda *i: x[tuple(i[d] for d in kept)])
 
 
+@broadcast_to.def_grad
+def _(g, x, out, shape, new_axes):
+    axes = _new_axes(x.ndim, shape, new_axes)
+    return (tdl_ops.sum_axes(g, axes=axes) if axes else g,)
+
+
 def _concat_shape(a, b, axis=0):
     ax = norm_axis(axis, len(a))
     return replace(a, ax, a[ax] + b[ax])
@@ -54,6 +75,13 @@ def concat(a, b, axis=0):
     """Concatenate two tensors along axis (out-of-bounds reads are 0)."""
     ax = norm_axis(axis, a.ndim)
     return tw.compute(a.ndim, lambda *i: a[i] + b[replace(i, ax, i[ax] - a.shape[ax])])
+
+
+@concat.def_grad
+def _(g, a, b, out, axis):
+    ax = norm_axis(axis, a.ndim)
+    n = a.shape[ax]
+    return slice_axis(g, axis=ax, start=0, stop=n), slice_axis(g, axis=ax, start=n, stop=0)
 
 
 def _stop(stop, n):
@@ -78,6 +106,12 @@ def slice_axis(x, axis=0, start=0, stop=0, step=1):
     return tw.compute(x.ndim, lambda *i: x[replace(i, ax, step * i[ax] + start)])
 
 
+@slice_axis.def_grad
+def _(g, x, out, axis, start, stop, step):
+    ax = norm_axis(axis, x.ndim)
+    return (slice_axis_grad(g, axis=ax, start=start, step=step, size=x.shape[ax]),)
+
+
 def _split_shape(x, axis=0, sections=2, index=0):
     ax = norm_axis(axis, len(x))
     return replace(x, ax, x[ax] // sections)
@@ -89,6 +123,12 @@ def split(x, axis=0, sections=2, index=0):
     """Piece `index` of x split into `sections` equal pieces along axis."""
     ax = norm_axis(axis, x.ndim)
     return tw.compute(x.ndim, lambda *i: x[replace(i, ax, i[ax] + index * (x.shape[ax] // sections))])
+
+
+@split.def_grad
+def _(g, x, out, axis, sections, index):
+    ax = norm_axis(axis, x.ndim)
+    return (slice_axis_grad(g, axis=ax, start=index * (x.shape[ax] // sections), size=x.shape[ax]),)
 
 
 def _pad_shape(x, pads=()):
@@ -107,11 +147,21 @@ def pad(x, pads=()):
     return tw.compute(x.ndim, lambda *i: x[tuple(v - b for v, b in zip(i, before))])
 
 
+@pad.def_grad
+def _(g, x, out, pads):
+    return (unpad(g, pads=pads),)
+
+
 @tw.op(reference=lambda x, c=1, h=1, w=1: x.reshape(x.shape[0], -1),
        out_shape=lambda x, c=1, h=1, w=1: (x[0], x[1] * x[2] * x[3]))
 def flatten(x, c=1, h=1, w=1):
     """(n, c, h, w) -> (n, c*h*w); the extents h, w are attributes (c only for checking)."""
     return lambda n, k: x[n, k // (h * w), (k // w) % h, k % w]
+
+
+@flatten.def_grad
+def _(g, x, out, c, h, w):
+    return (unflatten(g, c=x.shape[1], h=x.shape[2], w=x.shape[3]),)
 
 
 @tw.op(reference=lambda x, c=1, h=1, w=1: x.reshape(x.shape[0], c, h, w),
@@ -121,6 +171,11 @@ def unflatten(x, c=1, h=1, w=1):
     return lambda n, ci, y, xx: x[n, ci * (h * w) + y * w + xx]
 
 
+@unflatten.def_grad
+def _(g, x, out, c, h, w):
+    return (flatten(g, c=c, h=h, w=w),)
+
+
 @tw.op(reference=lambda x, axis=0: np.flip(x, axis=axis).copy(), out_shape=lambda x, axis=0: tuple(x))
 def flip(x, axis=0):
     """Reverse along axis: x[n - 1 - i]."""
@@ -128,11 +183,21 @@ def flip(x, axis=0):
     return tw.compute(x.ndim, lambda *i: x[replace(i, ax, x.shape[ax] - 1 - i[ax])])
 
 
+@flip.def_grad
+def _(g, x, out, axis):
+    return (flip(g, axis=axis),)
+
+
 @tw.op(reference=lambda x, axis=0: np.squeeze(x, axis=axis))
 def squeeze(x, axis=0):
     """Drop a size-1 axis."""
     ax = norm_axis(axis, x.ndim)
     return tw.compute(x.ndim - 1, lambda *i: x[insert(i, ax, 0)])
+
+
+@squeeze.def_grad
+def _(g, x, out, axis):
+    return (unsqueeze(g, axis=norm_axis(axis, x.ndim)),)
 
 
 @tw.op(reference=lambda x, axis=0: np.expand_dims(x, axis),
@@ -143,10 +208,20 @@ def unsqueeze(x, axis=0):
     return tw.compute(x.ndim + 1, lambda *i: x[i[:ax] + i[ax + 1:]])
 
 
+@unsqueeze.def_grad
+def _(g, x, out, axis):
+    return (squeeze(g, axis=norm_axis(axis, x.ndim + 1)),)
+
+
 @tw.op(reference=lambda x: np.diagonal(x, axis1=1, axis2=2).copy())
 def batch_diagonal(x):
     """Diagonals of a batch of square matrices: (b, n, n) -> (b, n)."""
     return lambda b, i: x[b, i, i]
+
+
+@batch_diagonal.def_grad
+def _(g, x, out):
+    return (batch_diagonal_grad(g),)
 
 
 @tw.op(reference=lambda x, scale=2: x.repeat(scale, axis=2).repeat(scale, axis=3))
@@ -155,10 +230,82 @@ def upsample_nearest2d(x, scale=2):
     return lambda b, c, y, xx: x[b, c, y // scale, xx // scale]
 
 
+@upsample_nearest2d.def_grad
+def _(g, x, out, scale):
+    return (upsample_nearest2d_grad(g, scale=scale),)
+
+
 @tw.op(reference=lambda x: x.copy())
 def identity(x):
     """Copy."""
     return tw.compute(x.ndim, lambda *i: x[i])
+
+
+@identity.def_grad
+def _(g, x, out):
+    return (g,)
+
+
+# ---------------------------------------------------------------- gradients
+
+
+def _slice_grad_ref(dy, axis=0, start=0, step=1, size=1):
+    shape = replace(dy.shape, axis, size)
+    out = np.zeros(shape)
+    idx = [slice(None)] * dy.ndim
+    idx[axis] = slice(start, start + step * (dy.shape[axis] - 1) + 1, step)
+    out[tuple(idx)] = dy
+    return out
+
+
+@tw.op(reference=_slice_grad_ref, out_shape=lambda dy, axis=0, start=0, step=1, size=1: replace(dy, axis, size))
+def slice_axis_grad(dy, axis=0, start=0, step=1, size=1):
+    """Gradient of slice_axis / split: dy scattered back to positions start + step * k of an axis of
+    length size (axis >= 0), zero elsewhere."""
+    def f(*i):
+        k = i[axis] - start
+        v = dy[replace(i, axis, k // step if step > 1 else k)]  # reads before start or past the end are 0
+        return v if step == 1 else (tw.index_value(k % step) == 0) * v
+    return tw.compute(dy.ndim, f)
+
+
+def _unpad_shape(dy, pads=()):
+    return tuple(n - sum(pads[d]) if d < len(pads) else n for d, n in enumerate(dy))
+
+
+def _unpad_ref(dy, pads=()):
+    idx = tuple(slice(pads[d][0], n - pads[d][1]) if d < len(pads) else slice(None) for d, n in enumerate(dy.shape))
+    return dy[idx].copy()
+
+
+@tw.op(reference=_unpad_ref, out_shape=_unpad_shape)
+def unpad(dy, pads=()):
+    """Gradient of pad: the interior, dropping pads = ((before, after), ...) of the leading axes."""
+    before = [pads[d][0] if d < len(pads) else 0 for d in range(dy.ndim)]
+    return tw.compute(dy.ndim, lambda *i: dy[tuple(v + b for v, b in zip(i, before))])
+
+
+@unpad.def_grad
+def _(g, x, out, pads):
+    return (pad(g, pads=pads),)
+
+
+@tw.op(reference=lambda dy: dy[:, :, None] * np.eye(dy.shape[1]), out_shape=lambda dy: (dy[0], dy[1], dy[1]))
+def batch_diagonal_grad(dy):
+    """Gradient of batch_diagonal: dy on the diagonals of a batch of square matrices, zero elsewhere."""
+    return lambda b, i, j: dy[b, i] * (tw.index_value(i) == tw.index_value(j))
+
+
+def _upsample_grad_ref(dy, scale=2):
+    n, c, h, w = dy.shape
+    return dy.reshape(n, c, h // scale, scale, w // scale, scale).sum(axis=(3, 5))
+
+
+@tw.op(reference=_upsample_grad_ref,
+       out_shape=lambda dy, scale=2: (dy[0], dy[1], dy[2] // scale, dy[3] // scale))
+def upsample_nearest2d_grad(dy, scale=2):
+    """Gradient of upsample_nearest2d: the sum of each scale x scale block."""
+    return lambda b, c, y, x: tw.Sum(lambda i, j: dy[b, c, scale * y + i, scale * x + j], extents=(scale, scale))
 
 
 ELEMENTWISE = ("identity",)
@@ -187,4 +334,11 @@ CASES = [
     Case("batch_diagonal", [(3, 4, 4)]),
     Case("upsample_nearest2d", [(1, 2, 3, 4)], {"scale": 2}),
     Case("identity", [(3, 4)]),
+    Case("slice_axis_grad", [(4, 5)], {"axis": 0, "start": 2, "size": 7}),
+    Case("slice_axis_grad", [(3, 3, 2)], {"axis": 1, "start": 1, "step": 3, "size": 9}, name="slice_axis_grad_step"),
+    Case("slice_axis_grad", [(3, 2)], {"axis": 1, "start": 2, "step": 2, "size": 7}, name="slice_axis_grad_tail"),
+    Case("unpad", [(6, 7)], {"pads": ((1, 2), (0, 3))}),
+    Case("unpad", [(2, 3, 5, 7)], {"pads": ((0, 0), (0, 0), (1, 1), (2, 1))}, name="unpad_nchw"),
+    Case("batch_diagonal_grad", [(3, 4)]),
+    Case("upsample_nearest2d_grad", [(1, 2, 6, 8)], {"scale": 2}),
 ]

@@ -6,5 +6,6 @@ namespace tilewise::bindings {
 void bind_errors(pybind11::module_& m);
 void bind_tdl(pybind11::module_& m);
 void bind_graph(pybind11::module_& m);
+void bind_coarsen(pybind11::module_& m);
 void bind_build_info(pybind11::module_& m);
 }  // namespace tilewise::bindings

@@ -6,5 +6,6 @@ PYBIND11_MODULE(_core, m) {
   tilewise::bindings::bind_errors(m);
   tilewise::bindings::bind_tdl(m);
   tilewise::bindings::bind_graph(m);
+  tilewise::bindings::bind_coarsen(m);
   tilewise::bindings::bind_build_info(m);
 }

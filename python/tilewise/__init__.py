@@ -16,8 +16,14 @@ _preload_blas()
 from . import _core  # noqa: E402
 from ._build_info import build_info  # noqa: E402
 from ._core import GraphError, ShapeError, TDLError  # noqa: E402
+from ._coarsen import CoarseGraph, coarsen  # noqa: E402
 from ._graph import GOp, Graph, GTensor  # noqa: E402
+from ._from_torch._api import from_torch  # noqa: E402,F401
 from ._tdl_op import Op, Strategy, op  # noqa: E402
+from . import optim  # noqa: E402
+from ._autodiff import grad  # noqa: E402
+from ._reference import run_reference  # noqa: E402
+from ._trace import placeholder, trace  # noqa: E402
 from ._tdl_trace import (  # noqa: E402
     Max,
     Min,
@@ -41,8 +47,10 @@ from ._tdl_trace import (  # noqa: E402
 __version__ = "0.1.0"
 
 __all__ = [
+    "CoarseGraph", "coarsen",
+    "grad", "optim", "placeholder", "run_reference", "trace",
     "GOp", "GTensor", "Graph", "GraphError", "Max", "Min", "Op", "Prod", "ShapeError", "Strategy", "Sum", "TDLError", "abs", "build_info", "compute",
-    "erf", "exp", "index_value", "log", "max", "min", "op", "opaque", "ops", "sigmoid", "sqrt", "tanh", "where",
+    "erf", "exp", "index_value", "log", "max", "min", "models", "nn", "op", "opaque", "ops", "sigmoid", "sqrt", "tanh", "where",
 ]
 
 
@@ -52,4 +60,9 @@ def __getattr__(name):
         import tdl_ops
 
         return tdl_ops
+    # nn and models build graphs from tdl_ops ops: imported on first use for the same reason.
+    if name in ("nn", "models"):
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module 'tilewise' has no attribute {name!r}")

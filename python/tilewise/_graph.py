@@ -94,6 +94,37 @@ class GTensor:
     def __repr__(self):
         return f"GTensor({self.name!r}, shape={self.shape}, role={self.role})"
 
+    # PyTorch-style arithmetic on same-shape tensors; broadcasting lives in tw.nn.functional.
+    def _binary(self, other, op_name: str):
+        if not isinstance(other, GTensor):
+            raise GraphError(f"{op_name}: both operands must be graph tensors, got {type(other).__name__}")
+        if other.shape != self.shape:
+            raise ShapeError(
+                f"{op_name} of '{self.name}' {self.shape} and '{other.name}' {other.shape}: shapes differ; "
+                "use tw.nn.functional for broadcasting"
+            )
+        return registered_op(op_name)(self, other)
+
+    def __add__(self, other):
+        return self._binary(other, "add")
+
+    def __sub__(self, other):
+        return self._binary(other, "sub")
+
+    def __mul__(self, other):
+        return self._binary(other, "mul")
+
+    def __truediv__(self, other):
+        return self._binary(other, "div")
+
+    def __neg__(self):
+        return registered_op("neg")(self)
+
+    def __matmul__(self, other):
+        if not isinstance(other, GTensor):
+            raise GraphError(f"@: both operands must be graph tensors, got {type(other).__name__}")
+        return registered_op("matmul" if self.ndim == 2 else "batch_matmul")(self, other)
+
 
 class GOp:
     """An op of a graph."""
@@ -289,6 +320,21 @@ class Graph:
             yield
         finally:
             self._scopes.pop()
+
+    @property
+    def scope_parts(self) -> tuple[str, ...]:
+        """The current name scope, outermost first."""
+        return tuple(self._scopes)
+
+    @contextlib.contextmanager
+    def scope_path(self, parts: Sequence[str]) -> Iterator[None]:
+        """Replace the whole name scope inside (modules name ops by their absolute path)."""
+        saved = self._scopes
+        self._scopes = [p for p in parts if p]
+        try:
+            yield
+        finally:
+            self._scopes = saved
 
     @contextlib.contextmanager
     def phase(self, phase: str, forward_op: GOp | None = None) -> Iterator[None]:

@@ -109,6 +109,10 @@ def _hashable(v):
     return v
 
 
+# Keyword arguments of Op's own methods; an attribute with one of these names could not be passed.
+_RESERVED = frozenset({"parts", "out", "threads", "name"})
+
+
 @dataclass(eq=False)  # ops compare and hash by identity: they key graphs and caches
 class Op:
     """An operator described in TDL. Create with ``@tw.op``."""
@@ -120,6 +124,7 @@ class Op:
     attr_values: dict = field(default_factory=dict)
     grad_fn: Callable | None = None
     _cache: dict = field(default_factory=dict, repr=False)
+    _polymorphic: set = field(default_factory=set, repr=False)
 
     def __post_init__(self):
         sig = inspect.signature(self.fn)
@@ -135,6 +140,11 @@ class Op:
                     )
                 self.inputs += (p.name,)
             else:
+                if p.name in _RESERVED:
+                    raise TDLError(
+                        f"op '{self.name}': attribute name '{p.name}' is reserved by the op methods "
+                        f"({', '.join(sorted(_RESERVED))}); choose another"
+                    )
                 defaults[p.name] = p.default
         defaults.update(self.attr_values)
         self.attr_values = defaults
@@ -263,10 +273,13 @@ class Op:
 
     def _desc_for(self, shapes, attrs) -> _core.OpDesc:
         """The description traced for these shapes' ranks, with a ShapeError for a wrong rank."""
-        try:
-            generic = self.trace(None, attrs)
-        except TDLError:
-            generic = None  # rank-polymorphic: needs the ranks to trace
+        key = tuple(sorted((k, _hashable(v)) for k, v in attrs.items()))
+        generic = None
+        if key not in self._polymorphic:
+            try:
+                generic = self.trace(None, attrs)
+            except TDLError:
+                self._polymorphic.add(key)  # rank-polymorphic: needs the ranks to trace; remember
         if generic is not None:
             for name, rank, shape in zip(self.inputs, generic.input_ranks, shapes):
                 if rank >= 0 and rank != len(shape):

@@ -1,0 +1,131 @@
+"""The ``from_torch`` entry point and ``TorchImport``, what the import recorded (see the package docstring)."""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .._core import GraphError
+from .._graph import Graph
+
+
+@dataclass
+class TorchImport:
+    """What ``from_torch`` recorded about the imported module (``graph.torch_import``)."""
+
+    module: str
+    training: bool
+    inputs: list = field(default_factory=list)  # graph input names of the example inputs, in order
+    outputs: list = field(default_factory=list)  # graph tensor names of the flattened outputs (None: not a tensor)
+    constants: dict = field(default_factory=dict)  # input name -> value known at import (None: unknown)
+    dropout_masks: dict = field(default_factory=dict)  # input name -> drop probability p
+
+    def feeds(self, module, *inputs, dtype=np.float64) -> dict:
+        """Inputs, parameters (by their torch names) and constants as NumPy arrays, ready to feed.
+
+        Dropout masks are not included: feed 0/1 arrays for ``dropout_masks`` in training mode.
+        """
+        feeds = {}
+        for name, x in zip(self.inputs, _flatten(inputs)):
+            feeds[name] = _array(x, dtype)
+        for name, p in module.named_parameters():
+            feeds[name] = _array(p, dtype)
+        for name, v in self.constants.items():
+            if v is None:
+                raise GraphError(f"from_torch: the value of constant '{name}' is unknown (a meta tensor)")
+            feeds[name] = np.asarray(v, dtype=dtype)
+        return feeds
+
+
+def _array(x, dtype):
+    import torch
+
+    if isinstance(x, torch.Tensor):
+        return x.detach().cpu().to(torch.float64 if np.dtype(dtype) == np.float64 else x.dtype).numpy()
+    return np.asarray(x, dtype=dtype)
+
+
+def _flatten(inputs):
+    out = []
+    for x in inputs:
+        if isinstance(x, (list, tuple)):
+            out.extend(_flatten(x))
+        elif isinstance(x, dict):
+            out.extend(_flatten(list(x.values())))
+        else:
+            out.append(x)
+    return out
+
+
+def from_torch(module, example_inputs, *, name: str | None = None, loss=None, optimizer=None) -> Graph:
+    """Import a ``torch.nn.Module`` as a ``tw.Graph``.
+
+    ``example_inputs``: a tensor, a tuple of positional inputs or a dict of keyword inputs; their
+    shapes become the graph's (only shapes are used, no arithmetic runs). The module's mode
+    matters: in training mode BatchNorm uses batch statistics (``batch_norm_train``) and dropout
+    takes a mask input; in eval mode BatchNorm uses its running statistics (constants) and
+    dropout disappears.
+
+    With ``loss`` (``loss(output, label)`` of graph tensors, e.g. ``tdl_ops.mse_loss``) and
+    optionally ``optimizer`` (``tw.optim``), the training graph is built by ``tw.trace``: the
+    loss of the first output, a label input, the backward pass and the parameter updates.
+    ``graph.outputs`` maps "output" (and "output_1", ... for more outputs, "loss") to tensors.
+
+    Raises ``tw.GraphError`` listing every ATen op that has no TDL mapping (target, count, an
+    example node and the model line), or when ``torch.export`` cannot trace the module.
+
+        >>> import torch, tilewise as tw
+        >>> g = tw.from_torch(torch.nn.Linear(4, 3), torch.randn(2, 4))
+        >>> [t.name for t in g.tensors_with_role("parameter")]
+        ['weight', 'bias']
+    """
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        raise GraphError("from_torch needs PyTorch: pip install torch") from None
+    from . import _capture, _convert, _rules
+
+    captured = _capture.capture(module, example_inputs)
+    info = TorchImport(type(module).__name__, bool(module.training))
+    graph = Graph(name or type(module).__name__)
+    conv = _convert.Converter(captured, graph, _rules.RULES, info=info)
+    outputs = conv.run()
+    err = conv.error()
+    if err is not None:
+        raise err
+    info.outputs = [None if t is None else t.name for t in outputs]
+    graph.torch_import = info
+    tensors = [t for t in outputs if t is not None]
+    graph.outputs = {("output" if k == 0 else f"output_{k}"): t for k, t in enumerate(tensors)}
+    if loss is None and optimizer is None:
+        return graph
+    return _training_graph(graph, captured, info, loss, optimizer)
+
+
+def _training_graph(graph, captured, info, loss, optimizer):
+    """The training graph through tw.trace (autodiff + optimizer), replaying the import on its inputs."""
+    import tilewise as tw
+
+    trace = getattr(tw, "trace", None)
+    if trace is None:
+        warnings.warn("from_torch: this tilewise has no tw.trace (autodiff) yet; returning the forward graph "
+                      "without loss or optimizer", stacklevel=3)
+        return graph
+    if loss is None:
+        raise GraphError("from_torch: optimizer= needs loss=")
+    from . import _convert, _rules
+
+    def forward(*inputs):
+        g = inputs[0].graph
+        conv = _convert.Converter(captured, g, _rules.RULES, inputs=list(inputs))
+        outs = [t for t in conv.run() if t is not None]
+        # The loss is taken of the first tensor output (a model's logits or last hidden state).
+        return outs[0]
+
+    placeholders = [tw.placeholder(tuple(graph.tensor(n).shape), name=n, dtype=graph.tensor(n).dtype)
+                    for n in info.inputs]
+    trained = trace(forward, *placeholders, loss=loss, optimizer=optimizer, name=graph.name)
+    trained.torch_import = info
+    return trained

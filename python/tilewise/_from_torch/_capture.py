@@ -1,0 +1,159 @@
+"""Capturing a torch module: torch.export, its signature, and the nodes the outputs need.
+
+torch.export (not torch.fx.symbolic_trace) because
+* it traces what really runs: Python control flow on shapes, tensor-valued attribute updates and
+  the helper functions of Hugging Face models (fx's symbolic tracing fails on BertModel:
+  "'Proxy' object does not support item assignment");
+* every node is an ATen operator, one vocabulary for what fx sees three ways (modules,
+  functions, tensor methods), so one table of rules covers ``nn.Linear``, ``F.linear`` and
+  ``x @ w.T + b`` alike;
+* shapes come from fake tensors (``node.meta["val"]``) without running any arithmetic, so big
+  models import as fast as small ones;
+* the signature names every parameter and buffer by its fully qualified name, and each node
+  carries the module it came from (``nn_module_stack``) and the source line (``stack_trace``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import warnings
+from dataclasses import dataclass, field
+
+from .._core import GraphError
+
+
+@dataclass
+class Captured:
+    """An exported program reduced to what the converter needs."""
+
+    program: object  # torch.export.ExportedProgram
+    nodes: list  # fx nodes in topological order
+    parameters: dict  # placeholder node name -> (fully qualified name, tensor)
+    constants: dict  # placeholder node name -> (fully qualified name, tensor): buffers, lifted constants
+    user_inputs: list  # placeholder node names, in the order of the flattened example inputs
+    outputs: list  # flattened user outputs: fx nodes or plain values
+    live: set = field(default_factory=set)  # nodes the user outputs depend on
+    name: str = "graph"
+
+
+def _as_args(example_inputs):
+    import torch
+
+    if isinstance(example_inputs, torch.Tensor):
+        return (example_inputs,), {}
+    if isinstance(example_inputs, dict):
+        return (), dict(example_inputs)
+    if isinstance(example_inputs, (tuple, list)):
+        return tuple(example_inputs), {}
+    raise GraphError(f"from_torch: example_inputs must be a tensor, a tuple of inputs or a dict of keyword "
+                     f"inputs, got {type(example_inputs).__name__}")
+
+
+@contextlib.contextmanager
+def _quiet_torch():
+    """Silence torch's warnings, log records and stderr prints while exporting: a failure becomes
+    one GraphError, not pages of fake-tensor tracebacks and partial graphs on stderr."""
+    loggers = [logging.getLogger(n) for n in list(logging.Logger.manager.loggerDict)
+               if n == "torch" or n.startswith("torch.")]
+    levels = [lg.level for lg in loggers]
+    with warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()):
+        warnings.simplefilter("ignore")
+        for lg in loggers:
+            lg.setLevel(logging.CRITICAL + 1)
+        try:
+            yield
+        finally:
+            for lg, level in zip(loggers, levels):
+                lg.setLevel(level)
+
+
+def _canonical_names(module) -> dict:
+    """Every qualified name of a parameter or buffer -> the first name of the same tensor (tied weights,
+    such as a decoder sharing the embedding table, are one parameter, as in module.parameters())."""
+    first, canon = {}, {}
+    for name, t in list(module.named_parameters(remove_duplicate=False)) + list(
+            module.named_buffers(remove_duplicate=False)):
+        canon[name] = first.setdefault(id(t), name)
+    return canon
+
+
+def capture(module, example_inputs) -> Captured:
+    """Export ``module`` on ``example_inputs`` and collect parameters, constants and live nodes."""
+    import torch
+
+    if not isinstance(module, torch.nn.Module):
+        raise GraphError(f"from_torch: expected a torch.nn.Module, got {type(module).__name__}")
+    args, kwargs = _as_args(example_inputs)
+    try:
+        with _quiet_torch():
+            program = torch.export.export(module, args, kwargs)
+    except Exception as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise GraphError(
+            f"from_torch: torch.export could not capture {type(module).__name__}: {type(e).__name__}: {first}\n"
+            "The model must be traceable with static shapes (no data-dependent Python control flow); "
+            "see the torch.export documentation for rewrites."
+        ) from e
+
+    sig = program.graph_signature
+    state, consts = program.state_dict, program.constants
+    canon = _canonical_names(module)
+    parameters, constants, user_inputs = {}, {}, []
+    for spec in sig.input_specs:
+        kind = spec.kind.name
+        name = spec.arg.name
+        if kind == "PARAMETER":
+            parameters[name] = (canon.get(spec.target, spec.target), state[spec.target])
+        elif kind in ("BUFFER", "CONSTANT_TENSOR"):
+            value = state[spec.target] if spec.target in state else consts[spec.target]
+            constants[name] = (canon.get(spec.target, spec.target), value)
+        elif kind == "USER_INPUT":
+            user_inputs.append(name)
+        else:
+            raise GraphError(f"from_torch: inputs of kind {kind} ({spec.target}) are not supported")
+
+    nodes = list(program.graph.nodes)
+    out_node = nodes[-1]
+    assert out_node.op == "output", "an fx graph ends with its output node"
+    outputs = list(out_node.args[0])
+    user = [i for i, s in enumerate(sig.output_specs) if s.kind.name == "USER_OUTPUT"]
+    outputs = [outputs[i] for i in user]
+
+    live = _live(nodes, outputs)
+    return Captured(program, nodes, parameters, constants, user_inputs, outputs, live, type(module).__name__)
+
+
+def _live(nodes, outputs) -> set:
+    """The nodes the user outputs depend on, with the in-place ops that update any of them.
+
+    Buffer updates that nothing reads (BatchNorm's num_batches_tracked) are side effects the graph
+    does not model: they are left out. An in-place op on a live tensor is kept even when nothing
+    reads its result, since later readers of the tensor see the update.
+    """
+    import torch
+
+    live: set = set()
+
+    def mark(roots):
+        stack = list(roots)
+        while stack:
+            n = stack.pop()
+            if n not in live:
+                live.add(n)
+                stack.extend(n.all_input_nodes)
+
+    mark(o for o in outputs if isinstance(o, torch.fx.Node))
+    changed = True
+    while changed:
+        changed = False
+        for n in nodes:
+            schema = getattr(n.target, "_schema", None) if n.op == "call_function" else None
+            if n in live or schema is None or not schema.is_mutable or not n.args:
+                continue
+            target = n.args[0]
+            if isinstance(target, torch.fx.Node) and (target in live or any(u in live for u in target.users)):
+                mark([n])
+                changed = True
+    return live

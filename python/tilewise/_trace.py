@@ -1,0 +1,88 @@
+"""Tracing a model into a training graph: ``tw.trace(model, tw.placeholder((64, 1024)), loss=...)``.
+
+The model is any callable taking graph tensors and returning one (a tw.nn Module, a function
+calling tdl_ops ops). With a loss, the graph gets a label, the loss (a tensor named "loss"), the
+backward pass with respect to every parameter, and the optimizer's updates when one is given.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ._autodiff import grad
+from ._core import GraphError
+from ._graph import Graph, GTensor
+from ._replay import Scratch
+
+
+@dataclass(frozen=True)
+class Placeholder:
+    """The shape (and optional name, dtype) of a graph input, before a graph exists."""
+
+    shape: tuple
+    name: str | None = None
+    dtype: str = "float32"
+
+
+def placeholder(shape, name: str | None = None, dtype: str = "float32") -> Placeholder:
+    """A model input for ``tw.trace``: ``tw.placeholder((64, 3, 224, 224))``."""
+    if isinstance(shape, int):
+        shape = (shape,)
+    try:
+        shape = tuple(int(d) for d in shape)
+    except (TypeError, ValueError):
+        raise GraphError(f"placeholder shape must be a tuple of ints, got {shape!r}") from None
+    return Placeholder(shape, name, dtype)
+
+
+def trace(model, *placeholders, loss=None, label=None, optimizer=None, name: str = "graph") -> Graph:
+    """Build the graph of ``model(*inputs)``; with ``loss``, the whole training step.
+
+    ``placeholders``: tw.placeholder(...) or shape tuples, becoming inputs named "input",
+    "input_1", ... (or the placeholder's name). ``loss(output, label)`` must return a 0-d tensor;
+    ``label`` (a placeholder or shape; default: the output's shape) becomes a tensor of role
+    "label". ``optimizer`` (tw.optim) appends the updates. ``graph.outputs`` holds "output" and,
+    with a loss, "loss".
+    """
+    if loss is None and (label is not None or optimizer is not None):
+        raise GraphError("label= and optimizer= need loss=")
+    g = Graph(name)
+    inputs = [g.input(p.name or _default_name("input", k), p.shape, p.dtype)
+              for k, p in enumerate(_placeholder(p) for p in placeholders)]
+    out = model(*inputs)
+    if not isinstance(out, GTensor) or out.graph is not g:
+        raise GraphError(f"the model must return a tensor of the traced graph, got {out!r}")
+    g.outputs = {"output": out}
+    if loss is None:
+        return g
+    lab = _placeholder(label) if label is not None else Placeholder(out.shape)
+    target = g.label(lab.name or "label", lab.shape, lab.dtype)
+    value = _named_loss(g, loss, out, target)
+    g.outputs["loss"] = value
+    grads = grad(g, value)
+    if optimizer is not None:
+        optimizer.apply(g, grads)
+    return g
+
+
+def _placeholder(p) -> Placeholder:
+    return p if isinstance(p, Placeholder) else placeholder(p)
+
+
+def _default_name(base: str, k: int) -> str:
+    return base if k == 0 else f"{base}_{k}"
+
+
+def _named_loss(g: Graph, loss, out: GTensor, target: GTensor) -> GTensor:
+    """``loss(out, target)``, built on a scratch graph and copied so that its last op is named "loss"."""
+    s = Scratch(g)
+    value = loss(s.mirror(out), s.mirror(target))
+    if not s.owns(value):
+        raise GraphError(f"loss(output, label) must return a graph tensor, got {value!r}")
+    if value.shape != ():
+        raise GraphError(f"loss(output, label) must return a 0-d tensor (a scalar), got shape {value.shape}")
+    if value.producer is None:  # the loss returned one of its arguments: copy it to name it
+        import tdl_ops
+
+        value = tdl_ops.identity(value)
+    return s.copy([value], names=["loss"])[0]

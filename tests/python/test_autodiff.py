@@ -1,0 +1,319 @@
+"""tw.grad and tw.trace: the structure of the backward pass (phases, forward ops, names, sums,
+pruning, unroll keys), its errors, and whole small models against one PyTorch SGD step."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import tdl_ops
+import tilewise as tw
+
+
+def mlp(x):
+    """Two linear layers with a ReLU, built from tdl_ops directly."""
+    g = x.graph
+    with g.scope("fc1"):
+        h = tdl_ops.relu(tdl_ops.linear(x, g.parameter("weight", (6, 5)), g.parameter("bias", (6,))))
+    with g.scope("fc2"):
+        return tdl_ops.linear(h, g.parameter("weight", (3, 6)), g.parameter("bias", (3,)))
+
+
+def cnn(x):
+    """conv2d + relu + max_pool2d + flatten + linear."""
+    g = x.graph
+    with g.scope("conv"):
+        y = tdl_ops.conv2d(x, g.parameter("weight", (4, 2, 3, 3)), stride=1, padding=1)
+        y = tdl_ops.bias_add_channel(y, g.parameter("bias", (4,)))
+    y = tdl_ops.max_pool2d(tdl_ops.relu(y), kernel=2, stride=2)
+    y = tdl_ops.flatten(y, c=4, h=3, w=3)
+    with g.scope("fc"):
+        return tdl_ops.linear(y, g.parameter("weight", (5, 36)), g.parameter("bias", (5,)))
+
+
+def _feeds(g, rng, onehot=None):
+    feeds = {}
+    for t in g.tensors:
+        if t.producer is None:
+            feeds[t.name] = np.zeros(t.shape) if t.role == "optimizer_state" else rng.standard_normal(t.shape)
+    if onehot is not None:
+        t = g.tensors_with_role("label")[0]
+        feeds[t.name] = np.eye(t.shape[1])[rng.integers(0, t.shape[1], t.shape[0])]
+    return feeds
+
+
+# ---------------------------------------------------------------- structure
+
+
+def test_backward_ops_name_and_record_their_forward_op():
+    g = tw.trace(mlp, tw.placeholder((4, 5)), loss=tdl_ops.cross_entropy)
+    grads = {t.grad_of.name: t for t in g.tensors if t.grad_of is not None and t.grad_of.role == "parameter"}
+    assert set(grads) == {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"}
+    for op in g.ops:
+        if op.phase == "backward":
+            assert op.output.role == "gradient"
+            assert op.name.startswith(f"grad/{op.forward_op.name}.")
+    w1 = grads["fc1.weight"].producer
+    assert (w1.type, w1.forward_op.name, w1.name) == ("matmul_tn", "fc1.linear", "grad/fc1.linear.matmul_tn")
+    assert g.op("grad/loss.seed").type == "fill_like"
+    assert g.tensor("grad/loss.seed").grad_of.name == "loss"
+
+
+def test_only_what_leads_to_a_parameter_is_differentiated():
+    g = tw.trace(mlp, tw.placeholder((4, 5)), loss=tdl_ops.cross_entropy)
+    marked = {t.grad_of.name for t in g.tensors if t.grad_of is not None}
+    assert "input" not in marked and "label" not in marked
+    # fc1's backward is its weight and bias gradients only: no data gradient for the input.
+    assert sorted(o.type for o in g.ops if o.forward_op is not None and o.forward_op.name == "fc1.linear") == \
+        ["matmul_tn", "sum_axes"]
+    # cross_entropy's rule returns a target gradient too; it is not copied into the graph.
+    assert [o.type for o in g.ops if o.forward_op is not None and o.forward_op.name == "loss"] == \
+        ["fill_like", "cross_entropy_backward"]
+
+
+def test_gradients_of_a_tensor_used_twice_are_summed():
+    g = tw.Graph()
+    x = g.input("x", (3, 4))
+    w = g.parameter("w", (3, 4))
+    h = tdl_ops.mul(x, w)
+    y = tdl_ops.add(tdl_ops.exp(h), tdl_ops.tanh(h))  # h feeds two ops
+    loss = tdl_ops.mse_loss(y, g.label("t", (3, 4)))
+    grads = tw.grad(g, loss)
+    s = g.op(f"grad/{h.name}.sum")
+    assert s.type == "add" and s.phase == "backward" and s.forward_op is None
+    assert s.output.grad_of == h
+    assert grads["w"].producer.inputs[0] == s.output
+
+
+def test_a_parameter_used_twice_gets_one_summed_gradient():
+    g = tw.Graph()
+    x = g.input("x", (3, 4))
+    w = g.parameter("w", (4, 4))
+    y = tdl_ops.matmul(tdl_ops.matmul(x, w), w)
+    grads = tw.grad(g, tdl_ops.mse_loss(y, g.label("t", (3, 4))))
+    gw = grads["w"]
+    assert gw.producer.type == "add" and gw.producer.name == "grad/w.sum" and gw.grad_of == w
+    rng = np.random.default_rng(0)
+    v = tw.run_reference(g, _feeds(g, rng) | {"w": (wv := rng.standard_normal((4, 4)))})
+    xv, tv = v["x"], v["t"]
+    dy = 2 * (xv @ wv @ wv - tv) / tv.size
+    np.testing.assert_allclose(v[gw.name], (xv @ wv).T @ dy + xv.T @ dy @ wv.T, rtol=1e-12)
+
+
+def test_one_gradient_tensor_for_two_parameters_is_copied():
+    g = tw.Graph()
+    a, b = g.parameter("a", (2, 3)), g.parameter("b", (2, 3))
+    grads = tw.grad(g, tdl_ops.mse_loss(tdl_ops.add(a, b), g.label("t", (2, 3))))
+    assert grads["a"] != grads["b"]
+    assert grads["a"].grad_of == a and grads["b"].grad_of == b
+    assert grads["b"].producer.type == "identity"
+
+
+def test_wrt_limits_the_backward_pass():
+    g = tw.Graph()
+    x = g.input("x", (2, 3))
+    w1, w2 = g.parameter("w1", (3, 3)), g.parameter("w2", (3, 3))
+    y = tdl_ops.matmul(tdl_ops.matmul(x, w1), w2)
+    grads = tw.grad(g, tdl_ops.mse_loss(y, g.label("t", (2, 3))), wrt=[w2])
+    assert list(grads) == ["w2"]
+    assert [o.type for o in g.ops if o.phase == "backward"] == ["fill_like", "mse_loss_backward", "matmul_tn"]
+
+
+def test_a_weighted_sum_of_losses():
+    g = tw.Graph()
+    w = g.parameter("w", (2, 3))
+    t = g.label("t", (2, 3))
+    loss = tdl_ops.add(tdl_ops.scale(tdl_ops.mse_loss(w, t), alpha=0.5), tdl_ops.scale(tdl_ops.l1_loss(w, t), alpha=3.0))
+    grads = tw.grad(g, loss)
+    rng = np.random.default_rng(3)
+    wv, tv = rng.standard_normal((2, 3)), rng.standard_normal((2, 3))
+    v = tw.run_reference(g, {"w": wv, "t": tv})
+    np.testing.assert_allclose(v[grads["w"].name], (0.5 * 2 * (wv - tv) + 3.0 * np.sign(wv - tv)) / 6, rtol=1e-12)
+
+
+def test_gradient_with_respect_to_an_intermediate_tensor():
+    g = tw.Graph()
+    x = g.input("x", (2, 3))
+    h = _autodiff_test_no_rule(x)  # no rule needed: nothing before h is differentiated
+    loss = tdl_ops.mse_loss(tdl_ops.exp(h), g.label("t", (2, 3)))
+    grads = tw.grad(g, loss, wrt=[h])
+    assert grads[h.name].grad_of == h
+    v = tw.run_reference(g, {"x": np.ones((2, 3)), "t": np.zeros((2, 3))})
+    np.testing.assert_allclose(v[grads[h.name].name], 2 * np.exp(2.0) / 6 * np.ones((2, 3)), rtol=1e-12)
+
+
+def test_gradient_through_piecewise_constant_ops_is_zero():
+    g = tw.Graph()
+    w = g.parameter("w", (2, 3))
+    grads = tw.grad(g, tdl_ops.mse_loss(tdl_ops.sign(w), g.label("t", (2, 3))))
+    assert grads["w"].producer.type == "fill_like"
+    v = tw.run_reference(g, {"w": np.ones((2, 3)), "t": np.zeros((2, 3))})
+    np.testing.assert_array_equal(v[grads["w"].name], np.zeros((2, 3)))
+
+
+def test_backward_ops_of_unrolled_steps_share_unroll_keys():
+    g = tw.Graph()
+    w = g.parameter("w", (3, 3))
+    h = g.input("h0", (2, 3))
+    with g.unroll("cell") as u:
+        for t in range(3):
+            with u.step(t):
+                h = tdl_ops.tanh(tdl_ops.matmul(h, w))
+    tw.grad(g, tdl_ops.mse_loss(h, g.label("t", (2, 3))))
+    keys = {}
+    for op in g.ops:
+        if op.phase == "backward" and op.forward_op is not None and op.forward_op.unroll_key:
+            keys.setdefault(op.forward_op.unroll_key, set()).add((op.type, op.unroll_key))
+    assert keys == {"cell/0": {("matmul_nt", "grad/cell/0/0"), ("matmul_tn", "grad/cell/0/1")},
+                    "cell/1": {("tanh_grad", "grad/cell/1/0")}}
+    # w's gradient is summed over the steps as each step's part appears, under one key too.
+    sums = [o for o in g.ops if o.name.startswith("grad/w.sum")]
+    assert len(sums) == 2 and {o.unroll_key for o in sums} == {"grad/cell/0/sum1/0"}
+    assert all(o.forward_op is None for o in sums)
+
+
+def test_training_graph_round_trips_through_json():
+    g = tw.trace(cnn, tw.placeholder((2, 2, 6, 6)), loss=tdl_ops.cross_entropy, optimizer=tw.optim.Adam(0.01))
+    loaded = tw.Graph.from_json(g.to_json())
+    assert loaded.to_json() == g.to_json()
+    data = json.loads(g.to_json())
+    assert {o["phase"] for o in data["ops"]} == {"forward", "backward", "update"}
+
+
+# ---------------------------------------------------------------- trace
+
+
+def test_trace_names_inputs_label_loss_and_outputs():
+    g = tw.trace(lambda a, b: tdl_ops.add(a, tdl_ops.mul(a, b)), (2, 3), tw.placeholder((2, 3), name="scale"))
+    assert [t.name for t in g.tensors_with_role("input")] == ["input", "scale"]
+    assert g.outputs["output"].shape == (2, 3) and "loss" not in g.outputs
+    assert all(op.phase == "forward" for op in g.ops)
+
+    g = tw.trace(mlp, tw.placeholder((4, 5)), loss=tdl_ops.mse_loss, optimizer=tw.optim.SGD(0.1), name="mlp")
+    assert g.name == "mlp"
+    assert g.tensor("label").role == "label" and g.tensor("label").shape == (4, 3)
+    assert g.outputs["loss"] == g.tensor("loss") and g.op("loss").type == "mse_loss"
+    updated = {t.updates.name for t in g.tensors if t.updates is not None}
+    assert updated == {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"}
+
+
+def test_trace_names_the_last_op_of_a_composite_loss():
+    def nll_of_log_softmax(y, t):
+        return tdl_ops.nll_loss(tdl_ops.log_softmax(y), t)
+
+    g = tw.trace(mlp, tw.placeholder((4, 5)), loss=nll_of_log_softmax, label=tw.placeholder((4, 3), name="target"))
+    assert g.op("loss").type == "nll_loss" and g.op("loss").inputs[1].name == "target"
+    assert g.op("log_softmax").phase == "forward"
+
+
+def test_trace_errors():
+    with pytest.raises(tw.GraphError, match="0-d tensor"):
+        tw.trace(mlp, (4, 5), loss=lambda y, t: tdl_ops.squared_difference(y, t))
+    with pytest.raises(tw.GraphError, match="must return a tensor of the traced graph"):
+        tw.trace(lambda x: 3.0, (4, 5))
+    with pytest.raises(tw.GraphError, match="need loss="):
+        tw.trace(mlp, (4, 5), optimizer=tw.optim.SGD(0.1))
+    with pytest.raises(tw.GraphError, match="placeholder shape"):
+        tw.placeholder("big")
+
+
+# ---------------------------------------------------------------- grad errors
+
+
+@tw.op(reference=lambda x: x**3)
+def _autodiff_test_no_rule(x):
+    """An op without a gradient rule."""
+    return lambda i, j: x[i, j] * x[i, j] * x[i, j]
+
+
+def test_missing_rule_names_the_op_type_and_the_parameter():
+    g = tw.Graph()
+    w = g.parameter("w", (2, 3))
+    y = _autodiff_test_no_rule(tdl_ops.exp(w))
+    with pytest.raises(tw.GraphError, match=r"op '_autodiff_test_no_rule' of type '_autodiff_test_no_rule' has no "
+                                            r"gradient rule, and the gradient of 'w' flows through it"):
+        tw.grad(g, tdl_ops.mse_loss(y, g.label("t", (2, 3))))
+
+
+def test_ops_off_the_path_need_no_rule():
+    g = tw.Graph()
+    x = g.input("x", (2, 3))
+    w = g.parameter("w", (2, 3))
+    y = tdl_ops.mul(_autodiff_test_no_rule(x), w)  # the rule-less op only reads the input
+    assert set(tw.grad(g, tdl_ops.mse_loss(y, g.label("t", (2, 3))))) == {"w"}
+
+
+def test_grad_errors():
+    g = tw.Graph()
+    w = g.parameter("w", (2, 3))
+    y = tdl_ops.exp(w)
+    with pytest.raises(tw.GraphError, match=r"must be a 0-d tensor \(a scalar\); 'exp' has shape \(2, 3\)"):
+        tw.grad(g, y)
+    loss = tdl_ops.mse_loss(y, g.label("t", (2, 3)))
+    other = g.parameter("unused", (3,))
+    with pytest.raises(tw.GraphError, match="does not depend on 'unused'"):
+        tw.grad(g, loss, wrt=[other])
+    with pytest.raises(tw.GraphError, match="tensor of this graph"):
+        tw.grad(tw.Graph(), loss)
+    h = tw.Graph()
+    with pytest.raises(tw.GraphError, match="depends on no parameter"):
+        tw.grad(h, tdl_ops.mse_loss(h.input("a", (2,)), h.label("b", (2,))))
+
+
+def test_rule_returning_a_wrong_shape_is_reported():
+    @tw.op(reference=lambda x: 2 * x)
+    def _autodiff_test_bad_rule(x):
+        return tw.compute(x.ndim, lambda *i: 2.0 * x[i])
+
+    @_autodiff_test_bad_rule.def_grad
+    def _(g, x, out):
+        return (tdl_ops.sum_axes(g, axes=(0,)),)
+
+    g = tw.Graph()
+    w = g.parameter("w", (2, 3))
+    with pytest.raises(tw.GraphError, match=r"returned a gradient of shape \(3,\) for input 'x' of shape \(2, 3\)"):
+        tw.grad(g, tdl_ops.mse_loss(_autodiff_test_bad_rule(w), g.label("t", (2, 3))))
+
+
+# ---------------------------------------------------------------- one SGD step against PyTorch
+
+
+def _torch_mlp(torch, p):
+    def f(x):
+        h = torch.relu(torch.nn.functional.linear(x, p["fc1.weight"], p["fc1.bias"]))
+        return torch.nn.functional.linear(h, p["fc2.weight"], p["fc2.bias"])
+    return f
+
+
+def _torch_cnn(torch, p):
+    F = torch.nn.functional
+
+    def f(x):
+        y = F.max_pool2d(torch.relu(F.conv2d(x, p["conv.weight"], p["conv.bias"], padding=1)), 2)
+        return F.linear(y.flatten(1), p["fc.weight"], p["fc.bias"])
+    return f
+
+
+@pytest.mark.parametrize("model, torch_model, shape", [(mlp, _torch_mlp, (4, 5)), (cnn, _torch_cnn, (2, 2, 6, 6))],
+                         ids=["mlp", "cnn"])
+def test_one_sgd_step_matches_pytorch(model, torch_model, shape):
+    torch = pytest.importorskip("torch")
+    lr = 0.1
+    g = tw.trace(model, tw.placeholder(shape), loss=tdl_ops.cross_entropy, optimizer=tw.optim.SGD(lr))
+    feeds = _feeds(g, np.random.default_rng(7), onehot=True)
+    v = tw.run_reference(g, feeds)
+
+    params = {t.name: torch.tensor(feeds[t.name], requires_grad=True) for t in g.tensors_with_role("parameter")
+              if t.producer is None}
+    out = torch_model(torch, params)(torch.tensor(feeds["input"]))
+    loss = torch.nn.functional.cross_entropy(out, torch.tensor(feeds["label"]).argmax(1))
+    loss.backward()
+    opt = torch.optim.SGD(params.values(), lr=lr)
+    opt.step()
+    np.testing.assert_allclose(v["loss"], loss.item(), rtol=1e-5)
+    for t in g.tensors:
+        if t.updates is not None:
+            np.testing.assert_allclose(v[t.name], params[t.updates.name].detach().numpy(), rtol=1e-5, atol=1e-12,
+                                       err_msg=t.updates.name)
