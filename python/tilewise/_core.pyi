@@ -76,3 +76,106 @@ class OpDesc:
 
 def build_info() -> dict[str, Any]: ...
 def gemm(a: np.ndarray, b: np.ndarray, trans_a: bool = False, trans_b: bool = False) -> np.ndarray: ...
+
+class GraphError(ValueError): ...
+
+class TensorNode:
+    id: int
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    role: str
+    producer: int
+    consumers: list[int]
+    grad_of: int
+    updates: int
+    elements: int
+    bytes: int
+
+class OpNode:
+    id: int
+    type: str
+    name: str
+    attrs_json: str
+    inputs: list[int]
+    output: int
+    desc: OpDesc
+    phase: str
+    forward_op: int
+    unroll_key: str
+
+class Graph:
+    def __init__(self) -> None: ...
+    def add_tensor(self, name: str, shape: Sequence[int], role: str, dtype: str = "float32") -> int: ...
+    def add_op(
+        self,
+        type: str,
+        name: str,
+        attrs_json: str,
+        inputs: Sequence[int],
+        desc: OpDesc,
+        out_name: str,
+        out_role: str = "activation",
+        out: Sequence[int] | None = None,
+        phase: str = "forward",
+        forward_op: int = -1,
+        unroll_key: str = "",
+        dtype: str = "float32",
+    ) -> int: ...
+    def set_grad_of(self, tensor: int, of: int) -> None: ...
+    def set_updates(self, tensor: int, of: int) -> None: ...
+    num_tensors: int
+    num_ops: int
+    num_parameters: int
+    def tensor(self, id: int) -> TensorNode: ...
+    def op(self, id: int) -> OpNode: ...
+    def find_tensor(self, name: str) -> int: ...
+    def find_op(self, name: str) -> int: ...
+    def bytes(self, role: str) -> int: ...
+    def summary(self) -> str: ...
+    def to_dot(self) -> str: ...
+    def to_json(self) -> str: ...
+
+class SeriesParallelResult:
+    series_parallel: bool
+    series_reductions: int
+    parallel_reductions: int
+    remaining: list[tuple[int, int]]
+
+class LinearityResult:
+    linear: bool
+    pendants: list[int]
+    entries: list[int]
+    exits: list[int]
+    reduction: SeriesParallelResult
+
+class CoarseGroup:
+    id: int
+    kind: str
+    ops: list[int]
+    tensors: list[int]
+    label: str
+
+class CoarseGraph:
+    groups: list[CoarseGroup]
+    edges: list[tuple[int, int]]
+    op_group: list[int]
+    tensor_group: list[int]
+    elementwise_merges: int
+    timestep_merges: int
+    unmirrored_pairs: int
+    linearity: LinearityResult
+    is_linear: bool
+    def summary(self, graph: Graph) -> str: ...
+    def to_dot(self) -> str: ...
+
+def coarsen(graph: Graph, merge_elementwise: bool = True, merge_timesteps: bool = True) -> CoarseGraph: ...
+def reduce_series_parallel(
+    n: int,
+    edges: Sequence[tuple[int, int]],
+    sources: Sequence[int] | None = None,
+    sinks: Sequence[int] | None = None,
+) -> SeriesParallelResult: ...
+def check_linear(
+    n: int, edges: Sequence[tuple[int, int]], entries: Sequence[int] = ..., exits: Sequence[int] = ...
+) -> LinearityResult: ...

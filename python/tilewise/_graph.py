@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import json
 import pathlib
-import re
 from typing import Iterator, Sequence
 
 from . import _core
@@ -462,4 +461,3 @@ class _Unroll:
             self.graph._unroll.pop()
 
 
-_STEP = re.compile(r"\d+")

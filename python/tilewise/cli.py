@@ -88,7 +88,13 @@ def _add_analyze(subparsers: Any) -> None:
     add_analyze(subparsers)
 
 
-_SUBCOMMANDS: list[Callable[[Any], None]] = [_add_info, _add_ops, _add_analyze]
+def _add_graph(subparsers: Any) -> None:
+    from ._cli_graph import add_graph
+
+    add_graph(subparsers)
+
+
+_SUBCOMMANDS: list[Callable[[Any], None]] = [_add_info, _add_ops, _add_analyze, _add_graph]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -46,3 +46,21 @@ def test_analyze_unknown_op_suggests():
 def test_analyze_bad_shape_is_a_message_not_a_traceback(capsys):
     assert main(["analyze", "conv2d", "--shape", "data=2,3,9"]) == 2
     assert "input 'data' was given a shape of rank 3" in capsys.readouterr().err
+
+
+def test_graph_command_builds_summarises_and_writes(tmp_path, capsys):
+    out = tmp_path / "g.json"
+    dot = tmp_path / "g.dot"
+    assert main(["graph", "mlp-2-32", "--batch", "4", "--json", str(out), "--coarse-dot", str(dot)]) == 0
+    text = capsys.readouterr().out
+    assert "update:" in text and "linear: yes" in text
+    import tilewise as tw
+
+    g = tw.Graph.load(out)
+    assert g.to_json() == out.read_text()
+    assert dot.read_text().startswith("graph") or dot.read_text().startswith("digraph")
+
+
+def test_graph_command_unknown_model(capsys):
+    assert main(["graph", "resnot-50"]) == 2
+    assert "unknown model name 'resnot-50'" in capsys.readouterr().err
