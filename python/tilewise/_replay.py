@@ -21,10 +21,12 @@ from ._graph import GOp, Graph, GTensor
 
 
 class _ScratchGraph(Graph):
-    """A Graph that remembers, per op, the Op object applied and the name asked for."""
+    """A Graph that remembers, per op, the Op object applied and the name asked for; tensors of the
+    real graph used directly (a loss closing over a weight) stand for themselves through mirrors."""
 
-    def __init__(self):
+    def __init__(self, owner: Scratch):
         super().__init__("scratch")
+        self.owner = owner
         self.base_names: dict[str, str] = {}
         self.op_objects: dict[int, object] = {}
 
@@ -34,6 +36,8 @@ class _ScratchGraph(Graph):
         return name
 
     def apply(self, op, inputs, attrs, name=None, out=None, role=None, dtype="float32"):
+        real = self.owner.graph
+        inputs = [self.owner.mirror(t) if isinstance(t, GTensor) and t.graph is real else t for t in inputs]
         t = super().apply(op, inputs, attrs, name=name, out=out, role=role, dtype=dtype)
         self.op_objects[t.producer.id] = op  # ops made by with_attrs are not in the registry
         return t
@@ -44,7 +48,7 @@ class Scratch:
 
     def __init__(self, graph: Graph):
         self.graph = graph
-        self.scratch = _ScratchGraph()
+        self.scratch = _ScratchGraph(self)
         self._real: dict[int, GTensor] = {}  # scratch tensor id -> real tensor
         self._mirror: dict[int, GTensor] = {}  # real tensor id -> scratch tensor
 

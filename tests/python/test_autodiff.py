@@ -208,6 +208,26 @@ def test_trace_names_the_last_op_of_a_composite_loss():
     assert g.op("log_softmax").phase == "forward"
 
 
+def test_trace_loss_may_read_model_tensors():
+    weights = []
+
+    def model(x):
+        y = mlp(x)
+        weights.append(x.graph.tensor("fc2.weight"))
+        return y
+
+    def regularised(y, t):  # closes over a parameter of the traced graph
+        return tdl_ops.add(tdl_ops.mse_loss(y, t), tdl_ops.scale(tdl_ops.reduce_sum(tdl_ops.sum_axes(
+            tdl_ops.square(weights[0]), axes=(1,)), axis=0), alpha=0.01))
+
+    g = tw.trace(model, tw.placeholder((4, 5)), loss=regularised)
+    assert g.op("loss").type == "add"
+    gw = g.tensor("fc2.weight")
+    assert {o.type for o in gw.consumers} == {"linear", "square", "matmul", "square_grad"}
+    [total] = [t for t in g.tensors if t.grad_of == gw and not t.consumers]
+    assert total.producer.type == "add"  # the data term's and the regulariser's parts
+
+
 def test_trace_errors():
     with pytest.raises(tw.GraphError, match="0-d tensor"):
         tw.trace(mlp, (4, 5), loss=lambda y, t: tdl_ops.squared_difference(y, t))

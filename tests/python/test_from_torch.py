@@ -59,10 +59,8 @@ def torch_outputs(model, *inputs):
     args = [x.double() if x.is_floating_point() else x for x in inputs]
     with torch.no_grad():
         out = m(*args)
-    if hasattr(out, "to_tuple"):
-        out = out.to_tuple()
-    out = out if isinstance(out, tuple) else (out,)
-    return [o.numpy() for o in out]
+    # The leaves in the order torch.export flattens outputs (tuples, named tuples, HF ModelOutputs).
+    return [o.numpy() for o in torch.utils._pytree.tree_leaves(out) if isinstance(o, torch.Tensor)]
 
 
 def assert_rel_close(got, want, rtol=1e-5, what=""):
@@ -153,6 +151,31 @@ if torch is not None:
             return out1, out2
 
 
+    class Pantry(nn.Module):
+        """The rules Kitchen leaves out: matrix products, norms, pools, splits and reductions."""
+
+        def __init__(self):
+            super().__init__()
+            self.w = nn.Parameter(torch.randn(6, 6))
+            self.b = nn.Parameter(torch.randn(6))
+            self.rms = nn.RMSNorm(6)
+            self.bn = nn.BatchNorm1d(6)
+            self.conv = nn.Conv2d(2, 2, 3, padding="same")
+            self.pool = nn.AdaptiveAvgPool2d((2, 2))
+
+        def forward(self, x, img):                                       # x (4, 6), img (1, 2, 4, 4)
+            y = torch.addmm(self.b, x, self.w) + torch.mm(x, self.w.t())
+            y = self.bn(F.hardtanh(y, -2.0, 2.0)) + F.elu(y, 0.5) + F.softplus(y) + torch.clamp(y, min=0)
+            z = torch.bmm(y.view(2, 2, 6), self.w.expand(2, 6, 6))      # (2, 2, 6)
+            z = torch.matmul(z, self.w) + torch.matmul(self.b, self.w) + torch.matmul(self.w, self.b)
+            z = self.rms(z).cumsum(dim=1) - z.var(dim=-1, keepdim=True)
+            p, q, r = torch.split(z, [1, 2, 3], dim=-1)
+            u, v = z.unbind(dim=1)                                       # (2, 6) each
+            m = torch.maximum(p, q.sum(-1, keepdim=True)) + r.flip(-1).amax(-1, keepdim=True)
+            i = self.pool(self.conv(img)).flatten()                      # (8,)
+            return m, u * v, torch.where(torch.arange(6) < 3, u, 0.5), z.argmax(-1), z.max(dim=1), i
+
+
 # ----------------------------------------------------------------------------- tests
 
 
@@ -222,6 +245,14 @@ def test_many_aten_ops_against_torch():
     assert {"masked_fill", "bmatmul_nt", "bmatmul", "depthwise_conv2d", "conv1d", "batch_norm_train", "layer_norm",
             "embedding_seq", "slice_axis", "pad", "reduce_var", "reduce_max"} <= types
     assert g.tensor("ids").dtype == "int64"
+
+
+@needs_torch
+def test_more_aten_ops_against_torch():
+    torch.manual_seed(12)
+    g = check_against_torch(Pantry().train(), torch.randn(4, 6), torch.randn(1, 2, 4, 4))
+    assert {"matmul", "batch_matmul", "matmul_nd", "rms_norm", "cumsum", "reduce_var", "argmax", "reduce_max",
+            "adaptive_avg_pool2d", "flip", "masked_fill"} <= op_types(g)
 
 
 @needs_torch

@@ -22,14 +22,24 @@ class TorchImport:
     constants: dict = field(default_factory=dict)  # input name -> value known at import (None: unknown)
     dropout_masks: dict = field(default_factory=dict)  # input name -> drop probability p
 
-    def feeds(self, module, *inputs, dtype=np.float64) -> dict:
+    def feeds(self, module, *inputs, dtype=np.float64, **named_inputs) -> dict:
         """Inputs, parameters (by their torch names) and constants as NumPy arrays, ready to feed.
 
-        Dropout masks are not included: feed 0/1 arrays for ``dropout_masks`` in training mode.
+        Inputs as given to ``from_torch``: positionally (tensors, tuples), or by name (keyword
+        inputs, or one dict). Dropout masks are not included: feed 0/1 arrays for
+        ``dropout_masks`` in training mode.
         """
         feeds = {}
-        for name, x in zip(self.inputs, _flatten(inputs)):
-            feeds[name] = _array(x, dtype)
+        if len(inputs) == 1 and isinstance(inputs[0], dict):
+            named_inputs, inputs = {**inputs[0], **named_inputs}, ()
+        tensors = _flatten(inputs)
+        for name in self.inputs:
+            if name in named_inputs:
+                feeds[name] = _array(named_inputs[name], dtype)
+            elif tensors:
+                feeds[name] = _array(tensors.pop(0), dtype)
+            else:
+                raise GraphError(f"from_torch feeds: no value for input '{name}' (inputs: {', '.join(self.inputs)})")
         for name, p in module.named_parameters():
             feeds[name] = _array(p, dtype)
         for name, v in self.constants.items():

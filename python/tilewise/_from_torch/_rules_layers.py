@@ -342,3 +342,52 @@ def _arg_dtype(ctx, value, index):
     args = ctx.node.args
     m = args[index] if len(args) > index else ctx.node.kwargs.get("attn_mask")
     return getattr(getattr(m, "meta", {}).get("val"), "dtype", None)
+
+
+# ---------------------------------------------------------------- recurrent
+
+
+@rule(aten.lstm.input)
+def _lstm(ctx, a):
+    """unrolled lstm_gates, lstm_cell, lstm_hidden per layer and time step (tagged for coarsening), stacked"""
+    if a.bidirectional:
+        raise Unsupported("bidirectional LSTM")
+    layers = int(a.num_layers)
+    params = list(a.params)
+    if not a.has_biases or len(params) != 4 * layers:
+        raise Unsupported("LSTM without biases or with projections (proj_size)")
+    x = a.input
+    shape = ctx.shape(x)
+    time_axis = 1 if a.batch_first else 0
+    steps = shape[time_axis]
+    h0, c0 = a.hx
+    hidden = ctx.shape(h0)[-1]
+    xs = [ctx.emit(T.select, x, axis=time_axis, index=t) for t in range(steps)]
+    hn, cn = [], []
+    for layer in range(layers):
+        w_ih, w_hh, b_ih, b_hh = params[4 * layer: 4 * layer + 4]
+        h = ctx.emit(T.select, h0, axis=0, index=layer)
+        c = ctx.emit(T.select, c0, axis=0, index=layer)
+        outs = []
+        with ctx.g.unroll(ctx.scoped(f"{ctx.node.name}.l{layer}")) as u:
+            for t in range(steps):
+                with u.step(t):
+                    gates = ctx.emit(T.lstm_gates, xs[t], h, w_ih, w_hh, b_ih, b_hh, name=f"l{layer}.lstm_gates")
+                    c = ctx.emit(T.lstm_cell, gates, c, name=f"l{layer}.lstm_cell")
+                    h = ctx.emit(T.lstm_hidden, gates, c, name=f"l{layer}.lstm_hidden")
+                    if a.dropout and a.train and layer < layers - 1:
+                        outs.append(_dropout(ctx, h, a.dropout))
+                    else:
+                        outs.append(h)
+        xs = outs
+        hn.append(h)
+        cn.append(c)
+    stack = T.models.stack_op
+
+    def stacked(ts, axis):
+        return ts[0] if len(ts) == 1 and False else ctx.emit(stack(len(ts)), *ts, axis=axis, inner=hidden)
+    out = stacked(xs, time_axis) if steps > 1 else ctx.view(xs[0], ctx.shape(xs[0])[:time_axis] + (1,)
+                                                                        + ctx.shape(xs[0])[time_axis:])
+    h_n = stacked(hn, 0) if layers > 1 else ctx.view(hn[0], (1,) + ctx.shape(hn[0]))
+    c_n = stacked(cn, 0) if layers > 1 else ctx.view(cn[0], (1,) + ctx.shape(cn[0]))
+    return (out, h_n, c_n)

@@ -55,8 +55,9 @@ def _concat(ctx, xs, axis):
     xs = [x for x in xs if ctx.shape(x)[axis] > 0]
     if len(xs) == 1:
         return xs[0]
-    if hasattr(T, "concat_op"):
-        return ctx.emit(T.concat_op(len(xs)), *xs, axis=axis)
+    concat_op = getattr(T.models, "concat_op", None)  # n-input concatenation, one op
+    if concat_op is not None:
+        return ctx.emit(concat_op(len(xs)), *xs, axis=axis)
     y = xs[0]
     for x in xs[1:]:
         y = ctx.emit(T.concat, y, x, axis=axis)
