@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "tdl/errors.h"
+#include "tdl/free_vars.h"
 
 namespace tilewise::tdl {
 
@@ -37,8 +38,8 @@ class OpaqueCache {
 class Evaluator {
  public:
   Evaluator(const OpDesc& op, const std::vector<ArrayView>& inputs, const std::vector<int64_t>& extents,
-            OpaqueCache& cache)
-      : op_(op), inputs_(inputs), extents_(extents), cache_(cache), vars_(op.vars.size(), 0) {
+            OpaqueCache& cache, const std::unordered_map<const ExprNode*, std::vector<int>>& free_vars)
+      : op_(op), inputs_(inputs), extents_(extents), cache_(cache), free_vars_(free_vars), vars_(op.vars.size(), 0) {
     for (const auto& in : inputs) shapes_.push_back(in.shape);
     for (const auto& in : inputs) {
       std::vector<int64_t> strides(in.shape.size(), 1);
@@ -57,7 +58,7 @@ class Evaluator {
       case ExprNode::kUnary: return unary(e->unary, eval(e->operands[0]), e->value);
       case ExprNode::kBinary: return binary(e->binary, eval(e->operands[0]), eval(e->operands[1]));
       case ExprNode::kSelect: return eval(e->operands[0]) != 0.0 ? eval(e->operands[1]) : eval(e->operands[2]);
-      case ExprNode::kReduce: return reduce(*e, 0, identity_of(e->reducer));
+      case ExprNode::kReduce: return cached_reduce(*e);
       case ExprNode::kOpaque: return opaque(*e);
     }
     TW_ASSERT(false, "unknown expression node");
@@ -106,6 +107,26 @@ class Evaluator {
       case BinaryOp::kNe: return a != b;
     }
     return 0;
+  }
+
+  // A reduction is recomputed only when a variable it depends on changed since its last
+  // evaluation: Sum(k: (x[i,k] - mean(i))**2) computes mean(i) once per i, not once per k.
+  double cached_reduce(const ExprNode& n) {
+    const std::vector<int>& free = free_vars_.at(&n);
+    {
+      const Memo& slot = memo_[&n];
+      bool hit = slot.valid;
+      for (size_t k = 0; hit && k < free.size(); ++k) hit = slot.key[k] == vars_[free[k]];
+      if (hit) return slot.value;
+    }
+    // The body binds only its own variables, so the free ones still hold the key afterwards.
+    double v = reduce(n, 0, identity_of(n.reducer));
+    Memo& slot = memo_[&n];  // looked up again: the body may have grown memo_
+    slot.key.resize(free.size());
+    for (size_t k = 0; k < free.size(); ++k) slot.key[k] = vars_[free[k]];
+    slot.value = v;
+    slot.valid = true;
+    return v;
   }
 
   double reduce(const ExprNode& n, size_t level, double acc) {
@@ -183,6 +204,13 @@ class Evaluator {
   const std::vector<ArrayView>& inputs_;
   const std::vector<int64_t>& extents_;
   OpaqueCache& cache_;
+  const std::unordered_map<const ExprNode*, std::vector<int>>& free_vars_;
+  struct Memo {
+    std::vector<int64_t> key;
+    double value = 0;
+    bool valid = false;
+  };
+  std::unordered_map<const ExprNode*, Memo> memo_;
   std::vector<int64_t> vars_;
   std::vector<Shape> shapes_;
   std::vector<std::vector<int64_t>> strides_;
@@ -195,8 +223,9 @@ void interpret(const OpDesc& op, const std::vector<ArrayView>& inputs, const std
   int64_t total = 1;
   for (int v : op.output_vars) total *= extents[v];
   OpaqueCache cache(opaque);
+  const auto free_vars = reduce_free_vars(op.body);
   auto work = [&](int64_t begin, int64_t end) {
-    Evaluator ev(op, inputs, extents, cache);
+    Evaluator ev(op, inputs, extents, cache, free_vars);
     auto& vars = ev.vars();
     for (int64_t flat = begin; flat < end; ++flat) {
       int64_t rem = flat;

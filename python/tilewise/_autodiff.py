@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 from typing import Iterable
 
-from ._applied import applied_op
 from ._core import GraphError, ShapeError, TDLError
 from ._graph import GOp, Graph, GTensor
 from ._replay import Scratch
@@ -130,7 +129,7 @@ def _origins(forward: list[GOp], targets: list[GTensor]) -> dict[int, str]:
 
 def _call_rule(graph: Graph, op: GOp, g: GTensor, needed: list[bool], origin: dict[int, str]) -> list:
     """The gradients of op's inputs (None where not needed or zero), added to the graph."""
-    applied = applied_op(op)
+    applied = op.op
     rule = applied.grad_fn
     inputs = op.inputs
     if rule is None:

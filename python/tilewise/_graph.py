@@ -30,7 +30,9 @@ class GTensor:
     """A tensor of a graph. Call ops on it to add ops: ``tdl_ops.relu(x)``."""
 
     __slots__ = ("graph", "id")
-    __hash__ = object.__hash__
+
+    def __hash__(self):  # equal views of one tensor are one dict key
+        return hash((id(self.graph), self.id))
 
     def __init__(self, graph: Graph, tid: int):
         self.graph = graph
@@ -129,7 +131,9 @@ class GOp:
     """An op of a graph."""
 
     __slots__ = ("graph", "id")
-    __hash__ = object.__hash__
+
+    def __hash__(self):
+        return hash((id(self.graph), self.id))
 
     def __init__(self, graph: Graph, oid: int):
         self.graph = graph
@@ -178,8 +182,8 @@ class GOp:
 
     @property
     def op(self):
-        """The tw.Op this node applies."""
-        return registered_op(self.type)
+        """The tw.Op this node applies (the very object called, even if another op has its name)."""
+        return self.graph._op_objects.get(self.id) or registered_op(self.type)
 
     def __eq__(self, other):
         return isinstance(other, GOp) and other.graph is self.graph and other.id == self.id
@@ -209,8 +213,18 @@ _REGISTRY: dict = {}
 
 
 def register_op(op) -> None:
-    """Make an op loadable by name (``@tw.op`` does this)."""
-    _REGISTRY[op.name] = op
+    """Make an op loadable by name (``@tw.op`` does this).
+
+    The operator library's ops keep their names: a user op named like one (a test's own
+    ``matmul``) is not what a saved graph's "matmul" loads. Among other ops the first keeps the name.
+    """
+    current = _REGISTRY.get(op.name)
+    if current is None or (_is_library(op) and not _is_library(current)):
+        _REGISTRY[op.name] = op
+
+
+def _is_library(op) -> bool:
+    return getattr(op.fn, "__module__", "").startswith("tdl_ops")
 
 
 def registered_op(name: str):
@@ -235,6 +249,7 @@ class Graph:
         self._forward_op = -1
         self._unroll: list = []  # stack of [key, step, ordinal]
         self._counts: dict[str, int] = {}
+        self._op_objects: dict[int, object] = {}  # op id -> the tw.Op applied (with its bound attributes)
 
     # ----- building --------------------------------------------------------------------
 
@@ -301,6 +316,7 @@ class Graph:
         oid = self._g.add_op(op.name, op_name, _attrs_to_json(merged), [t.id for t in inputs], desc, op_name,
                              role or _DEFAULT_ROLE[self._phase], None if out is None else list(out), self._phase,
                              self._forward_op, key, dtype)
+        self._op_objects[oid] = op
         return GTensor(self, self._g.op(oid).output)
 
     def mark_gradient(self, grad: GTensor, of: GTensor) -> None:
@@ -437,6 +453,7 @@ class Graph:
                         t["role"], t["shape"], o["phase"], o["forward_op"], o["unroll_key"], t["dtype"])
             if g._g.op(p).output != i:
                 raise GraphError(f"graph JSON is not in producer order at tensor '{t['name']}'")
+            g._op_objects[p] = op
         for i, t in enumerate(tensors):
             if t["grad_of"] >= 0:
                 g._g.set_grad_of(i, t["grad_of"])

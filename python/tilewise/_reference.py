@@ -11,7 +11,6 @@ from typing import Iterable, Mapping
 
 import numpy as np
 
-from ._applied import applied_op
 from ._core import GraphError, ShapeError, TDLError
 from ._graph import Graph, GTensor
 
@@ -36,7 +35,7 @@ def run_reference(graph: Graph, feeds: Mapping, outputs: Iterable[str] | None = 
         node = graph._g.op(oid)
         out = graph._g.tensor(node.output)
         try:
-            values[out.name] = _evaluate(applied_op(ops[oid]), [values[graph._g.tensor(t).name] for t in node.inputs],
+            values[out.name] = _evaluate(ops[oid].op, [values[graph._g.tensor(t).name] for t in node.inputs],
                                          ops[oid].attrs, tuple(out.shape), threads)
         except (ShapeError, TDLError) as e:
             raise type(e)(f"while running op '{node.name}' ({node.type}): {e}") from e

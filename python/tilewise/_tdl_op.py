@@ -382,7 +382,7 @@ class Op:
         missing = [n for n in self.inputs if n not in named]
         if missing:
             raise TDLError(f"op '{self.name}': missing input(s) {', '.join(missing)}")
-        arrs = [np.ascontiguousarray(np.asarray(named[n], dtype=np.float64)) for n in self.inputs]
+        arrs = [np.require(named[n], np.float64, 'C') for n in self.inputs]  # keeps 0-d arrays 0-d
         shapes = [a.shape for a in arrs]
         desc = self._desc_for(shapes, attrs)
         if out is None and self.out_shape_fn is not None:

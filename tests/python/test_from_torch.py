@@ -176,6 +176,18 @@ if torch is not None:
             return m, u * v, torch.where(torch.arange(6) < 3, u, 0.5), z.argmax(-1), z.max(dim=1), i
 
 
+    class LanguageModel(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.Embedding(20, 6)
+            self.lstm = nn.LSTM(6, 8, num_layers=2, batch_first=True)
+            self.head = nn.Linear(8, 20)
+
+        def forward(self, ids):
+            out, (h, c) = self.lstm(self.emb(ids))
+            return self.head(out), h, c
+
+
 # ----------------------------------------------------------------------------- tests
 
 
@@ -253,6 +265,16 @@ def test_more_aten_ops_against_torch():
     g = check_against_torch(Pantry().train(), torch.randn(4, 6), torch.randn(1, 2, 4, 4))
     assert {"matmul", "batch_matmul", "matmul_nd", "rms_norm", "cumsum", "reduce_var", "argmax", "reduce_max",
             "adaptive_avg_pool2d", "flip", "masked_fill"} <= op_types(g)
+
+
+@needs_torch
+def test_lstm_is_unrolled_with_step_tags():
+    torch.manual_seed(13)
+    g = check_against_torch(LanguageModel().eval(), torch.randint(0, 20, (2, 3)))
+    cells = [op for op in g.ops if op.type == "lstm_cell"]
+    assert len(cells) == 6  # 2 layers x 3 steps
+    # The k-th op of every step of a layer shares an unroll key, for coarsening (Tofu 5.1).
+    assert {op.unroll_key for op in cells if op.name.startswith("lstm.l0.")} == {"lstm.lstm.l0/1"}
 
 
 @needs_torch

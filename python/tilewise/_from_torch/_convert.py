@@ -22,8 +22,6 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 
-import numpy as np
-
 from .._core import GraphError
 from .._graph import Graph, GTensor
 
@@ -160,7 +158,6 @@ class Converter:
         self.unmapped: OrderedDict = OrderedDict()
         self.info = info
         self.given_inputs = inputs
-        self.training = False
 
     # ----- values ------------------------------------------------------------------------
 
@@ -204,7 +201,7 @@ class Converter:
             if v.tensor is None:
                 name = base = v.name or self.scoped(self.node.name)
                 k = 1
-                while self.g._g.find_tensor(self.g.scoped(name)) >= 0:
+                while self._exists(self.g.scoped(name)):
                     k += 1
                     name = f"{base}_{k}"
                 v.tensor = self.g.input(name, v.shape, dtype_name(v.dtype))
@@ -213,6 +210,13 @@ class Converter:
                                                           else v.value.detach().cpu().numpy().copy())
             return v.tensor
         raise Unsupported(f"expected a tensor, got {type(v).__name__} {v!r}")
+
+    def _exists(self, name: str) -> bool:
+        try:
+            self.g.tensor(name)
+        except KeyError:
+            return False
+        return True
 
     def scoped(self, name: str, scope: str | None = None) -> str:
         scope = self.scope if scope is None else scope
@@ -300,9 +304,8 @@ class Converter:
         cap, g = self.cap, self.g
         by_name = {n.name: n for n in cap.nodes if n.op == "placeholder"}
         for pname, (fqn, t) in cap.parameters.items():
-            existing = g._g.find_tensor(fqn)
-            if existing >= 0:
-                self.env[by_name[pname]] = GTensor(g, existing)
+            if self._exists(fqn):  # tied weights, or a graph that already has it (tw.trace replays)
+                self.env[by_name[pname]] = g.tensor(fqn)
             else:
                 self.env[by_name[pname]] = g.parameter(fqn, tuple(t.shape), dtype_name(t.dtype))
         for pname, (fqn, t) in cap.constants.items():
@@ -328,7 +331,7 @@ class Converter:
             if hasattr(seq, "get_item"):
                 return seq.get_item(self, i)
             return seq[i]
-        if _foldable(target, args, kwargs, self):
+        if _foldable(target, args, kwargs):
             return _fold(target, args, kwargs, node)
         if _updates_aliased(node, self.order):
             raise Unsupported("an in-place update of a tensor that shares memory with another one still in use "
@@ -429,7 +432,7 @@ def _flat(x):
         yield x
 
 
-def _foldable(target, args, kwargs, ctx) -> bool:
+def _foldable(target, args, kwargs) -> bool:
     """All tensor arguments are constants (or there are none) and the op is a deterministic ATen op."""
     if not hasattr(target, "_schema"):
         return False
@@ -464,19 +467,11 @@ def _fold(target, args, kwargs, node):
 
     def wrap(x):
         if isinstance(x, torch.Tensor):
-            c = Const.of(x)
-            if x.is_meta:
-                c.value = None
-            c.name = None
-            return c
+            return Const.of(x)
         if isinstance(x, (list, tuple)):
             return tuple(wrap(y) for y in x)
         return x
     return wrap(out)
-
-
-def numpy_of(t) -> np.ndarray:
-    return t.detach().cpu().numpy()
 
 
 def prod(shape) -> int:

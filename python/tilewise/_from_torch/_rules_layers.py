@@ -382,12 +382,12 @@ def _lstm(ctx, a):
         xs = outs
         hn.append(h)
         cn.append(c)
-    stack = T.models.stack_op
+    return (_stack(ctx, xs, time_axis, hidden), _stack(ctx, hn, 0, hidden), _stack(ctx, cn, 0, hidden))
 
-    def stacked(ts, axis):
-        return ts[0] if len(ts) == 1 and False else ctx.emit(stack(len(ts)), *ts, axis=axis, inner=hidden)
-    out = stacked(xs, time_axis) if steps > 1 else ctx.view(xs[0], ctx.shape(xs[0])[:time_axis] + (1,)
-                                                                        + ctx.shape(xs[0])[time_axis:])
-    h_n = stacked(hn, 0) if layers > 1 else ctx.view(hn[0], (1,) + ctx.shape(hn[0]))
-    c_n = stacked(cn, 0) if layers > 1 else ctx.view(cn[0], (1,) + ctx.shape(cn[0]))
-    return (out, h_n, c_n)
+
+def _stack(ctx, ts, axis, inner):
+    """Same-shape tensors stacked along a new axis: one n-input op (a view for one tensor)."""
+    if len(ts) == 1:
+        shape = ctx.shape(ts[0])
+        return ctx.view(ts[0], tuple(shape[:axis]) + (1,) + tuple(shape[axis:]))
+    return ctx.emit(T.models.stack_op(len(ts)), *ts, axis=axis, inner=inner)
