@@ -31,6 +31,14 @@ if ! "$PYTHON_EXE" -c "import torch" >/dev/null 2>&1; then
   fi
 fi
 
+# Hugging Face models (built from configs, no weights) test from_torch on code nobody here wrote;
+# pinning torch keeps pip from replacing the CPU build.
+if "$PYTHON_EXE" -c "import torch" >/dev/null 2>&1 && ! "$PYTHON_EXE" -c "import transformers" >/dev/null 2>&1; then
+  TORCH_VERSION="$("$PYTHON_EXE" -c 'import torch; print(torch.__version__.split("+")[0])')"
+  "$PYTHON_EXE" -m pip install -q "transformers>=4.40" "torch==$TORCH_VERSION" \
+    || echo "   transformers did not install: its from_torch tests will be skipped"
+fi
+
 echo "== [2/3] C++ tests: CMake + CTest in $CPP_BUILD"
 if cmake -S . -B "$CPP_BUILD" -G Ninja -DTILEWISE_BUILD_TESTS=ON -DPython_EXECUTABLE="$PYTHON_EXE" \
   && cmake --build "$CPP_BUILD" \

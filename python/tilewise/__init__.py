@@ -47,10 +47,10 @@ from ._tdl_trace import (  # noqa: E402
 __version__ = "0.1.0"
 
 __all__ = [
-    "CoarseGraph", "coarsen",
-    "grad", "optim", "placeholder", "run_reference", "trace",
-    "GOp", "GTensor", "Graph", "GraphError", "Max", "Min", "Op", "Prod", "ShapeError", "Strategy", "Sum", "TDLError", "abs", "build_info", "compute",
-    "erf", "exp", "index_value", "log", "max", "min", "models", "nn", "op", "opaque", "ops", "sigmoid", "sqrt", "tanh", "where",
+    "CoarseGraph", "GOp", "GTensor", "Graph", "GraphError", "Max", "Min", "Op", "Prod", "ShapeError",
+    "Strategy", "Sum", "TDLError", "abs", "build_info", "coarsen", "compute", "erf", "exp", "from_torch",
+    "grad", "index_value", "log", "max", "min", "models", "nn", "op", "opaque", "ops", "optim", "placeholder",
+    "run_reference", "sigmoid", "sqrt", "tanh", "trace", "where",
 ]
 
 
