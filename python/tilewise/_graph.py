@@ -250,6 +250,8 @@ class Graph:
         self._unroll: list = []  # stack of [key, step, ordinal]
         self._counts: dict[str, int] = {}
         self._op_objects: dict[int, object] = {}  # op id -> the tw.Op applied (with its bound attributes)
+        #: Named results ("output", "loss", ...): set by tw.trace and from_torch, saved in JSON.
+        self.outputs: dict[str, GTensor] = {}
 
     # ----- building --------------------------------------------------------------------
 
@@ -422,7 +424,11 @@ class Graph:
         return self._g.to_dot()
 
     def to_json(self) -> str:
-        return self._g.to_json()
+        text = self._g.to_json()
+        if not self.outputs:
+            return text
+        named = {k: (t.id if t is not None else -1) for k, t in self.outputs.items()}
+        return text.rstrip()[:-1].rstrip() + ',\n  "outputs": ' + json.dumps(named) + "\n}\n"
 
     def save(self, path) -> None:
         pathlib.Path(path).write_text(self.to_json())
@@ -459,6 +465,10 @@ class Graph:
                 g._g.set_grad_of(i, t["grad_of"])
             if t["updates"] >= 0:
                 g._g.set_updates(i, t["updates"])
+        for key, tid in data.get("outputs", {}).items():
+            if not -1 <= tid < len(tensors):
+                raise GraphError(f"graph JSON output '{key}' names tensor {tid}, which is not in the graph")
+            g.outputs[key] = GTensor(g, tid) if tid >= 0 else None
         return g
 
 

@@ -111,3 +111,12 @@ def test_unknown_op_on_load_names_it():
     text = g.to_json().replace('"type": "relu"', '"type": "no_such_op"')
     with pytest.raises(tw.GraphError, match="no TDL op named 'no_such_op'"):
         tw.Graph.from_json(text)
+
+
+def test_named_outputs_survive_json():
+    g, _, y = mlp_graph()
+    g.outputs = {"output": y}
+    loaded = tw.Graph.from_json(g.to_json())
+    assert loaded.outputs["output"].name == "fc2.linear"
+    assert loaded.to_json() == g.to_json()
+    assert json.loads(g.to_json())["outputs"] == {"output": y.id}
