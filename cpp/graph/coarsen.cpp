@@ -158,7 +158,8 @@ CoarseGraph coarsen(const Graph& g, const CoarsenOptions& options) {
       for (size_t k = 0; k < op.inputs.size(); ++k) {
         const auto& in = tensors[op.inputs[k]];
         if (in.shape != out_shape) continue;
-        std::tuple<int, int, int> key{in.producer, in.role != Role::kParameter, -static_cast<int>(k)};
+        bool fixed = in.role == Role::kParameter || in.role == Role::kConstant;
+        std::tuple<int, int, int> key{in.producer, !fixed, -static_cast<int>(k)};
         if (main < 0 || key > best) main = in.id, best = key;
       }
       if (main < 0) continue;

@@ -13,6 +13,7 @@ const char* name_of(Role r) {
     case Role::kInput: return "input";
     case Role::kLabel: return "label";
     case Role::kParameter: return "parameter";
+    case Role::kConstant: return "constant";
     case Role::kActivation: return "activation";
     case Role::kGradient: return "gradient";
     case Role::kOptimizerState: return "optimizer_state";
@@ -21,11 +22,11 @@ const char* name_of(Role r) {
 }
 
 Role role_from(const std::string& s) {
-  for (Role r : {Role::kInput, Role::kLabel, Role::kParameter, Role::kActivation, Role::kGradient,
+  for (Role r : {Role::kInput, Role::kLabel, Role::kParameter, Role::kConstant, Role::kActivation, Role::kGradient,
                  Role::kOptimizerState})
     if (s == name_of(r)) return r;
   throw GraphError("unknown tensor role '" + s +
-                   "' (valid: input, label, parameter, activation, gradient, optimizer_state)");
+                   "' (valid: input, label, parameter, constant, activation, gradient, optimizer_state)");
 }
 
 const char* name_of(Phase p) {
@@ -219,7 +220,7 @@ std::string Graph::summary() const {
     s << ")\n";
   }
   s << "  bytes by role:";
-  for (Role r : {Role::kInput, Role::kLabel, Role::kParameter, Role::kActivation, Role::kGradient,
+  for (Role r : {Role::kInput, Role::kLabel, Role::kParameter, Role::kConstant, Role::kActivation, Role::kGradient,
                  Role::kOptimizerState}) {
     int64_t b = bytes(r);
     if (b) s << " " << name_of(r) << " " << human_bytes(b) << ";";
@@ -231,6 +232,7 @@ std::string Graph::summary() const {
 std::string Graph::to_dot() const {
   static const std::map<Role, std::string> colour = {
       {Role::kInput, "lightblue"},      {Role::kLabel, "lightblue"}, {Role::kParameter, "gold"},
+      {Role::kConstant, "wheat"},
       {Role::kActivation, "white"},     {Role::kGradient, "pink"},   {Role::kOptimizerState, "lightgrey"}};
   std::ostringstream s;
   s << "digraph tilewise {\n  rankdir=TB;\n  node [fontsize=10];\n";

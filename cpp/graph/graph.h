@@ -13,8 +13,9 @@ namespace tilewise::graph {
 
 using tdl::Shape;
 
-/// What a tensor is for; memory is reported per role.
-enum class Role { kInput, kLabel, kParameter, kActivation, kGradient, kOptimizerState };
+/// What a tensor is for; memory is reported per role. A constant is fixed data read each step
+/// (a frozen buffer, running statistics, a mask built from shapes): no gradient, no update.
+enum class Role { kInput, kLabel, kParameter, kConstant, kActivation, kGradient, kOptimizerState };
 const char* name_of(Role r);
 Role role_from(const std::string& s);  ///< throws GraphError for an unknown name
 

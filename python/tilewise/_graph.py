@@ -20,7 +20,7 @@ from typing import Iterator, Sequence
 from . import _core
 from ._core import GraphError, ShapeError
 
-ROLES = ("input", "label", "parameter", "activation", "gradient", "optimizer_state")
+ROLES = ("input", "label", "parameter", "constant", "activation", "gradient", "optimizer_state")
 PHASES = ("forward", "backward", "update")
 
 _DEFAULT_ROLE = {"forward": "activation", "backward": "gradient", "update": "parameter"}
@@ -275,6 +275,10 @@ class Graph:
     def parameter(self, name: str, shape, dtype: str = "float32") -> GTensor:
         """A trained parameter."""
         return self._tensor(name, shape, "parameter", dtype)
+
+    def constant(self, name: str, shape, dtype: str = "float32") -> GTensor:
+        """Fixed data read every step (frozen buffers, running statistics): no gradient, no update."""
+        return self._tensor(name, shape, "constant", dtype)
 
     def state(self, name: str, shape, dtype: str = "float32") -> GTensor:
         """Optimizer state (momentum, Adam moments)."""

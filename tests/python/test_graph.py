@@ -120,3 +120,14 @@ def test_named_outputs_survive_json():
     assert loaded.outputs["output"].name == "fc2.linear"
     assert loaded.to_json() == g.to_json()
     assert json.loads(g.to_json())["outputs"] == {"output": y.id}
+
+
+def test_constants_have_their_own_role():
+    g = tw.Graph()
+    x = g.input("x", (4, 3))
+    c = g.constant("running_mean", (4, 3))
+    y = tdl_ops.sub(x, c)
+    assert c.role == "constant" and g.num_parameters == 0
+    assert g.bytes_by_role()["constant"] == 4 * 12
+    assert tw.Graph.from_json(g.to_json()).tensor("running_mean").role == "constant"
+    assert y.shape == (4, 3)

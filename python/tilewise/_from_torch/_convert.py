@@ -204,7 +204,7 @@ class Converter:
                 while self._exists(self.g.scoped(name)):
                     k += 1
                     name = f"{base}_{k}"
-                v.tensor = self.g.input(name, v.shape, dtype_name(v.dtype))
+                v.tensor = self.g.constant(name, v.shape, dtype_name(v.dtype))
                 if self.info is not None:
                     self.info.constants[v.tensor.name] = (None if v.value is None
                                                           else v.value.detach().cpu().numpy().copy())
