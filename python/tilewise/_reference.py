@@ -7,7 +7,7 @@ added in dependency order). Slow by design; use small shapes.
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 
@@ -35,8 +35,8 @@ def run_reference(graph: Graph, feeds: Mapping, outputs: Iterable[str] | None = 
         node = graph._g.op(oid)
         out = graph._g.tensor(node.output)
         try:
-            values[out.name] = _evaluate(ops[oid].op, [values[graph._g.tensor(t).name] for t in node.inputs],
-                                         ops[oid].attrs, tuple(out.shape), threads)
+            args = [values[graph._g.tensor(t).name] for t in node.inputs]
+            values[out.name] = ops[oid].op.evaluate(*args, out=tuple(out.shape), threads=threads, **ops[oid].attrs)
         except (ShapeError, TDLError) as e:
             raise type(e)(f"while running op '{node.name}' ({node.type}): {e}") from e
     if outputs is None:
@@ -87,24 +87,3 @@ def _needed(graph: Graph, tensor_ids: list[int]) -> tuple[list[int], list[GTenso
             seen.add(p)
             stack.extend(graph._g.op(p).inputs)
     return sorted(seen), [GTensor(graph, t) for t in sorted(leaves)]
-
-
-def _evaluate(op, arrays: list[np.ndarray], attrs: dict, out: tuple, threads: int) -> np.ndarray:
-    """``op.evaluate(*arrays, out=out, **attrs)``, keeping 0-d arrays 0-d.
-
-    Op.evaluate passes its inputs through np.ascontiguousarray, which turns a 0-d array (a loss,
-    its gradient) into shape (1,); this mirrors it with np.require, which keeps the rank.
-    """
-    attrs = {**op.attrs, **attrs}
-    shapes = [a.shape for a in arrays]
-    desc = op._desc_for(shapes, attrs)
-    opaques = op._opaques(tuple(len(s) for s in shapes), attrs)
-
-    def call(fid, args):
-        f = opaques[fid]
-        if f.fn is None:
-            raise TDLError(f"op '{op.name}': opaque function '{f.name}' has no implementation; pass fn=")
-        return np.asarray(f.fn(*args), dtype=np.float64)
-
-    arrays = [np.require(a, np.float64, "C") for a in arrays]
-    return np.asarray(desc.evaluate(arrays, list(out), call if opaques else None, threads))
