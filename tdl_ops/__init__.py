@@ -2,7 +2,8 @@
 
 ALL maps op name -> op object (each with a NumPy reference); CASES lists the test cases
 (tdl_ops._cases.Case) used by tests/python/test_tdl_ops.py; ELEMENTWISE names the ops that read
-every input exactly at the output index.
+every input exactly at the output index. NARY holds the n-ary families, one op per arity
+(``add_n(3)`` is the op ``add_3``), made on first use; ``nary_op(name)`` makes one from its name.
 """
 
 from __future__ import annotations
@@ -34,7 +35,21 @@ def _collect():
 
 ALL, CASES, ELEMENTWISE = _collect()
 
-__all__ = ["ALL", "CASES", "ELEMENTWISE", "FAMILIES", "Case", "make_input", "make_inputs"]
+# n-ary families: name prefix -> maker of the member of arity n (the op "<prefix>_<n>").
+NARY = {"add": elementwise.add_n, "concat": models.concat_op, "stack": models.stack_op}
+
+
+def nary_op(name: str):
+    """The member of an n-ary family called ``name`` ("add_7" is ``add_n(7)``), made (and so
+    registered for tw.Graph.from_json) if new; None when ``name`` names no member."""
+    prefix, _, n = name.rpartition("_")
+    make = NARY.get(prefix)
+    if make is None or not (n.isascii() and n.isdigit()) or n[0] == "0":  # no "add_0", "add_07"
+        return None
+    return make(int(n))
+
+
+__all__ = ["ALL", "CASES", "ELEMENTWISE", "FAMILIES", "NARY", "Case", "make_input", "make_inputs", "nary_op"]
 
 # Every op is also reachable as an attribute: tdl_ops.matmul, tw.ops.conv2d.
 globals().update(ALL)

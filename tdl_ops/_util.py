@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 
 import numpy as np
@@ -59,3 +60,16 @@ def scalar(t):
 def leading(ndim: int) -> tuple:
     """The axes before the last one: what a bias or a row-wise parameter is broadcast over."""
     return tuple(range(ndim - 1))
+
+
+def nary(n: int, body, name: str, attrs: dict):
+    """A function of n tensor parameters x0..x{n-1} plus keyword attributes, calling ``body(*xs, **attrs)``:
+    what ``@tw.op`` needs for one member of an n-ary family (``concat_3``, ``add_7``)."""
+    params = [inspect.Parameter(f"x{k}", inspect.Parameter.POSITIONAL_OR_KEYWORD) for k in range(n)]
+    params += [inspect.Parameter(a, inspect.Parameter.KEYWORD_ONLY, default=v) for a, v in attrs.items()]
+
+    def fn(*xs, **kw):
+        return body(*xs, **kw)
+    fn.__signature__ = inspect.Signature(params)
+    fn.__name__ = name
+    return fn

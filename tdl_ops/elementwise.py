@@ -1,4 +1,4 @@
-"""Element-wise unary and binary operators, and broadcasting variants (any rank via tw.compute).
+"""Element-wise unary, binary and n-ary operators, and broadcasting variants (any rank via tw.compute).
 
 Each differentiable op declares its gradient rule right after it (``@op.def_grad``); the backward
 ops those rules need that are not forward ops elsewhere follow under "gradients"."""
@@ -12,7 +12,7 @@ import tdl_ops
 import tilewise as tw
 
 from ._cases import Case
-from ._util import leading, np_erf
+from ._util import leading, nary, np_erf
 
 # ---------------------------------------------------------------- unary
 
@@ -263,6 +263,63 @@ def _(g, cond, a, b, out):
     return None, where_grad(cond, g, branch=0), where_grad(cond, g, branch=1)
 
 
+# ---------------------------------------------------------------- n-ary sum
+
+_ADDS: dict[int, tw.Op] = {}
+
+
+def _add_n_shape(*shapes):
+    first = tuple(shapes[0])
+    for k, s in enumerate(shapes):
+        if tuple(s) != first:
+            raise tw.ShapeError(f"op 'add_{len(shapes)}': input x{k} has shape {tuple(s)}, x0 has {first}; "
+                                "the summed tensors must have one shape")
+    return first
+
+
+def _pairwise(terms: list):
+    """terms[0] + terms[1] + ... as a balanced tree: depth log2(n), so a sum of hundreds of tensors
+    stays a shallow expression for the analyses and the interpreter, which recurse over it."""
+    while len(terms) > 1:
+        terms = [terms[k] + terms[k + 1] if k + 1 < len(terms) else terms[k] for k in range(0, len(terms), 2)]
+    return terms[0]
+
+
+def _add_n_body(*xs):
+    return tw.compute(xs[0].ndim, lambda *i: _pairwise([x[i] for x in xs]))
+
+
+def add_n(n: int) -> tw.Op:
+    """The op ``add_<n>``: the element-wise sum of n same-shape tensors x0..x{n-1}, any rank.
+
+    Autodiff sums the gradient contributions of a tensor with one (not a chain of ``add``). A TDL op
+    has a fixed number of inputs, so each arity is its own op, made on first use (``tdl_ops.nary_op``
+    makes one from its name for a graph loaded from JSON). Its gradient rule passes the output's
+    gradient to every input.
+
+        >>> add_n(3).evaluate(np.ones(2), np.arange(2.0), np.ones(2)).tolist()
+        [2.0, 3.0]
+    """
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        raise tw.GraphError(f"add_n sums at least one tensor, got {n!r}")
+    op = _ADDS.get(n)
+    if op is None:
+        name = f"add_{n}"
+        op = tw.op(nary(n, _add_n_body, name, {}), name=name, reference=lambda *xs: sum(xs[1:], xs[0]),
+                   out_shape=_add_n_shape)
+
+        def grad(g, *xs, out=None):
+            return (g,) * len(xs)
+        op.def_grad(grad)
+        _ADDS[n] = op
+    return op
+
+
+# The members with test cases (and so in tdl_ops.ALL); every other arity is made on first use.
+add_2 = add_n(2)
+add_3 = add_n(3)
+
+
 # ---------------------------------------------------------------- broadcasting
 
 
@@ -444,9 +501,9 @@ def sum_product(a, b):
 # Ops that read every input exactly at the output index (op.is_elementwise).
 ELEMENTWISE = ("neg", "exp", "log", "sqrt", "rsqrt", "reciprocal", "abs", "square", "sign", "erf", "power",
                "clip", "scale", "add", "sub", "mul", "div", "maximum", "minimum", "squared_difference",
-               "axpy", "where", "sqrt_grad", "rsqrt_grad", "reciprocal_grad", "abs_grad", "square_grad",
-               "erf_grad", "power_grad", "clip_grad", "div_grad_divisor", "maximum_grad", "squared_difference_grad",
-               "where_grad")
+               "axpy", "where", "add_2", "add_3", "sqrt_grad", "rsqrt_grad", "reciprocal_grad", "abs_grad",
+               "square_grad", "erf_grad", "power_grad", "clip_grad", "div_grad_divisor", "maximum_grad",
+               "squared_difference_grad", "where_grad")
 
 CASES = [
     Case("neg", [(5, 7)]),
@@ -471,6 +528,10 @@ CASES = [
     Case("maximum", [(5, 6), (5, 6)]),
     Case("minimum", [(5, 6), (5, 6)]),
     Case("squared_difference", [(5, 6), (5, 6)]),
+    Case("add_2", [(), ()], name="add_2_scalar"),
+    Case("add_2", [(7,), (7,)]),
+    Case("add_3", [(5, 6), (5, 6), (5, 6)]),
+    Case("add_3", [(2, 3, 4, 5)] * 3, name="add_3_4d"),
     Case("axpy", [(5, 6), (5, 6)], {"alpha": -0.3}),
     Case("where", [(5, 6), (5, 6), (5, 6)], kinds=("mask",)),
     Case("add_row", [(5, 6), (6,)]),

@@ -3,8 +3,8 @@
 * ``select`` / ``unselect``: one time step of a sequence and its gradient (unrolled LSTMs).
 * ``stack_op(n)`` / ``concat_op(n)``: n-input stack and concatenation (LSTM outputs, Inception and
   NasNet branch joins). A TDL op has a fixed number of inputs, so each arity is its own op
-  (``stack_4``, ``concat_3``); arities up to ``PREBUILT_ARITY`` are registered at import so
-  that graphs using them load back from JSON.
+  (``stack_4``, ``concat_3``), made on first use; ``tdl_ops.nary_op`` makes one from its name,
+  which is how a saved graph using any arity loads back from JSON.
 * ``split_heads`` / ``merge_heads``: multi-head attention layouts (PyTorch's packed q|k|v).
 * ``add_broadcast`` / ``sum_leading``: y broadcast over x's leading axes (position embeddings)
   and its gradient.
@@ -24,13 +24,11 @@ times a symbolic extent is not affine.
 
 from __future__ import annotations
 
-import inspect
-
 import numpy as np
 import tilewise as tw
 
 from ._cases import Case
-from ._util import insert, norm_axis
+from ._util import insert, nary, norm_axis
 
 # ---------------------------------------------------------------- time steps
 
@@ -97,21 +95,8 @@ def _unselect_grad(g, x, out=None, axis=0, index=0, size=1, inner=1):
 
 # ---------------------------------------------------------------- n-ary stack and concat
 
-PREBUILT_ARITY = 64
 _STACKS: dict[int, tw.Op] = {}
 _CONCATS: dict[int, tw.Op] = {}
-
-
-def _nary(n: int, body, name: str, attrs: dict):
-    """A function of n tensor parameters x0..x{n-1} plus attributes, for @tw.op."""
-    params = [inspect.Parameter(f"x{k}", inspect.Parameter.POSITIONAL_OR_KEYWORD) for k in range(n)]
-    params += [inspect.Parameter(a, inspect.Parameter.KEYWORD_ONLY, default=v) for a, v in attrs.items()]
-
-    def fn(*xs, **kw):
-        return body(*xs, **kw)
-    fn.__signature__ = inspect.Signature(params)
-    fn.__name__ = name
-    return fn
 
 
 def _stack_shape(*shapes, axis=0, inner=1):
@@ -146,7 +131,7 @@ def stack_op(n: int) -> tw.Op:
     op = _STACKS.get(n)
     if op is None:
         name = f"stack_{n}"
-        op = tw.op(_nary(n, _stack_body, name, {"axis": 0, "inner": 1}), name=name,
+        op = tw.op(nary(n, _stack_body, name, {"axis": 0, "inner": 1}), name=name,
                    reference=lambda *xs, axis=0, inner=1: np.stack(xs, axis=axis), out_shape=_stack_shape)
 
         def grad(g, *xs, out=None, axis=0, inner=1):
@@ -190,7 +175,7 @@ def concat_op(n: int) -> tw.Op:
     op = _CONCATS.get(n)
     if op is None:
         name = f"concat_{n}"
-        op = tw.op(_nary(n, _concat_body, name, {"axis": 0}), name=name,
+        op = tw.op(nary(n, _concat_body, name, {"axis": 0}), name=name,
                    reference=lambda *xs, axis=0: np.concatenate(xs, axis=axis), out_shape=_concat_shape)
 
         def grad(g, *xs, out=None, axis=0):
@@ -207,12 +192,6 @@ def concat_op(n: int) -> tw.Op:
         op.def_grad(grad)
         _CONCATS[n] = op
     return op
-
-
-# Registered at import so that Graph.from_json finds them by name in a fresh process.
-for _n in range(2, PREBUILT_ARITY + 1):
-    stack_op(_n)
-    concat_op(_n)
 
 
 # ---------------------------------------------------------------- attention heads

@@ -3,12 +3,23 @@
 Walks the forward ops that lie between the differentiated tensors and the loss in reverse
 order and calls each op's gradient rule (``@op.def_grad``, beside the op in tdl_ops). Every
 backward op records the forward op it differentiates (``GOp.forward_op``) and is named under
-``grad/<forward op>``, so coarsening can group an op with its gradient (Tofu §5.1). Gradients
-reaching a tensor along several paths are summed with ``add`` ops as soon as they exist (as
-PyTorch accumulates .grad: one running sum alive, not every partial), backward ops of no forward
-op named ``grad/<tensor>.sum``. Each rule runs on a scratch graph (see _replay.py) and only the
-gradients of inputs that lead to a differentiated tensor are copied into the graph: no data
-gradient for the first layer, none for labels.
+``grad/<forward op>``, so coarsening can group an op with its gradient (Tofu §5.1). Each rule runs
+on a scratch graph (see _replay.py) and only the gradients of inputs that lead to a differentiated
+tensor are copied into the graph: no data gradient for the first layer, none for labels.
+
+A tensor's gradient is the sum of the parts its consumers' rules return. The sweep knows how many
+consumers each tensor has, so once the last has run, k >= 2 parts are summed by one ``add_<k>``
+op (``grad/<tensor>.sum``: backward, of no forward op), not a chain of k - 1 ``add``: one op for a
+planner to place and a runtime to run, and a sum that is not serialised. The price is that all
+parts are alive until the sum runs (a running sum keeps one); a runtime may still accumulate an
+``add_<k>`` into its output as the parts arrive.
+
+A gradient tensor records the one tensor it is the gradient of (``grad_of``). A rule may return
+one tensor for several inputs (``add`` returns its output's gradient for both): one input keeps
+it, each other one whose whole gradient it is gets an ``identity`` copy (a backward op of that
+forward op, ``grad/<op>.copy_<input>``). The one that keeps it is the input coarsening merges an
+element-wise op with (its main input: produced last), so every other one's gradient lies in that
+input's own group and backward dataflow between groups mirrors forward edges.
 """
 
 from __future__ import annotations
@@ -27,8 +38,9 @@ def grad(graph: Graph, loss: GTensor, wrt: Iterable[GTensor] | None = None) -> d
     ``wrt``: the tensors to differentiate (default: every parameter the loss depends on). Each
     final gradient is marked with ``graph.mark_gradient(grad, of=tensor)``; so is the gradient of
     every intermediate tensor, unless the same tensor is already the gradient of a later one (an
-    ``add`` passes its gradient through unchanged). A differentiated tensor that receives no
-    gradient (only piecewise-constant ops lie between it and the loss) gets zeros.
+    ``add`` passes its gradient through unchanged to its main input; the other input gets a copy).
+    A differentiated tensor that receives no gradient (only piecewise-constant ops lie between it
+    and the loss) gets zeros.
 
     Raises GraphError for a non-scalar loss, a ``wrt`` tensor the loss does not depend on, and
     an op on the way without a gradient rule.
@@ -44,21 +56,17 @@ def grad(graph: Graph, loss: GTensor, wrt: Iterable[GTensor] | None = None) -> d
 
     with graph.phase("backward", forward_op=loss_op), graph.scope(f"grad/{loss_op.name}"):
         seed = tdl_ops.fill_like(loss, value=1.0, name="seed")
-    total: dict[int, GTensor] = {loss.id: seed}  # running sums: each partial is added as soon as it exists
+    graph.mark_gradient(seed, of=loss)
+    total: dict[int, GTensor] = {loss.id: seed}  # tensor id -> its whole gradient, once every part exists
+    acc = _Parts(graph, active, origin)
 
     for op in reversed(active):
         g = total.get(op.output.id)  # final: every consumer of the output came later
-        if g is None:
-            continue  # every path from here to the loss has a zero gradient (argmax, sign, ...)
-        if g.grad_of is None:
-            graph.mark_gradient(g, of=op.output)
         needed = [t.id in origin for t in op.inputs]
-        if not any(needed):
-            continue  # op makes a differentiated tensor from tensors that are not
-        for k, (t, gt) in enumerate(zip(op.inputs, _call_rule(graph, op, g, needed, origin))):
-            if gt is not None:
-                with _unrolled(graph, op, f"/sum{k}"):
-                    total[t.id] = _add(graph, t, total[t.id], gt) if t.id in total else gt
+        grads = [None] * len(needed)
+        if g is not None and any(needed):  # g None: every path to the loss has a zero gradient (argmax, sign)
+            grads = _call_rule(graph, op, g, needed, origin)
+        total.update(acc.add(op, needed, grads))
 
     result: dict[str, GTensor] = {}
     owned: set[int] = set()
@@ -178,19 +186,70 @@ def _unrolled(graph: Graph, op: GOp, suffix: str = ""):
         yield
 
 
-def _add(graph: Graph, t: GTensor, total: GTensor, part: GTensor) -> GTensor:
-    """total + part, a partial sum of the gradient of ``t`` (a backward op of no forward op)."""
-    import tdl_ops
+class _Parts:
+    """The gradient parts of each tensor, summed into its gradient once its last consumer has run."""
 
-    with graph.phase("backward"), graph.scope(f"grad/{t.name}"):
-        s = tdl_ops.add(total, part, name="sum")
-    graph.mark_gradient(s, of=t)
-    return s
+    def __init__(self, graph: Graph, active: list[GOp], origin: dict[int, str]):
+        self.graph = graph
+        self.pending: dict[int, int] = {}  # tensor id -> input slots of active ops not yet run
+        for op in active:
+            for t in op.inputs:
+                if t.id in origin:
+                    self.pending[t.id] = self.pending.get(t.id, 0) + 1
+        self.parts: dict[int, list[tuple[GTensor, GOp, int]]] = {}  # tensor id -> (part, op, input slot)
+        self.kept: set[tuple[int, int]] = set()  # (part id, op id): an input of op has the part as its gradient
+
+    def add(self, op: GOp, needed: list[bool], grads: list) -> dict[int, GTensor]:
+        """Record the parts op's rule returned; returns {tensor id: gradient} for the inputs it completes."""
+        inputs = op.inputs
+        for k, (t, part) in enumerate(zip(inputs, grads)):
+            if needed[k]:
+                self.pending[t.id] -= 1
+                if part is not None:
+                    self.parts.setdefault(t.id, []).append((part, op, k))
+        complete = [k for k, t in enumerate(inputs) if needed[k] and not self.pending[t.id] and t.id in self.parts]
+        if len(complete) > 1:  # the first to take a part shared by several keeps it
+            complete.sort(key=_main_first(inputs).index)
+        done = {}
+        for k in complete:
+            t = inputs[k]
+            if t.id in self.parts:  # not yet done (an input read twice)
+                done[t.id] = self._total(t, self.parts.pop(t.id))
+        return done
+
+    def _total(self, t: GTensor, parts: list) -> GTensor:
+        import tdl_ops
+
+        graph = self.graph
+        part, op, k = parts[-1]
+        if len(parts) > 1:
+            with graph.phase("backward"), graph.scope(f"grad/{t.name}"), _unrolled(graph, op, f"/sum{k}"):
+                s = tdl_ops.elementwise.add_n(len(parts))(*[p for p, _, _ in parts], name="sum")
+            graph.mark_gradient(s, of=t)
+            return s
+        if (part.id, op.id) in self.kept:  # the rule gave it to another input of op, which keeps it
+            with graph.phase("backward", forward_op=op), graph.scope(f"grad/{op.name}"), \
+                    _unrolled(graph, op, f"/copy{k}"):
+                part = tdl_ops.identity(part, name=f"copy_{op.op.inputs[k]}")
+        else:
+            self.kept.add((part.id, op.id))
+        if part.grad_of is None:  # else the gradient of op's output, passed through (add, bias_add)
+            graph.mark_gradient(part, of=t)
+        return part
+
+
+def _main_first(inputs: list[GTensor]) -> list[int]:
+    """Input slots, the one coarsening takes as an element-wise op's main input first: produced by the
+    latest op, else a non-parameter leaf, else the first (docs/ARCHITECTURE.md, Coalescing)."""
+    def rank(k):
+        p = inputs[k].producer
+        return (0, -p.id) if p is not None else (1 if inputs[k].role != "parameter" else 2, 0)
+    return sorted(range(len(inputs)), key=lambda k: (rank(k), k))
 
 
 def _own(graph: Graph, t: GTensor, g: GTensor, owned: set[int]) -> GTensor:
     """``g``, or a copy when it cannot be marked as t's gradient: it already is another target's
-    (add(w1, w2) passes one tensor to both) or it is not a backward tensor at all."""
+    (wrt=[y, a] with y = a + b: add passes y's gradient to a) or it is not a backward tensor at all."""
     producer = g.producer
     if g.id not in owned and producer is not None and producer.phase == "backward":
         return g

@@ -228,9 +228,12 @@ def _is_library(op) -> bool:
 
 
 def registered_op(name: str):
-    """The op registered under ``name``; imports the library tdl_ops first."""
+    """The op registered under ``name``; imports the library tdl_ops first, which also makes a member
+    of its n-ary families (``add_12``, ``concat_70``) on demand: a saved graph may use any arity."""
     if name not in _REGISTRY:
-        import tdl_ops  # noqa: F401 - registers the library's ops
+        import tdl_ops  # registers the library's ops
+
+        tdl_ops.nary_op(name)  # registers the op if name is "<family>_<n>"
 
     try:
         return _REGISTRY[name]

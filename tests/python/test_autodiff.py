@@ -4,6 +4,8 @@ pruning, unroll keys), its errors, and whole small models against one PyTorch SG
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -82,7 +84,7 @@ def test_gradients_of_a_tensor_used_twice_are_summed():
     loss = tdl_ops.mse_loss(y, g.label("t", (3, 4)))
     grads = tw.grad(g, loss)
     s = g.op(f"grad/{h.name}.sum")
-    assert s.type == "add" and s.phase == "backward" and s.forward_op is None
+    assert s.type == "add_2" and s.phase == "backward" and s.forward_op is None
     assert s.output.grad_of == h
     assert grads["w"].producer.inputs[0] == s.output
 
@@ -94,7 +96,7 @@ def test_a_parameter_used_twice_gets_one_summed_gradient():
     y = tdl_ops.matmul(tdl_ops.matmul(x, w), w)
     grads = tw.grad(g, tdl_ops.mse_loss(y, g.label("t", (3, 4))))
     gw = grads["w"]
-    assert gw.producer.type == "add" and gw.producer.name == "grad/w.sum" and gw.grad_of == w
+    assert gw.producer.type == "add_2" and gw.producer.name == "grad/w.sum" and gw.grad_of == w
     rng = np.random.default_rng(0)
     v = tw.run_reference(g, _feeds(g, rng) | {"w": (wv := rng.standard_normal((4, 4)))})
     xv, tv = v["x"], v["t"]
@@ -108,7 +110,66 @@ def test_one_gradient_tensor_for_two_parameters_is_copied():
     grads = tw.grad(g, tdl_ops.mse_loss(tdl_ops.add(a, b), g.label("t", (2, 3))))
     assert grads["a"] != grads["b"]
     assert grads["a"].grad_of == a and grads["b"].grad_of == b
-    assert grads["b"].producer.type == "identity"
+    copy = grads["b"].producer
+    assert (copy.type, copy.name, copy.forward_op) == ("identity", "grad/add.copy_b", g.op("add"))
+
+
+def test_the_parts_of_a_gradient_are_summed_by_one_op_after_the_last():
+    g = tw.Graph()
+    w = g.parameter("w", (3, 4))
+    ys = [tdl_ops.scale(w, alpha=k + 1.0) for k in range(4)]  # w feeds four ops
+    y = tdl_ops.mul(tdl_ops.mul(ys[0], ys[1]), tdl_ops.mul(ys[2], ys[3]))  # 24 w**4
+    grads = tw.grad(g, tdl_ops.mse_loss(y, g.label("t", (3, 4))))
+    assert not [o for o in g.ops if o.phase == "backward" and o.type == "add"]
+    s = grads["w"].producer
+    assert (s.type, s.name, s.phase, s.forward_op, s.output.grad_of) == ("add_4", "grad/w.sum", "backward", None, w)
+    # One part per scale op, in the order the sweep made them; the sum comes right after the last.
+    assert [p.producer.forward_op.name for p in s.inputs] == ["scale_3", "scale_2", "scale_1", "scale"]
+    assert s.id == s.inputs[-1].producer.id + 1
+    rng = np.random.default_rng(4)
+    wv, tv = rng.standard_normal((3, 4)), rng.standard_normal((3, 4))
+    v = tw.run_reference(g, {"w": wv, "t": tv})
+    np.testing.assert_allclose(v[grads["w"].name], 2 * (24 * wv**4 - tv) / tv.size * 96 * wv**3, rtol=1e-12)
+
+
+def test_a_tensor_read_twice_by_one_op_gets_a_sum_of_its_two_parts():
+    g = tw.Graph()
+    w = g.parameter("w", (2, 3))
+    h = tdl_ops.exp(w)
+    grads = tw.grad(g, tdl_ops.mse_loss(tdl_ops.add(h, h), g.label("t", (2, 3))))
+    s = g.op(f"grad/{h.name}.sum")
+    assert s.type == "add_2" and s.inputs[0] == s.inputs[1] and s.output.grad_of == h
+    assert "identity" not in {o.type for o in g.ops}
+    v = tw.run_reference(g, {"w": np.zeros((2, 3)), "t": np.zeros((2, 3))})
+    np.testing.assert_allclose(v[grads["w"].name], np.full((2, 3), 2 * 2.0 / 6 * 2.0), rtol=1e-12)
+
+
+def test_one_gradient_for_two_inputs_is_copied_for_all_but_the_main_input():
+    g = tw.Graph()
+    x = g.input("x", (2, 3))
+    w1, w2 = g.parameter("w1", (3, 3)), g.parameter("w2", (3, 3))
+    a, b = tdl_ops.matmul(x, w1), tdl_ops.matmul(x, w2)
+    y = tdl_ops.add(a, b)  # b is produced last: the main input coarsening merges the add with
+    tw.grad(g, tdl_ops.mse_loss(y, g.label("t", (2, 3))))
+    gy = g.tensor("grad/mse_loss.mse_loss_backward")
+    assert gy.grad_of == y
+    assert gy in g.op("grad/matmul_1.matmul_tn").inputs  # b's gradient is y's, passed through
+    copy = g.op("grad/add.copy_a")
+    assert (copy.type, copy.phase, copy.forward_op, copy.inputs) == ("identity", "backward", g.op("add"), [gy])
+    assert copy.output.grad_of == a and copy.output in g.op("grad/matmul.matmul_tn").inputs
+    # Every group's backward dataflow now mirrors a forward edge.
+    assert "linked by backward" not in tw.coarsen(g).summary()
+
+
+def test_no_copy_where_the_other_input_gets_a_sum():
+    g = tw.Graph()
+    x = g.input("x", (2, 3))
+    w1, w2 = g.parameter("w1", (3, 3)), g.parameter("w2", (3, 3))
+    a, b = tdl_ops.matmul(x, w1), tdl_ops.matmul(x, w2)
+    y = tdl_ops.mul(tdl_ops.add(a, b), a)  # a's gradient sums two parts: a new tensor
+    tw.grad(g, tdl_ops.mse_loss(y, g.label("t", (2, 3))))
+    assert "identity" not in {o.type for o in g.ops}
+    assert g.tensor(f"grad/{a.name}.sum").grad_of == a
 
 
 def test_wrt_limits_the_backward_pass():
@@ -168,10 +229,9 @@ def test_backward_ops_of_unrolled_steps_share_unroll_keys():
             keys.setdefault(op.forward_op.unroll_key, set()).add((op.type, op.unroll_key))
     assert keys == {"cell/0": {("matmul_nt", "grad/cell/0/0"), ("matmul_tn", "grad/cell/0/1")},
                     "cell/1": {("tanh_grad", "grad/cell/1/0")}}
-    # w's gradient is summed over the steps as each step's part appears, under one key too.
-    sums = [o for o in g.ops if o.name.startswith("grad/w.sum")]
-    assert len(sums) == 2 and {o.unroll_key for o in sums} == {"grad/cell/0/sum1/0"}
-    assert all(o.forward_op is None for o in sums)
+    # w's gradient is one sum of the steps' parts, made after the last (step 0's), under its key.
+    [s] = [o for o in g.ops if o.name.startswith("grad/w.sum")]
+    assert (s.type, s.unroll_key, s.forward_op) == ("add_3", "grad/cell/0/sum1/0", None)
 
 
 def test_training_graph_round_trips_through_json():
@@ -180,6 +240,36 @@ def test_training_graph_round_trips_through_json():
     assert loaded.to_json() == g.to_json()
     data = json.loads(g.to_json())
     assert {o["phase"] for o in data["ops"]} == {"forward", "backward", "update"}
+
+
+def test_graph_with_sums_of_any_arity_loads_in_a_fresh_process(tmp_path):
+    """add_370, stack_300 and concat_70 are made on demand by the op registry of a new interpreter."""
+    g = tw.Graph()
+    w = g.parameter("w", (2, 3))
+    n = 300
+    stacked = tdl_ops.models.stack_op(n)(*[tdl_ops.scale(w, alpha=k / n) for k in range(n)], axis=0, inner=3)
+    joined = tdl_ops.models.concat_op(70)(*[tdl_ops.exp(tdl_ops.scale(w, alpha=k / 70)) for k in range(70)], axis=1)
+    loss = tdl_ops.add(tdl_ops.mse_loss(stacked, g.label("t", (n, 2, 3))), tdl_ops.reduce_sum(
+        tdl_ops.sum_axes(joined, axes=(1,)), axis=0))
+    gw = tw.grad(g, loss)["w"]
+    assert gw.producer.type == "add_370"
+    rng = np.random.default_rng(5)
+    feeds = {"w": rng.standard_normal((2, 3)), "t": rng.standard_normal((n, 2, 3))}
+    path = tmp_path / "graph.json"
+    g.save(path)
+    np.savez(tmp_path / "feeds.npz", **feeds)
+    code = (
+        "import sys, numpy as np, tilewise as tw\n"
+        "path, feeds, out = sys.argv[1:]\n"
+        "g = tw.Graph.load(path)\n"
+        "assert g.to_json() == open(path).read()\n"
+        f"v = tw.run_reference(g, dict(np.load(feeds)), outputs=[{gw.name!r}])\n"
+        f"np.save(out, v[{gw.name!r}])\n"
+    )
+    args = [str(path), str(tmp_path / "feeds.npz"), str(tmp_path / "gw.npy")]
+    subprocess.run([sys.executable, "-c", code, *args], check=True, timeout=120)
+    expected = tw.run_reference(g, feeds, outputs=[gw.name])[gw.name]
+    np.testing.assert_allclose(np.load(tmp_path / "gw.npy"), expected, rtol=1e-12)
 
 
 # ---------------------------------------------------------------- trace
@@ -225,7 +315,7 @@ def test_trace_loss_may_read_model_tensors():
     gw = g.tensor("fc2.weight")
     assert {o.type for o in gw.consumers} == {"linear", "square", "matmul", "square_grad"}
     [total] = [t for t in g.tensors if t.grad_of == gw and not t.consumers]
-    assert total.producer.type == "add"  # the data term's and the regulariser's parts
+    assert total.producer.type == "add_2"  # the data term's and the regulariser's parts
 
 
 def test_trace_errors():

@@ -69,3 +69,23 @@ def test_infer_shape_matches_reference(case):
     shapes = dict(zip(_input_names(op), (tuple(x.shape) for x in inputs)))
     assert len(shapes) == len(inputs)
     assert tuple(op.infer_shape(**shapes, **case.attrs)) == expected
+
+
+def test_add_n_family_of_any_arity():
+    import tilewise as tw
+
+    op = tdl_ops.elementwise.add_n(257)
+    rng = np.random.default_rng(9)
+    xs = [rng.standard_normal((3, 2)) for _ in range(257)]
+    np.testing.assert_allclose(op.evaluate(*xs), op.reference(*xs), rtol=1e-12)
+    assert op.name == "add_257" and op.is_elementwise_for(**{f"x{k}": 2 for k in range(257)})
+    assert tdl_ops.nary_op("add_257") is op and tdl_ops.nary_op("add_3") is tdl_ops.add_3
+    assert tdl_ops.nary_op("concat_70").name == "concat_70" and tdl_ops.nary_op("stack_65").name == "stack_65"
+    assert tdl_ops.nary_op("add_row") is None and tdl_ops.nary_op("add_07") is None
+    assert tdl_ops.nary_op("mul_3") is None and tdl_ops.nary_op("add") is None and tdl_ops.nary_op("add_0") is None
+    g = tw.Graph()
+    a, b = g.input("a", (2, 3)), g.input("b", (3, 2))
+    with pytest.raises(tw.ShapeError, match=r"op 'add_3': input x2 has shape \(3, 2\), x0 has \(2, 3\)"):
+        tdl_ops.add_3(a, a, b)
+    with pytest.raises(tw.GraphError, match="add_n sums at least one tensor, got 0"):
+        tdl_ops.elementwise.add_n(0)
