@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+
 import tilewise
 from tilewise import _core
 

@@ -18,8 +18,8 @@ import platform
 import statistics
 import time
 
-import tilewise as tw  # noqa: F401  (loads the extension before tdl_ops)
 import tdl_ops
+import tilewise as tw  # noqa: F401  (loads the extension before tdl_ops)
 
 TARGET_SECONDS = 1.0  # the bound; Tofu reports no separate figure for its analysis
 

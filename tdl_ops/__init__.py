@@ -8,8 +8,23 @@ every input exactly at the output index. NARY holds the n-ary families, one op p
 
 from __future__ import annotations
 
-from . import (activations, conv, elementwise, embedding, linalg, losses, models, normalization, opaque,
-               optimizers, pooling, reductions, rnn, shape, torch_extra)
+from . import (
+    activations,
+    conv,
+    elementwise,
+    embedding,
+    linalg,
+    losses,
+    models,
+    normalization,
+    opaque,
+    optimizers,
+    pooling,
+    reductions,
+    rnn,
+    shape,
+    torch_extra,
+)
 from ._cases import Case, make_input, make_inputs
 
 FAMILIES = (elementwise, activations, linalg, conv, pooling, normalization, reductions, shape,

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Optional
 
 import numpy as np
 
@@ -30,7 +30,7 @@ class Case:
     attrs: dict = field(default_factory=dict)
     kinds: tuple = ()
     name: str = ""
-    prepare: Optional[Callable] = None  # (inputs, attrs) -> inputs, for inputs derived from others
+    prepare: Callable | None = None  # (inputs, attrs) -> inputs, for inputs derived from others
 
     @property
     def id(self) -> str:

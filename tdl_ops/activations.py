@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+
 import tilewise as tw
 
 from ._cases import Case

@@ -8,6 +8,7 @@ last rows of its input."""
 from __future__ import annotations
 
 import numpy as np
+
 import tilewise as tw
 
 from ._cases import Case

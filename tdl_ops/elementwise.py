@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+
 import tdl_ops
 import tilewise as tw
 

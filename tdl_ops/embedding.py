@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+
 import tilewise as tw
 
 from ._cases import Case

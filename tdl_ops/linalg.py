@@ -6,6 +6,7 @@ The gradient of a product is a product with a transposed operand, so most rules 
 from __future__ import annotations
 
 import numpy as np
+
 import tdl_ops
 import tilewise as tw
 

@@ -6,6 +6,7 @@ so that scaled or summed losses differentiate correctly."""
 from __future__ import annotations
 
 import numpy as np
+
 import tdl_ops
 import tilewise as tw
 

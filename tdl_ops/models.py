@@ -25,6 +25,7 @@ times a symbolic extent is not affine.
 from __future__ import annotations
 
 import numpy as np
+
 import tilewise as tw
 
 from ._cases import Case

@@ -7,6 +7,7 @@ backward) instead of reading saved means and variances: the graph keeps one op p
 from __future__ import annotations
 
 import numpy as np
+
 import tdl_ops
 import tilewise as tw
 

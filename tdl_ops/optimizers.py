@@ -5,6 +5,7 @@ The updates are not differentiated (they run after the backward pass): they have
 from __future__ import annotations
 
 import numpy as np
+
 import tilewise as tw
 
 from ._cases import Case

@@ -4,6 +4,7 @@ several axes (the gradient of a broadcast); the reductions' gradient ops and rul
 from __future__ import annotations
 
 import numpy as np
+
 import tdl_ops
 import tilewise as tw
 

@@ -7,6 +7,7 @@ column, and reads outside dy's H columns are 0, so each term is zero outside its
 from __future__ import annotations
 
 import numpy as np
+
 import tdl_ops
 import tilewise as tw
 

@@ -4,6 +4,7 @@ their gradient rules (mostly the inverse movement) and the few backward ops they
 from __future__ import annotations
 
 import numpy as np
+
 import tdl_ops
 import tilewise as tw
 

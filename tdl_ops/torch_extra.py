@@ -180,7 +180,8 @@ def _bop(name, np_fn, fn, doc):
     return tw.op(describe, name=name, reference=ref, out_shape=_bshape)
 
 
-broadcast_add = _bop("broadcast_add", np.add, lambda u, v: u + v, "a + b with broadcasting (a_bcast/b_bcast: axes read at 0).")
+broadcast_add = _bop("broadcast_add", np.add, lambda u, v: u + v,
+                     "a + b with broadcasting (a_bcast/b_bcast: axes read at 0).")
 broadcast_sub = _bop("broadcast_sub", np.subtract, lambda u, v: u - v, "a - b with broadcasting.")
 broadcast_mul = _bop("broadcast_mul", np.multiply, lambda u, v: u * v, "a * b with broadcasting.")
 broadcast_div = _bop("broadcast_div", np.divide, lambda u, v: u / v, "a / b with broadcasting.")
@@ -245,7 +246,9 @@ def bmatmul_nt(a, b):
 @tw.op(reference=lambda a, b: np.swapaxes(a, -1, -2) @ b)
 def bmatmul_tn(a, b):
     """a^T @ b over equal leading batch axes: (..., k, m) x (..., k, n) -> (..., m, n)."""
-    return tw.compute(a.ndim, lambda *i: tw.Sum(lambda k: a[tuple(i[:-2]) + (k, i[-2])] * b[tuple(i[:-2]) + (k, i[-1])]))
+    return tw.compute(
+        a.ndim, lambda *i: tw.Sum(lambda k: a[tuple(i[:-2]) + (k, i[-2])] * b[tuple(i[:-2]) + (k, i[-1])])
+    )
 
 
 @tw.op(reference=lambda a, b: a @ b)

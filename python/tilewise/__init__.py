@@ -13,17 +13,15 @@ from ._build_info import preload_blas as _preload_blas
 
 _preload_blas()
 
-from . import _core  # noqa: E402
-from ._build_info import build_info  # noqa: E402
-from ._core import GraphError, ShapeError, TDLError  # noqa: E402
-from ._coarsen import CoarseGraph, coarsen  # noqa: E402
-from ._graph import GOp, Graph, GTensor  # noqa: E402
-from ._from_torch._api import from_torch  # noqa: E402,F401
-from ._tdl_op import Op, Strategy, op  # noqa: E402
-from . import optim  # noqa: E402
+from . import _core, optim  # noqa: E402,F401
 from ._autodiff import grad  # noqa: E402
+from ._build_info import build_info  # noqa: E402
+from ._coarsen import CoarseGraph, coarsen  # noqa: E402
+from ._core import GraphError, ShapeError, TDLError  # noqa: E402
+from ._from_torch._api import from_torch  # noqa: E402,F401
+from ._graph import GOp, Graph, GTensor  # noqa: E402
 from ._reference import run_reference  # noqa: E402
-from ._trace import placeholder, trace  # noqa: E402
+from ._tdl_op import Op, Strategy, op  # noqa: E402
 from ._tdl_trace import (  # noqa: E402
     Max,
     Min,
@@ -43,6 +41,7 @@ from ._tdl_trace import (  # noqa: E402
     tanh,
     where,
 )
+from ._trace import placeholder, trace  # noqa: E402
 
 __version__ = "0.1.0"
 

@@ -25,7 +25,7 @@ input's own group and backward dataflow between groups mirrors forward edges.
 from __future__ import annotations
 
 import contextlib
-from typing import Iterable
+from collections.abc import Iterable
 
 from ._core import GraphError, ShapeError, TDLError
 from ._graph import GOp, Graph, GTensor

@@ -67,7 +67,8 @@ def run_ops(args: argparse.Namespace) -> int:
     for r in rows:
         out = "x".join(map(str, r["output"])) or "scalar"
         ew = "yes" if r["elementwise"] else ""
-        print(f"{r['op']:<{width}}  {r['family']:<13} {out:<16} {ew:<3} {r['flops']:>10.3g}  {' '.join(r['strategies'])}")
+        strategies = " ".join(r["strategies"])
+        print(f"{r['op']:<{width}}  {r['family']:<13} {out:<16} {ew:<3} {r['flops']:>10.3g}  {strategies}")
     print(f"\n{len(rows)} operators analysed in {seconds * 1000:.1f} ms")
     return 0
 
@@ -134,7 +135,8 @@ def run_analyze(args: argparse.Namespace) -> int:
     attrs = dict(case.attrs) if case and not args.attr else {}
     shapes.update({k: _ints(v, f"--shape {k}") for k, v in _pairs(args.shape, "--shape").items()})
     attrs.update({k: _value(v) for k, v in _pairs(args.attr, "--attr").items()})
-    print(f"{op.name}: {op.trace(tuple(len(s) for s in shapes.values()) if len(shapes) == len(op.inputs) else None, {**op.attrs, **attrs})}")
+    ranks = tuple(len(s) for s in shapes.values()) if len(shapes) == len(op.inputs) else None
+    print(f"{op.name}: {op.trace(ranks, {**op.attrs, **attrs})}")
     if args.symbolic:
         ranks = {n: len(s) for n, s in shapes.items()}
         strategies = op.symbolic_strategies(parts=args.parts, **ranks, **attrs)

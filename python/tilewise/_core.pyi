@@ -1,6 +1,7 @@
 """Type stub of the C++ extension tilewise._core (conversion layer; see cpp/bindings)."""
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 

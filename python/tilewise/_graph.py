@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import pathlib
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 from . import _core
 from ._core import GraphError, ShapeError
@@ -312,7 +312,8 @@ class Graph:
             raise GraphError(f"op '{op.name}': pass inputs positionally when building a graph")
         shapes = [t.shape for t in inputs]
         if len(shapes) != len(op.inputs):
-            raise GraphError(f"op '{op.name}' takes {len(op.inputs)} inputs ({', '.join(op.inputs)}), got {len(shapes)}")
+            names = ", ".join(op.inputs)
+            raise GraphError(f"op '{op.name}' takes {len(op.inputs)} inputs ({names}), got {len(shapes)}")
         desc = op._desc_for(shapes, merged)
         if out is None and op.out_shape_fn is not None:
             out = op._declared_shape(shapes, merged)

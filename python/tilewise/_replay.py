@@ -14,7 +14,7 @@ give the loss its name.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from ._core import GraphError
 from ._graph import GOp, Graph, GTensor

@@ -5,8 +5,9 @@ from __future__ import annotations
 import html
 import inspect
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -14,7 +15,6 @@ from . import _core
 from ._core import ShapeError, TDLError
 from ._graph import register_op
 from ._tdl_trace import Tensor, _as_value, _Compute, _lambda_arity, _Tracer, _Tracing
-
 
 Region = tuple  # tuple of inclusive (lo, hi) pairs, one per dimension; None when nothing is read
 
@@ -196,7 +196,9 @@ class Op:
             try:
                 s = tuple(int(d) for d in s)
             except TypeError:
-                raise ShapeError(f"op '{self.name}': shape of '{n}' must be a tuple of ints, got {given[n]!r}") from None
+                raise ShapeError(
+                    f"op '{self.name}': shape of '{n}' must be a tuple of ints, got {given[n]!r}"
+                ) from None
             if any(d < 0 for d in s):
                 raise ShapeError(f"op '{self.name}': shape of '{n}' has a negative extent: {s}")
             shapes.append(s)

@@ -11,7 +11,7 @@ A graph describes one step, so Adam's bias correction takes the step number as a
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 from ._core import GraphError
 from ._graph import Graph, GTensor

@@ -4,6 +4,7 @@ import json
 
 import numpy as np
 import pytest
+
 import tilewise as tw
 import tilewise._build_info
 import tilewise.cli

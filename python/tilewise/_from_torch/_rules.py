@@ -590,6 +590,6 @@ def _like(ctx, a):
 
 
 # The other families register their rules on import.
-from . import _rules_layers, _rules_shape  # noqa: F401
+from . import _rules_layers, _rules_shape  # noqa: E402,F401
 
 TABLE = RULES.summary

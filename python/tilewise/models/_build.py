@@ -7,7 +7,7 @@ through ``tw.trace``; until autodiff is available it gives the forward graph wit
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from .. import _graph
 from .._core import GraphError

@@ -15,7 +15,7 @@ flattened extents) are computed here from the tensors' shapes. Bad arguments rai
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import tdl_ops
 

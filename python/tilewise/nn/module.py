@@ -26,7 +26,8 @@ from __future__ import annotations
 import contextlib
 import weakref
 from collections import OrderedDict
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from .._core import GraphError
 from .._graph import Graph, GTensor
