@@ -48,6 +48,11 @@ else
   failed+=("C++ (CTest)")
 fi
 
+echo "== lint: ruff check"
+if ! "$PYTHON_EXE" -m ruff check python tdl_ops tests benchmarks; then
+  failed+=("lint (ruff)")
+fi
+
 echo "== [3/3] Python tests: pytest against the installed package"
 cd "$ROOT/tests"
 if ! "$PYTHON_EXE" - "$ROOT" <<'PY'

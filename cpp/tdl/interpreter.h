@@ -25,7 +25,9 @@ struct Array {
 using OpaqueCall = std::function<Array(int opaque, const std::vector<Array>& args)>;
 
 /// Evaluates the op for the given inputs and variable extents into out (row-major, the
-/// output variables' extents). Splits the output over `threads` threads.
+/// output variables' extents). Compiles the description once (tdl/program.h), then splits the
+/// output over `threads` threads. Results are bit-for-bit those of evaluating the description
+/// one element at a time, reductions combining their terms in row-major order.
 void interpret(const OpDesc& op, const std::vector<ArrayView>& inputs, const std::vector<int64_t>& extents, double* out,
                const OpaqueCall& opaque, int threads);
 

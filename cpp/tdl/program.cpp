@@ -1,0 +1,205 @@
+#include "tdl/program.h"
+
+#include <algorithm>
+#include <unordered_map>
+#include <utility>
+
+#include "tdl/errors.h"
+#include "tdl/free_vars.h"
+
+namespace tilewise::tdl {
+
+namespace {
+
+class Compiler {
+ public:
+  Compiler(const OpDesc& op, const std::vector<Shape>& shapes, const std::vector<int64_t>& extents)
+      : op_(op), free_vars_(reduce_free_vars(op.body)) {
+    TW_ASSERT(extents.size() == op.vars.size(), "one extent per variable");
+    p_.shapes = shapes;
+    p_.extents = extents;
+    p_.output_vars = op.output_vars;
+    int64_t longest = 0;
+    for (int v : op.output_vars) longest = std::max(longest, extents[v]);
+    const int64_t enough = std::min<int64_t>(longest, 64);
+    for (size_t d = op.output_vars.size(); d-- > 0;)
+      if (extents[op.output_vars[d]] >= enough) {
+        p_.output_batch_var = static_cast<int>(d);
+        break;
+      }
+  }
+
+  Program run() {
+    p_.root = value(op_.body);
+    return std::move(p_);
+  }
+
+ private:
+  // Terms of a linear form, tensor extents folded into the constant.
+  VarMask linear(const LinearForm& f, int64_t& constant, int& begin, int& end) {
+    VarMask deps = 0;
+    constant = f.constant;
+    begin = static_cast<int>(p_.terms.size());
+    for (const auto& [s, c] : f.terms) {
+      if (s.kind == Symbol::kExtent) {
+        TW_ASSERT(s.a >= 0 && s.a < static_cast<int>(p_.shapes.size()) && s.b >= 0 &&
+                      s.b < static_cast<int>(p_.shapes[s.a].size()),
+                  "extent symbol of a known tensor dimension");
+        constant += c * p_.shapes[s.a][s.b];
+      } else {
+        TW_ASSERT(s.a >= 0 && s.a < static_cast<int>(p_.extents.size()), "index variable of the op");
+        p_.terms.push_back({s.a, c});
+        deps |= var_bit(s.a);
+      }
+    }
+    end = static_cast<int>(p_.terms.size());
+    return deps;
+  }
+
+  int index(const IndexExpr& e) {
+    IndexCode c;
+    c.kind = e->kind;
+    c.k = e->k;
+    if (e->kind == IndexNode::kLinear) {
+      c.deps = linear(e->linear, c.constant, c.term_begin, c.term_end);
+    } else {
+      c.a = index(e->a);
+      c.deps = p_.index_codes[c.a].deps;
+      if (e->b) {
+        c.b = index(e->b);
+        c.deps |= p_.index_codes[c.b].deps;
+      }
+    }
+    p_.index_codes.push_back(c);
+    return static_cast<int>(p_.index_codes.size()) - 1;
+  }
+
+  int access(const ExprNode& n) {
+    AccessCode a;
+    a.tensor = n.tensor;
+    const Shape& shape = p_.shapes.at(n.tensor);
+    TW_ASSERT(shape.size() == n.indices.size(), "access rank matches the input");
+    std::vector<int64_t> strides(shape.size(), 1);
+    for (size_t d = shape.size(); d-- > 1;) strides[d - 1] = strides[d] * shape[d];
+    std::vector<AccessDim> linear_dims, other_dims;
+    for (size_t d = 0; d < n.indices.size(); ++d) {
+      AccessDim dim;
+      dim.extent = shape[d];
+      dim.stride = strides[d];
+      if (is_linear(n.indices[d])) {
+        a.deps |= linear(n.indices[d]->linear, dim.constant, dim.term_begin, dim.term_end);
+        linear_dims.push_back(dim);
+      } else {
+        dim.code = index(n.indices[d]);
+        a.deps |= p_.index_codes[dim.code].deps;
+        other_dims.push_back(dim);
+      }
+    }
+    a.dim_begin = static_cast<int>(p_.dims.size());
+    p_.dims.insert(p_.dims.end(), linear_dims.begin(), linear_dims.end());
+    a.linear_end = static_cast<int>(p_.dims.size());
+    p_.dims.insert(p_.dims.end(), other_dims.begin(), other_dims.end());
+    a.dim_end = static_cast<int>(p_.dims.size());
+    p_.accesses.push_back(a);
+    return static_cast<int>(p_.accesses.size()) - 1;
+  }
+
+  int reduce(const Expr& e, ValueCode& v) {
+    ReduceCode r;
+    r.reducer = e->reducer;
+    r.vars = e->reduce_vars;
+    r.free_vars = free_vars_.at(e.get());
+    r.batch_level = std::max<int>(0, static_cast<int>(r.vars.size()) - 1);
+    while (r.batch_level > 0 && p_.extents[r.vars[r.batch_level]] == 1) --r.batch_level;
+    for (int f : r.free_vars) v.deps |= var_bit(f);
+    r.counter_begin = p_.num_counters;
+    p_.num_counters += static_cast<int>(r.vars.size());
+    r.key_begin = p_.num_keys;
+    p_.num_keys += static_cast<int>(r.free_vars.size());
+    r.body = value(e->operands[0]);
+    v.has_opaque = p_.nodes[r.body].has_opaque;
+    p_.reduces.push_back(std::move(r));
+    return static_cast<int>(p_.reduces.size()) - 1;
+  }
+
+  int opaque(const Expr& e, ValueCode& v) {
+    OpaqueCode o;
+    o.fn = e->opaque;
+    for (const auto& a : e->slices) {
+      SliceCode s;
+      s.tensor = a.tensor;
+      TW_ASSERT(p_.shapes.at(a.tensor).size() == a.dims.size(), "slice rank matches the input");
+      for (const auto& d : a.dims) {
+        s.dims.push_back(d ? index(*d) : -1);
+        if (d) v.deps |= p_.index_codes[s.dims.back()].deps;
+      }
+      o.slices.push_back(std::move(s));
+    }
+    for (const auto& i : e->indices) {
+      o.result_indices.push_back(index(i));
+      v.deps |= p_.index_codes[o.result_indices.back()].deps;
+    }
+    v.has_opaque = true;
+    p_.opaques.push_back(std::move(o));
+    return static_cast<int>(p_.opaques.size()) - 1;
+  }
+
+  // One compiled node per distinct description node: a node shared by several parents (the
+  // same Max read inside and outside a Sum in softmax) keeps one reduction cache and one
+  // opaque-result cache, as in the description.
+  int value(const Expr& e) {
+    auto it = ids_.find(e.get());
+    if (it != ids_.end()) return it->second;
+    ValueCode v;
+    v.kind = e->kind;
+    v.unary = e->unary;
+    v.binary = e->binary;
+    v.value = e->value;
+    auto child = [&](const Expr& c) {
+      int id = value(c);
+      v.deps |= p_.nodes[id].deps;
+      v.has_opaque |= p_.nodes[id].has_opaque;
+      return id;
+    };
+    switch (e->kind) {
+      case ExprNode::kConst: break;
+      case ExprNode::kAccess:
+        v.aux = access(*e);
+        v.deps = p_.accesses[v.aux].deps;
+        break;
+      case ExprNode::kIndexValue:
+        v.aux = index(e->indices[0]);
+        v.deps = p_.index_codes[v.aux].deps;
+        break;
+      case ExprNode::kUnary: v.a = child(e->operands[0]); break;
+      case ExprNode::kBinary:
+        v.a = child(e->operands[0]);
+        v.b = child(e->operands[1]);
+        break;
+      case ExprNode::kSelect:
+        v.a = child(e->operands[0]);
+        v.b = child(e->operands[1]);
+        v.c = child(e->operands[2]);
+        break;
+      case ExprNode::kReduce: v.aux = reduce(e, v); break;
+      case ExprNode::kOpaque: v.aux = opaque(e, v); break;
+    }
+    p_.nodes.push_back(v);
+    int id = static_cast<int>(p_.nodes.size()) - 1;
+    ids_[e.get()] = id;
+    return id;
+  }
+
+  const OpDesc& op_;
+  std::unordered_map<const ExprNode*, std::vector<int>> free_vars_;
+  Program p_;
+  std::unordered_map<const ExprNode*, int> ids_;
+};
+
+}  // namespace
+
+Program compile_program(const OpDesc& op, const std::vector<Shape>& shapes, const std::vector<int64_t>& extents) {
+  return Compiler(op, shapes, extents).run();
+}
+
+}  // namespace tilewise::tdl
