@@ -23,8 +23,9 @@ import json
 import pathlib
 import platform
 import pstats
-import statistics
 import time
+
+from _timing import median_time  # noqa: E402
 
 import tilewise as tw
 
@@ -49,15 +50,6 @@ TOFU_RNN = {(6, 4): 8.4, (8, 4): 11.4, (10, 4): 14.4, (6, 6): 18.6, (8, 6): 28.5
             (6, 8): 33.0, (8, 8): 45.3, (10, 8): 57.0}
 TOFU_WRESNET = {(50, 4): 4.2, (101, 4): 7.8, (152, 4): 10.5, (50, 6): 9.6, (101, 6): 17.1, (152, 6): 23.4,
                 (50, 8): 17.1, (101, 8): 30.6, (152, 8): 41.7, (50, 10): 26.7, (101, 10): 47.7, (152, 10): 65.1}
-
-
-def median_time(fn, runs: int) -> float:
-    times = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 def profile(fn, top: int = 15) -> str:

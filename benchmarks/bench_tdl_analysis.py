@@ -15,8 +15,8 @@ import copy
 import json
 import pathlib
 import platform
-import statistics
-import time
+
+from _timing import median_time  # noqa: E402
 
 import tdl_ops
 import tilewise as tw  # noqa: F401  (loads the extension before tdl_ops)
@@ -43,15 +43,6 @@ def analyse_library(fresh: bool) -> int:
         ranks = {n: len(s) for n, s in shapes.items()}
         strategies += len(op.symbolic_strategies(**ranks, **attrs))
     return len(seen)
-
-
-def median_time(fn, runs: int) -> float:
-    times = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 def main(argv=None):
