@@ -151,13 +151,16 @@ CoarseGraph coarsen(const Graph& g, const CoarsenOptions& options) {
     // first. A chain linear -> relu -> add -> relu thus becomes linear -> [its output + relu + add
     // + relu + their outputs]; the residual operand of add stays a separate neighbour.
     for (const auto& op : ops) {
-      if (!fwd_op[op.id] || op.inputs.empty() || !tdl::is_elementwise(*op.desc)) continue;
+      if (!fwd_op[op.id] || op.inputs.empty()) continue;
+      // Element-wise ops, and broadcasts (bias_add) through their input read at the output index:
+      // that input and the output tile alike, as Tofu wants for element-wise ops.
+      const std::vector<bool> aligned = tdl::aligned_inputs(*op.desc);
       const Shape& out_shape = tensors[op.output].shape;
       int main = -1;
       std::tuple<int, int, int> best{-2, 0, 0};
       for (size_t k = 0; k < op.inputs.size(); ++k) {
         const auto& in = tensors[op.inputs[k]];
-        if (in.shape != out_shape) continue;
+        if (!aligned[k] || in.shape != out_shape) continue;
         bool fixed = in.role == Role::kParameter || in.role == Role::kConstant;
         std::tuple<int, int, int> key{in.producer, !fixed, -static_cast<int>(k)};
         if (main < 0 || key > best) main = in.id, best = key;
@@ -318,7 +321,7 @@ std::string CoarseGraph::summary(const Graph& g) const {
     << " tensor, " << kinds[GroupKind::kMerged] << " merged), " << edges.size() << " edges\n";
   s << "  members: " << g.ops().size() << " ops (" << phases[Phase::kForward] << " forward, " << phases[Phase::kBackward]
     << " backward, " << phases[Phase::kUpdate] << " update), " << g.tensors().size() << " tensors\n";
-  s << "  coalesced: " << elementwise_merges << " element-wise ops, " << timestep_merges << " time-step ops\n";
+  s << "  coalesced: " << elementwise_merges << " element-wise/aligned ops, " << timestep_merges << " time-step ops\n";
   if (unmirrored_pairs)
     s << "  note: " << unmirrored_pairs << " group pairs are linked by backward/update dataflow only\n";
   const auto& left = linearity.reduction.remaining;

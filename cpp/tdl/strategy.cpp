@@ -140,6 +140,31 @@ SymbolicStrategy symbolic(const OpDesc& op, const Strategy& s, int64_t parts) {
   return ss;
 }
 
+namespace {
+// The access reads exactly the output index: output variable d at dimension d.
+bool reads_output_index(const OpDesc& op, const std::vector<IndexExpr>& indices) {
+  if (indices.size() != op.output_vars.size()) return false;
+  for (size_t d = 0; d < indices.size(); ++d) {
+    LinearForm want;
+    want.terms[Symbol::var(op.output_vars[d])] = 1;
+    if (indices[d]->kind != IndexNode::kLinear || !(indices[d]->linear == want)) return false;
+  }
+  return true;
+}
+}  // namespace
+
+std::vector<bool> aligned_inputs(const OpDesc& op) {
+  std::vector<int> reads(op.inputs.size(), 0);
+  std::vector<bool> aligned(op.inputs.size(), true);
+  for (const auto& site : collect_access_sites(op.body)) {
+    reads[site.tensor]++;
+    if (site.node->kind != ExprNode::kAccess || !reads_output_index(op, site.node->indices))
+      aligned[site.tensor] = false;
+  }
+  for (size_t t = 0; t < aligned.size(); ++t) aligned[t] = aligned[t] && reads[t] > 0;
+  return aligned;
+}
+
 bool is_elementwise(const OpDesc& op) {
   bool ok = true, any_access = false;
   visit_nodes(op.body, [&](const ExprNode& n) {

@@ -55,4 +55,8 @@ SymbolicStrategy symbolic(const OpDesc& op, const Strategy& s, int64_t parts);
 /// Every input is read at exactly the output index, with no reduction.
 bool is_elementwise(const OpDesc& op);
 
+/// Per input: every read of it is at exactly the output index (`x` in `x[i, j] + b[j]`). Such an
+/// input and the output tile alike under any output split, as an element-wise op's do.
+std::vector<bool> aligned_inputs(const OpDesc& op);
+
 }  // namespace tilewise::tdl

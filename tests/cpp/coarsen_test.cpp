@@ -264,7 +264,7 @@ TEST(Coarsen, ElementwiseOpJoinsItsInputGroup) {
   EXPECT_EQ(cg.tensor_group[m.da1], merged);
   EXPECT_EQ(cg.groups[merged].label, "act");
   EXPECT_TRUE(cg.is_linear());
-  EXPECT_NE(cg.summary(m.g).find("1 element-wise ops"), std::string::npos);
+  EXPECT_NE(cg.summary(m.g).find("1 element-wise/aligned ops"), std::string::npos);
   EXPECT_NE(cg.to_dot().find("octagon"), std::string::npos);
 }
 

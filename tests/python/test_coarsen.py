@@ -266,14 +266,18 @@ def test_elementwise_op_on_leaves_joins_a_non_parameter_leaf():
     assert cg.group_of(p) is not cg.group_of(x)
 
 
-def test_non_elementwise_ops_are_not_merged():
+def test_only_ops_with_an_aligned_input_are_merged():
     g = tw.Graph()
     x = g.input("x", (4, 6))
-    y = tdl_ops.softmax(x)  # reads a whole row
-    z = tdl_ops.add_row(y, g.parameter("r", (6,)))  # broadcast: not element-wise by TDL analysis
+    y = tdl_ops.softmax(x)  # reads a whole row: x is not read at the output index
+    r = g.parameter("r", (6,))
+    z = tdl_ops.add_row(y, r)  # a broadcast: y is read at the output index, r is not
     cg = tw.coarsen(g)
-    assert cg.elementwise_merges == 0
-    assert cg.group_of(y.producer).kind == "op" and cg.group_of(z.producer).kind == "op"
+    assert cg.group_of(y.producer).kind == "op"
+    # add_row tiles like y: it joins y's group (a broadcast's small operand stays apart).
+    assert cg.elementwise_merges == 1
+    assert cg.group_of(z.producer).id == cg.group_of(y).id
+    assert cg.group_of(r).id != cg.group_of(y).id
 
 
 # ----- fork-join ---------------------------------------------------------------------------
@@ -421,7 +425,7 @@ def test_summary_repr_html_dot_and_dict():
     cg = tw.coarsen(g)
     s = cg.summary()
     assert "CoarseGraph:" in s and "2 merged" in s and "linear: yes" in s
-    assert "2 element-wise ops, 0 time-step ops" in s
+    assert "2 element-wise/aligned ops, 0 time-step ops" in s
     assert f"{len(g.ops)} ops" in s
     assert repr(cg).startswith("<tw.CoarseGraph of 'mlp':") and "linear=yes" in repr(cg)
     assert "<table>" in cg._repr_html_() and "fc1.linear" in cg._repr_html_()
@@ -594,3 +598,12 @@ def test_nasnet_cells_reading_two_previous_cells_are_not_linear():
     cg = tw.coarsen(g)
     assert not cg.is_linear
     assert cg.irreducible
+
+
+@pytest.mark.parametrize("name", ["vgg16", "alexnet", "bert-base"])
+def test_bias_ops_keep_backward_dataflow_inside_mirrored_groups(name):
+    # bias_add/bias_add_channel/add_broadcast pass their gradient unchanged to their aligned
+    # input; merging through that input keeps every backward edge beside a forward one.
+    cg = tw.coarsen(tw.models.get(name, batch=1))
+    assert cg.is_linear
+    assert "linked by backward" not in cg.summary()
