@@ -208,21 +208,21 @@ class Op:
 
     def trace(self, ranks: tuple | None = None, attrs: dict | None = None) -> _core.OpDesc:
         """The C++ description for the given input ranks (None: unknown) and attributes."""
-        attrs = {**self.attr_values, **(attrs or {})}
-        ranks = tuple(ranks) if ranks is not None else (None,) * len(self.inputs)
-        key = (ranks, tuple(sorted((k, _hashable(v)) for k, v in attrs.items())))
-        desc = self._cache.get(key)
-        if desc is None:
-            desc, opaques = self._trace(ranks, attrs)
-            self._cache[key] = (desc, opaques)
-            return desc
-        return desc[0]
+        return self._traced(ranks, attrs)[0]
 
     def _opaques(self, ranks, attrs) -> list:
-        self.trace(ranks, attrs)
+        """The opaque functions of the trace for these ranks and attributes, by id."""
+        return self._traced(ranks, attrs)[1]
+
+    def _traced(self, ranks, attrs) -> tuple:
+        """(description, opaque functions), traced once per (ranks, attributes)."""
         attrs = {**self.attr_values, **(attrs or {})}
-        key = (tuple(ranks), tuple(sorted((k, _hashable(v)) for k, v in attrs.items())))
-        return self._cache[key][1]
+        ranks = tuple(ranks) if ranks is not None else (None,) * len(self.inputs)
+        key = (ranks, _attrs_key(attrs))
+        entry = self._cache.get(key)
+        if entry is None:
+            entry = self._cache[key] = self._trace(ranks, attrs)
+        return entry
 
     def _trace(self, ranks, attrs):
         tracer = _Tracer(self.name)
@@ -275,7 +275,7 @@ class Op:
 
     def _desc_for(self, shapes, attrs) -> _core.OpDesc:
         """The description traced for these shapes' ranks, with a ShapeError for a wrong rank."""
-        key = tuple(sorted((k, _hashable(v)) for k, v in attrs.items()))
+        key = _attrs_key(attrs)
         generic = None
         if key not in self._polymorphic:
             try:
@@ -430,6 +430,11 @@ class Op:
             raise TDLError(f"op '{self.name}' has no NumPy reference; give one with @tw.op(reference=...)")
         self._check_attrs(attrs)
         return self.reference_fn(*arrays, **{**self.attr_values, **attrs})
+
+
+def _attrs_key(attrs: dict) -> tuple:
+    """Attributes as a hashable cache key."""
+    return tuple(sorted((k, _hashable(v)) for k, v in attrs.items()))
 
 
 def _rank_of(v):
