@@ -8,4 +8,5 @@ PYBIND11_MODULE(_core, m) {
   tilewise::bindings::bind_graph(m);
   tilewise::bindings::bind_coarsen(m);
   tilewise::bindings::bind_build_info(m);
+  tilewise::bindings::bind_partition(m);
 }

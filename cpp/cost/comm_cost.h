@@ -1,0 +1,60 @@
+// Communication of one op under given tilings (DESIGN.md "Cost of an op"; SoyBean Eq. 2 with
+// TDL regions): every device fetches what its share of the work reads and it does not own, then
+// partial or misplaced outputs are converted to the output tiling. This is the single source of
+// bytes for every planner, for `tw.evaluate`, and for what the runtime must move.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "cost/tiling.h"
+#include "tdl/op_desc.h"
+
+namespace tilewise::cost {
+
+/// An op with the shapes it runs on: enough to place its work on devices.
+struct OpView {
+  const tdl::OpDesc* desc = nullptr;
+  std::vector<Shape> input_shapes;
+  Shape output_shape;
+  std::vector<int64_t> extents;  ///< every variable's extent (tdl::infer_extents)
+};
+
+/// Each device's tile of a tensor, devices numbered as in device_coords.
+std::vector<Box> device_tiles(const Shape& shape, const Tiling& cuts, const std::vector<int>& parts, int steps);
+
+/// What each device reads of each input under a split: [input][device].
+std::vector<std::vector<Box>> device_reads(const OpView& op, const OpSplit& split, const std::vector<int>& parts,
+                                           int steps);
+
+/// The output region each device computes (whole or partial values): [device].
+std::vector<Box> device_outputs(const OpView& op, const OpSplit& split, const std::vector<int>& parts, int steps);
+
+/// Devices whose outputs are partial values of the same addends share a class: the mixed-radix
+/// number of their coordinates at the split's reduce steps (all 0 when nothing is reduced).
+std::vector<int> partial_classes(const OpSplit& split, const std::vector<int>& parts, int steps);
+
+/// Elements fetched so that every device holds what it reads: sum over d of |reads_d \ tiles_d|.
+int64_t fetch_elements(const std::vector<Box>& reads, const std::vector<Box>& tiles);
+
+/// Elements moved to turn computed outputs into the output tiling. Per element: the lowest device
+/// that computed it and must hold it (else the lowest that computed it) is its owner; the owner
+/// fetches one partial from each other class (reduction), then every other device that must hold it
+/// fetches the result, unless it computed the final value itself. Replicated computation of final
+/// values gives one class; a reduce-scatter into a partitioned tiling moves (k-1)/k of the output,
+/// an all-reduce into a replicated one 2(k-1) times it (as a ring all-reduce does).
+/// `received`, if given, gets the elements each device receives.
+int64_t conversion_elements(const std::vector<Box>& computed, const std::vector<int>& classes,
+                            const std::vector<Box>& tiles, std::vector<int64_t>* received = nullptr);
+
+/// Elements one op moves, per input and for its output.
+struct OpComm {
+  std::vector<int64_t> input_elements;
+  int64_t output_elements = 0;
+  int64_t total() const;
+};
+
+/// The whole communication of an op over the first `steps` steps of `parts`.
+OpComm op_comm(const OpView& op, const OpSplit& split, const std::vector<Tiling>& input_tilings,
+               const Tiling& output_tiling, const std::vector<int>& parts, int steps);
+
+}  // namespace tilewise::cost

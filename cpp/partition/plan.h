@@ -1,0 +1,60 @@
+// A partition plan and the planners that find one (docs/PARTITION.md says how each planner
+// treats replication). Every planner costs with cost::op_comm, so plans are comparable, and
+// `evaluate` recomputes any plan's figures from its tilings and strategies alone.
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "cost/memory.h"
+#include "partition/problem.h"
+
+namespace tilewise::partition {
+
+/// The algorithms `partition` knows, in the order `tilewise plan --help` lists them.
+const std::vector<std::string>& algorithm_names();
+
+struct SearchOptions {
+  int threads = 0;              ///< 0 = every hardware thread
+  double time_limit = 0;        ///< seconds; 0 = none. Past it the search throws SearchTimeout.
+  /// Spartan's duplication budget: extra bytes per device that replicated tensors may use.
+  int64_t duplication_budget = 0;
+  /// brute_force: also try replicating tensors (the oracle for kcuts' space).
+  bool brute_force_replication = false;
+  /// Called with (what, done, total) as the search advances.
+  std::function<void(const std::string&, int64_t, int64_t)> progress;
+};
+
+struct Plan {
+  std::string algorithm;
+  int devices = 1;
+  std::vector<int> parts;           ///< the cuts' part counts, first (slowest link) first
+  Assignment assignment;            ///< per tensor its cuts, per op its strategies
+  std::vector<int64_t> step_bytes;  ///< bytes added by each recursion step, as the planner found them
+  int64_t comm_bytes = 0;           ///< the planner's total
+  double search_seconds = 0;
+  int64_t largest_table = 0;        ///< entries of the largest DP table built (0 for greedy planners)
+  int64_t evaluated = 0;            ///< brute force: assignments tried
+  int64_t duplication_used = 0;     ///< spartan: bytes per device spent on replicated tensors
+};
+
+/// Finds a plan. `algorithm` is one of algorithm_names(); throws PlanError for an unknown name or
+/// a bad device count, SearchTimeout past the time limit, SearchTooLarge when exact search cannot fit.
+Plan partition(const graph::Graph& g, int devices, const std::string& algorithm, const SearchOptions& options = {});
+
+/// Figures of a plan recomputed from scratch.
+struct PlanCost {
+  int64_t comm_bytes = 0;
+  std::vector<int64_t> step_bytes;      ///< cost of the first i steps minus the first i-1
+  std::vector<cost::OpComm> per_op;     ///< bytes per input and for the output, per op
+  cost::MemoryEstimate memory;
+  std::vector<int64_t> flops_per_device;  ///< arithmetic of each device's share of the work
+};
+
+/// Recomputes bytes (in total, per step and per op) and memory of `plan` on `g`. Throws PlanError
+/// when the plan does not fit the graph (tensor/op counts, cut or strategy out of range).
+PlanCost evaluate(const graph::Graph& g, const Plan& plan, int threads = 0);
+
+}  // namespace tilewise::partition

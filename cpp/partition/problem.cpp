@@ -1,0 +1,234 @@
+#include "partition/problem.h"
+
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <numeric>
+#include <thread>
+#include <tuple>
+
+#include "partition/elimination.h"
+#include "tdl/errors.h"
+
+namespace tilewise::partition {
+
+using cost::kReplicated;
+using tdl::Strategy;
+using tdl::StrategyKind;
+
+namespace {
+
+struct UnionFind {
+  std::vector<int> parent;
+  explicit UnionFind(int n) : parent(n) { std::iota(parent.begin(), parent.end(), 0); }
+  int find(int x) { return parent[x] == x ? x : parent[x] = find(parent[x]); }
+  void unite(int a, int b) {
+    a = find(a), b = find(b);
+    if (a != b) parent[std::max(a, b)] = std::min(a, b);
+  }
+};
+
+// Dense class ids in order of first member; members ascending.
+void number_classes(UnionFind& uf, int n, std::vector<int>& cls, std::vector<std::vector<int>>& members) {
+  std::map<int, int> id;
+  cls.assign(n, -1);
+  for (int i = 0; i < n; ++i) {
+    auto [it, fresh] = id.emplace(uf.find(i), static_cast<int>(members.size()));
+    if (fresh) members.emplace_back();
+    cls[i] = it->second;
+    members[it->second].push_back(i);
+  }
+}
+
+// Smallest share of each dimension after the prefix cuts.
+std::vector<int64_t> min_shares(const cost::Shape& shape, const cost::Tiling& prefix, const std::vector<int>& parts) {
+  std::vector<int64_t> s(shape.begin(), shape.end());
+  for (size_t i = 0; i < prefix.size(); ++i)
+    if (prefix[i] != kReplicated) s[prefix[i]] /= parts[i];
+  return s;
+}
+
+}  // namespace
+
+int64_t Problem::bytes_per_element(int tensor) const { return graph::dtype_size(graph->tensor(tensor).dtype); }
+
+Problem make_problem(const graph::Graph& g, const std::vector<int>& parts, const Policy& policy) {
+  for (int k : parts)
+    if (k < 2) throw PlanError("every recursion step needs at least 2 parts");
+  Problem p;
+  p.graph = &g;
+  p.parts = parts;
+  const int nt = static_cast<int>(g.tensors().size()), no = static_cast<int>(g.ops().size());
+  for (const auto& op : g.ops()) {
+    cost::OpView v;
+    v.desc = op.desc.get();
+    for (int t : op.inputs) v.input_shapes.push_back(g.tensor(t).shape);
+    v.output_shape = g.tensor(op.output).shape;
+    v.extents = tdl::infer_extents(*op.desc, v.input_shapes, v.output_shape);
+    p.ops.push_back(std::move(v));
+  }
+  UnionFind tu(nt), ou(no);
+  for (const auto& t : g.tensors())
+    if (t.updates >= 0 && g.tensor(t.updates).shape == t.shape) tu.unite(t.id, t.updates);
+  if (policy.tie_timesteps) {
+    std::map<std::tuple<std::string, std::string, std::vector<int64_t>>, int> first;
+    for (const auto& op : g.ops()) {
+      if (op.unroll_key.empty()) continue;
+      auto key = std::make_tuple(op.unroll_key, op.type, p.ops[op.id].extents);
+      auto [it, fresh] = first.emplace(key, op.id);
+      if (fresh) continue;
+      const auto& other = g.op(it->second);
+      if (other.inputs.size() != op.inputs.size() || p.ops[other.id].input_shapes != p.ops[op.id].input_shapes) continue;
+      ou.unite(op.id, other.id);
+      tu.unite(op.output, other.output);
+    }
+  }
+  number_classes(tu, nt, p.tensor_class, p.class_tensors);
+  number_classes(ou, no, p.op_class, p.class_ops);
+  return p;
+}
+
+Assignment empty_assignment(const Problem& p) {
+  Assignment a;
+  a.tilings.assign(p.graph->tensors().size(), {});
+  a.splits.assign(p.ops.size(), {});
+  return a;
+}
+
+std::vector<int> tensor_choices(const Problem& p, const Policy& policy, int tensor, const cost::Tiling& prefix,
+                                int step) {
+  const auto& shape = p.graph->tensor(tensor).shape;
+  auto shares = min_shares(shape, prefix, p.parts);
+  std::vector<int> out;
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (shares[d] >= p.parts[step]) out.push_back(static_cast<int>(d));
+  if (policy.replicate_tensors || out.empty()) out.push_back(kReplicated);
+  if (policy.restrict_cuts) {
+    auto narrowed = policy.restrict_cuts(tensor, step, out);
+    if (!narrowed.empty()) out = narrowed;
+  }
+  return out;
+}
+
+std::vector<Strategy> op_choices(const Problem& p, const Policy& policy, int op, const cost::OpSplit& prefix,
+                                 int step) {
+  const cost::OpView& v = p.ops[op];
+  std::vector<int64_t> shares(v.extents);
+  for (size_t i = 0; i < prefix.size(); ++i)
+    if (prefix[i].kind != StrategyKind::kReplicate) shares[prefix[i].var] /= p.parts[i];
+  const int k = p.parts[step];
+  std::vector<Strategy> outputs, reduces;
+  for (const Strategy& s : tdl::enumerate_strategies(*v.desc)) {
+    if (s.kind == StrategyKind::kReplicate || shares[s.var] < k) continue;
+    (s.kind == StrategyKind::kOutput ? outputs : reduces).push_back(s);
+  }
+  std::vector<Strategy> out = outputs;
+  if (policy.reduce_ops || outputs.empty()) out.insert(out.end(), reduces.begin(), reduces.end());
+  if (out.empty()) out.push_back({StrategyKind::kReplicate, -1, tdl::Reducer::kSum});
+  return out;
+}
+
+StepProblem build_step(const Problem& p, const Policy& policy, const Assignment& prefix, int step, int threads,
+                       std::chrono::steady_clock::time_point deadline) {
+  StepProblem sp;
+  sp.step = step;
+  for (const auto& members : p.class_tensors) {
+    int rep = members[0];
+    sp.tensor_domain.push_back(tensor_choices(p, policy, rep, prefix.tilings[rep], step));
+  }
+  for (const auto& members : p.class_ops) {
+    int rep = members[0];
+    sp.op_domain.push_back(op_choices(p, policy, rep, prefix.splits[rep], step));
+  }
+  for (const auto& d : sp.tensor_domain) sp.domain_sizes.push_back(static_cast<int>(d.size()));
+  for (const auto& d : sp.op_domain) sp.domain_sizes.push_back(static_cast<int>(d.size()));
+
+  const int steps = step + 1;
+  const auto& g = *p.graph;
+  const int no = static_cast<int>(p.ops.size());
+  if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  threads = std::max(1, std::min(threads, no));
+  std::vector<std::map<std::pair<int, int>, std::vector<int64_t>>> partial(threads);
+  std::atomic<int> next{0};
+  std::atomic<bool> late{false};
+  auto work = [&](int tid) {
+    auto& mine = partial[tid];
+    for (int o; (o = next.fetch_add(1)) < no;) {
+      if ((o & 63) == 0 && std::chrono::steady_clock::now() > deadline) {
+        late = true;
+        return;
+      }
+      const auto& op = g.op(o);
+      const cost::OpView& view = p.ops[o];
+      const int oc = p.op_class[o];
+      const auto& strategies = sp.op_domain[oc];
+      const int ns = static_cast<int>(strategies.size());
+      // Every slot's tiles under every cut of its class, computed once per op.
+      std::vector<int> slots_tensor(op.inputs);
+      slots_tensor.push_back(op.output);
+      std::vector<std::vector<std::vector<cost::Box>>> tiles(slots_tensor.size());
+      for (size_t j = 0; j < slots_tensor.size(); ++j) {
+        int t = slots_tensor[j];
+        for (int cut : sp.tensor_domain[p.tensor_class[t]]) {
+          cost::Tiling tiling = prefix.tilings[t];
+          tiling.push_back(cut);
+          tiles[j].push_back(cost::device_tiles(g.tensor(t).shape, tiling, p.parts, steps));
+        }
+      }
+      for (int si = 0; si < ns; ++si) {
+        cost::OpSplit split = prefix.splits[o];
+        split.push_back(strategies[si]);
+        auto reads = cost::device_reads(view, split, p.parts, steps);
+        auto computed = cost::device_outputs(view, split, p.parts, steps);
+        auto classes = cost::partial_classes(split, p.parts, steps);
+        for (size_t j = 0; j < slots_tensor.size(); ++j) {
+          int t = slots_tensor[j];
+          int tc = p.tensor_class[t];
+          int nc = static_cast<int>(tiles[j].size());
+          auto& table = mine[{oc, tc}];
+          if (table.empty()) table.assign(static_cast<size_t>(ns) * nc, 0);
+          int64_t bpe = p.bytes_per_element(t);
+          for (int ci = 0; ci < nc; ++ci) {
+            int64_t e = j + 1 < slots_tensor.size() ? cost::fetch_elements(reads[j], tiles[j][ci])
+                                                    : cost::conversion_elements(computed, classes, tiles[j][ci]);
+            table[static_cast<size_t>(si) * nc + ci] += e * bpe;
+          }
+        }
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(work, t);
+  work(0);
+  for (auto& th : pool) th.join();
+  if (late) throw SearchTimeout("time limit reached while costing step " + std::to_string(step + 1));
+  std::map<std::pair<int, int>, std::vector<int64_t>> merged;
+  for (auto& m : partial)
+    for (auto& [key, table] : m) {
+      auto& dst = merged[key];
+      if (dst.empty()) dst = std::move(table);
+      else
+        for (size_t i = 0; i < dst.size(); ++i) dst[i] += table[i];
+    }
+  for (auto& [key, table] : merged) sp.pairs.push_back({key.first, key.second, std::move(table)});
+  return sp;
+}
+
+void apply_step(const Problem& p, const StepProblem& sp, const std::vector<int>& values, Assignment& a) {
+  for (size_t c = 0; c < p.class_tensors.size(); ++c)
+    for (int t : p.class_tensors[c]) a.tilings[t].push_back(sp.tensor_domain[c][values[sp.tensor_var(c)]]);
+  for (size_t c = 0; c < p.class_ops.size(); ++c)
+    for (int o : p.class_ops[c]) a.splits[o].push_back(sp.op_domain[c][values[sp.op_var(c)]]);
+}
+
+cost::OpComm op_bytes(const Problem& p, int op, const Assignment& a, int steps) {
+  const auto& node = p.graph->op(op);
+  std::vector<cost::Tiling> in;
+  for (int t : node.inputs) in.push_back(a.tilings[t]);
+  cost::OpComm c = cost::op_comm(p.ops[op], a.splits[op], in, a.tilings[node.output], p.parts, steps);
+  for (size_t j = 0; j < node.inputs.size(); ++j) c.input_elements[j] *= p.bytes_per_element(node.inputs[j]);
+  c.output_elements *= p.bytes_per_element(node.output);
+  return c;
+}
+
+}  // namespace tilewise::partition

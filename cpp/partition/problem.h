@@ -1,0 +1,93 @@
+// The partitioning problem every planner solves (docs/PARTITION.md): for each recursion step,
+// a cut for every tensor and a basic strategy for every op, costed by cost::op_comm. Tensors
+// and ops that must share choices form classes: an optimizer's new value shares its tensor's
+// tiling (the next iteration reads it), and unrolled time steps share their strategies (Tofu §5.1).
+#pragma once
+#include <chrono>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "cost/comm_cost.h"
+#include "graph/graph.h"
+
+namespace tilewise::partition {
+
+/// A request the planners cannot serve (bad device count, unknown algorithm, a graph too large
+/// for brute force...). The message says what would be valid.
+struct PlanError : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+
+/// What one planner may choose.
+struct Policy {
+  bool replicate_tensors = false;  ///< a tensor may be replicated at a step (SoyBean `r`)
+  bool reduce_ops = true;          ///< ops may split a reduction variable (output reduction)
+  bool tie_timesteps = true;       ///< unrolled time steps share choices (Tofu §5.1)
+  /// Optional: narrows the cuts a tensor may take at a step (baselines fix tilings). Gets the
+  /// tensor id, the step and the candidate cuts; returns the allowed subset (empty = keep all).
+  std::function<std::vector<int>(int tensor, int step, const std::vector<int>& candidates)> restrict_cuts;
+};
+
+/// The graph as planners see it.
+struct Problem {
+  const graph::Graph* graph = nullptr;
+  std::vector<int> parts;               ///< k1 >= k2 >= ... (or one step of k for equal_chop)
+  std::vector<cost::OpView> ops;        ///< per op
+  std::vector<int> tensor_class;        ///< per tensor
+  std::vector<int> op_class;            ///< per op
+  std::vector<std::vector<int>> class_tensors;  ///< members of each tensor class
+  std::vector<std::vector<int>> class_ops;      ///< members of each op class
+  int64_t bytes_per_element(int tensor) const;
+};
+
+/// Builds the problem; throws PlanError for a device count < 1.
+Problem make_problem(const graph::Graph& g, const std::vector<int>& parts, const Policy& policy);
+
+/// Choices made so far: per tensor its cuts, per op its strategies (one per decided step).
+struct Assignment {
+  std::vector<cost::Tiling> tilings;
+  std::vector<cost::OpSplit> splits;
+};
+Assignment empty_assignment(const Problem& p);
+
+/// Cuts a tensor may take at `step` after `prefix`: each dimension whose smallest share is still at
+/// least k_step, then replication if the policy allows it or nothing else is possible.
+std::vector<int> tensor_choices(const Problem& p, const Policy& policy, int tensor, const cost::Tiling& prefix,
+                                int step);
+
+/// Strategies an op may take at `step`: output variables, then reduction variables (if allowed),
+/// whose range is still at least k_step. An op with none falls back to output reduction, then to
+/// replicated computation (a scalar op): the only case where work is repeated.
+std::vector<tdl::Strategy> op_choices(const Problem& p, const Policy& policy, int op, const cost::OpSplit& prefix,
+                                      int step);
+
+/// One recursion step as a min-sum problem over classes: variables 0..T-1 are tensor classes
+/// (values = cuts), T..T+O-1 op classes (values = strategies); factors cost bytes of the prefix
+/// plan including this step (so the minimum is the whole cost so far, not only the step's).
+struct StepProblem {
+  int step = 0;
+  std::vector<std::vector<int>> tensor_domain;              ///< per tensor class
+  std::vector<std::vector<tdl::Strategy>> op_domain;        ///< per op class
+  std::vector<int> domain_sizes;                            ///< per variable
+  struct Pair {
+    int op_class = -1, tensor_class = -1;
+    std::vector<int64_t> table;  ///< [strategy][cut] bytes, summed over every op of the class and slot
+  };
+  std::vector<Pair> pairs;
+  int tensor_var(int cls) const { return cls; }
+  int op_var(int cls) const { return static_cast<int>(tensor_domain.size()) + cls; }
+};
+
+/// Costs every (op strategy, tensor cut) pair of `step` given the prefix; multithreaded over ops.
+StepProblem build_step(const Problem& p, const Policy& policy, const Assignment& prefix, int step, int threads,
+                       std::chrono::steady_clock::time_point deadline);
+
+/// Applies chosen values (per variable of `sp`) to the assignment.
+void apply_step(const Problem& p, const StepProblem& sp, const std::vector<int>& values, Assignment& a);
+
+/// Bytes moved by one op under an assignment over its first `steps` steps.
+cost::OpComm op_bytes(const Problem& p, int op, const Assignment& a, int steps);
+
+}  // namespace tilewise::partition
