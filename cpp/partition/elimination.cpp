@@ -25,17 +25,22 @@ EliminationResult eliminate(const std::vector<int>& domain_sizes, std::vector<Fa
                             const EliminationOptions& options) {
   const int n = static_cast<int>(domain_sizes.size());
   for (int d : domain_sizes) TW_ASSERT(d >= 1, "every variable needs a value");
+  // A variable with one value is no choice: drop it from every scope (the table keeps its layout).
+  for (Factor& f : factors)
+    f.vars.erase(std::remove_if(f.vars.begin(), f.vars.end(), [&](int v) { return domain_sizes[v] == 1; }),
+                 f.vars.end());
+  int64_t constant = 0;
   std::vector<std::vector<int>> var_factors(n);  // factor ids touching each variable (may be stale)
   std::vector<char> alive;
   for (size_t f = 0; f < factors.size(); ++f) {
-    alive.push_back(1);
+    alive.push_back(factors[f].vars.empty() ? 0 : 1);
+    if (factors[f].vars.empty()) constant = add_saturating(constant, factors[f].table.at(0));
     for (int v : factors[f].vars) var_factors[v].push_back(static_cast<int>(f));
   }
   std::vector<char> eliminated(n, 0);
   std::vector<Bucket> buckets;
   buckets.reserve(n);
   EliminationResult result;
-  int64_t constant = 0;
 
   auto neighbours = [&](int v) {
     std::set<int> s;
@@ -45,10 +50,12 @@ EliminationResult eliminate(const std::vector<int>& domain_sizes, std::vector<Fa
           if (u != v) s.insert(u);
     return s;
   };
+  // Size of the table eliminating v builds; ties go to the variable with fewer neighbours.
   auto weight = [&](int v) {
     double w = 1;
-    for (int u : neighbours(v)) w *= domain_sizes[u];
-    return w;
+    auto ns = neighbours(v);
+    for (int u : ns) w *= domain_sizes[u];
+    return w * (1 + 1e-9 * static_cast<double>(ns.size()));
   };
 
   std::vector<double> weights(n);

@@ -88,7 +88,7 @@ Plan partition(const graph::Graph& g, int devices, const std::string& algorithm,
   Plan plan;
   if (algorithm == "spartan") plan = plan_spartan(p, policy, options, deadline);
   else if (algorithm == "brute_force") plan = plan_brute_force(p, policy, options, deadline);
-  else plan = plan_recursive(p, policy, algorithm == "kcuts" ? Order::kBfsLevels : Order::kMinWeight, options, deadline);
+  else plan = plan_recursive(p, policy, options, deadline);
   plan.algorithm = algorithm;
   plan.devices = devices;
   plan.parts = parts;

@@ -4,12 +4,11 @@
 
 namespace tilewise::partition {
 
-/// How the exact step search orders its eliminations.
-enum class Order { kMinWeight, kBfsLevels };
-
 /// Tofu §5.2 / SoyBean Algorithm 1: one exact min-sum search per recursion step over the classes,
 /// each step seeing the previous steps' choices. The baselines are this search with narrower choices.
-Plan plan_recursive(const Problem& p, const Policy& policy, Order order, const SearchOptions& options,
+/// Eliminations go in greedy min-weight order (SoyBean's BFS levels of a training graph interleave
+/// forward and backward ops and need tables past 2^26 entries on WResNet-152 and RNN-10).
+Plan plan_recursive(const Problem& p, const Policy& policy, const SearchOptions& options,
                     std::chrono::steady_clock::time_point deadline);
 
 /// Spartan §2.3.3 (Fig. 2.8): per step, decide the most connected class first, each at its cheapest
