@@ -84,6 +84,7 @@ void bind_partition(py::module_& m) {
                              })
       .def_readonly("step_bytes", &Plan::step_bytes)
       .def_readonly("comm_bytes", &Plan::comm_bytes)
+      .def_readonly("unrefined_bytes", &Plan::unrefined_bytes)
       .def_readonly("search_seconds", &Plan::search_seconds)
       .def_readonly("largest_table", &Plan::largest_table)
       .def_readonly("evaluated", &Plan::evaluated)
@@ -109,9 +110,11 @@ void bind_partition(py::module_& m) {
   m.def(
       "partition",
       [](const graph::Graph& g, int devices, const std::string& algorithm, int threads, double time_limit,
-         int64_t duplication_budget, bool brute_force_replication,
+         int64_t duplication_budget, bool brute_force_replication, int refine_rounds, double refine_table_budget,
          std::function<void(const std::string&, int64_t, int64_t)> progress) {
         SearchOptions o;
+        o.refine_rounds = refine_rounds;
+        o.refine_table_budget = refine_table_budget;
         o.threads = threads;
         o.time_limit = time_limit;
         o.duplication_budget = duplication_budget;
@@ -125,7 +128,9 @@ void bind_partition(py::module_& m) {
         return tilewise::partition::partition(g, devices, algorithm, o);
       },
       py::arg("graph"), py::arg("devices"), py::arg("algorithm"), py::arg("threads") = 0, py::arg("time_limit") = 0.0,
-      py::arg("duplication_budget") = 0, py::arg("brute_force_replication") = false, py::arg("progress") = nullptr,
+      py::arg("duplication_budget") = 0, py::arg("brute_force_replication") = false,
+      py::arg("refine_rounds") = SearchOptions{}.refine_rounds,
+      py::arg("refine_table_budget") = SearchOptions{}.refine_table_budget, py::arg("progress") = nullptr,
       "Find a partition plan; runs without the GIL.");
 
   m.def(

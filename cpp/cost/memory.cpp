@@ -55,7 +55,7 @@ MemoryEstimate estimate_memory(const graph::Graph& g, const std::vector<OpView>&
     std::vector<int64_t> received;
     conversion_elements(computed, classes, out_tiles, &received);
     bool partial = std::any_of(splits[o].begin(), splits[o].end(),
-                               [](const tdl::Strategy& s) { return s.kind != tdl::StrategyKind::kOutput; });
+                               [](const tdl::Strategy& s) { return s.kind == tdl::StrategyKind::kReduce; });
     int64_t out_bpe = graph::dtype_size(out.dtype);
     for (int64_t d = 0; d < n; ++d) {
       int64_t buffers = 0;

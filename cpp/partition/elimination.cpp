@@ -25,6 +25,8 @@ EliminationResult eliminate(const std::vector<int>& domain_sizes, std::vector<Fa
                             const EliminationOptions& options) {
   const int n = static_cast<int>(domain_sizes.size());
   for (int d : domain_sizes) TW_ASSERT(d >= 1, "every variable needs a value");
+  TW_ASSERT(options.order.empty() || options.order.size() == domain_sizes.size(),
+            "an elimination order lists every variable once");
   // A variable with one value is no choice: drop it from every scope (the table keeps its layout).
   for (Factor& f : factors)
     f.vars.erase(std::remove_if(f.vars.begin(), f.vars.end(), [&](int v) { return domain_sizes[v] == 1; }),

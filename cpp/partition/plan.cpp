@@ -1,8 +1,6 @@
 #include "partition/plan.h"
 
 #include <algorithm>
-#include <atomic>
-#include <thread>
 
 #include "partition/elimination.h"
 #include "partition/planners.h"
@@ -132,28 +130,9 @@ PlanCost evaluate(const graph::Graph& g, const Plan& plan, int threads) {
   }
   PlanCost pc;
   const int no = static_cast<int>(g.ops().size());
-  pc.per_op.resize(no);
-  std::vector<std::vector<int64_t>> prefix(no, std::vector<int64_t>(m, 0));
-  if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  threads = std::max(1, std::min(threads, std::max(no, 1)));
-  std::atomic<int> next{0};
-  auto work = [&]() {
-    for (int o; (o = next.fetch_add(1)) < no;) {
-      for (int s = 1; s <= m; ++s) prefix[o][s - 1] = op_bytes(p, o, a, s).total();
-      pc.per_op[o] = op_bytes(p, o, a, m);
-    }
-  };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
-  work();
-  for (auto& th : pool) th.join();
+  for (int o = 0; o < no; ++o) pc.per_op.push_back(op_bytes(p, o, a, m));
   int64_t before = 0;
-  for (int s = 0; s < m; ++s) {
-    int64_t total = 0;
-    for (int o = 0; o < no; ++o) total += prefix[o][s];
-    pc.step_bytes.push_back(total - before);
-    before = total;
-  }
+  for (int64_t b : prefix_bytes(p, a, m, threads)) pc.step_bytes.push_back(b - before), before = b;
   pc.comm_bytes = before;
   pc.memory = cost::estimate_memory(g, p.ops, a.tilings, a.splits, plan.parts);
   // Arithmetic per device: each op's FLOPs in proportion to the device's share of its iteration space.

@@ -21,6 +21,10 @@ struct SearchOptions {
   double time_limit = 0;        ///< seconds; 0 = none. Past it the search throws SearchTimeout.
   /// Spartan's duplication budget: extra bytes per device that replicated tensors may use.
   int64_t duplication_budget = 0;
+  /// Exact recursive planners: rounds revising blocks of steps with the others fixed (0 = Tofu as
+  /// published). Blocks of one step always; larger blocks while their tables stay within the budget.
+  int refine_rounds = 3;
+  double refine_table_budget = 2e6;
   /// brute_force: also try replicating tensors (the oracle for kcuts' space).
   bool brute_force_replication = false;
   /// Called with (what, done, total) as the search advances.
@@ -34,6 +38,7 @@ struct Plan {
   Assignment assignment;            ///< per tensor its cuts, per op its strategies
   std::vector<int64_t> step_bytes;  ///< bytes added by each recursion step, as the planner found them
   int64_t comm_bytes = 0;           ///< the planner's total
+  int64_t unrefined_bytes = 0;      ///< exact recursive planners: the total before refinement
   double search_seconds = 0;
   int64_t largest_table = 0;        ///< entries of the largest DP table built (0 for greedy planners)
   int64_t evaluated = 0;            ///< brute force: assignments tried

@@ -128,22 +128,138 @@ std::vector<Strategy> op_choices(const Problem& p, const Policy& policy, int op,
   return out;
 }
 
-StepProblem build_step(const Problem& p, const Policy& policy, const Assignment& prefix, int step, int threads,
-                       std::chrono::steady_clock::time_point deadline) {
+bool valid_tiling(const cost::Shape& shape, const cost::Tiling& cuts, const std::vector<int>& parts) {
+  std::vector<int64_t> s(shape.begin(), shape.end());
+  for (size_t i = 0; i < cuts.size(); ++i) {
+    if (cuts[i] == kReplicated) continue;
+    if (s[cuts[i]] < parts[i]) return false;
+    s[cuts[i]] /= parts[i];
+  }
+  return true;
+}
+
+bool valid_split(const std::vector<int64_t>& extents, const cost::OpSplit& split, const std::vector<int>& parts) {
+  std::vector<int64_t> s(extents);
+  for (size_t i = 0; i < split.size(); ++i) {
+    if (split[i].kind == StrategyKind::kReplicate) continue;
+    if (s[split[i].var] < parts[i]) return false;
+    s[split[i].var] /= parts[i];
+  }
+  return true;
+}
+
+namespace {
+
+// `seq` with the entries at `steps` set to `values` (appended when `seq` stops before them).
+template <class Seq>
+Seq with_steps(const Seq& seq, const std::vector<int>& steps, const Seq& values) {
+  Seq out(seq);
+  if (out.size() < static_cast<size_t>(steps.back()) + 1) out.resize(steps.back() + 1);
+  for (size_t i = 0; i < steps.size(); ++i) out[steps[i]] = values[i];
+  return out;
+}
+
+bool same_strategy(const Strategy& a, const Strategy& b) { return a.kind == b.kind && a.var == b.var; }
+
+bool same_split(const cost::OpSplit& a, const cost::OpSplit& b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), same_strategy);
+}
+
+// Every combination of choices for the block's steps, each step's choices given the ones before it.
+void tensor_block_values(const Problem& p, const Policy& policy, int t, const cost::Tiling& current,
+                         const std::vector<int>& steps, size_t i, cost::Tiling& chosen,
+                         std::vector<cost::Tiling>& out) {
+  if (i == steps.size()) {
+    out.push_back(chosen);
+    return;
+  }
+  cost::Tiling prefix(current.begin(), current.begin() + steps[i]);
+  for (size_t j = 0; j < i; ++j) prefix[steps[j]] = chosen[j];
+  for (int c : tensor_choices(p, policy, t, prefix, steps[i])) {
+    chosen.push_back(c);
+    tensor_block_values(p, policy, t, current, steps, i + 1, chosen, out);
+    chosen.pop_back();
+  }
+}
+
+void op_block_values(const Problem& p, const Policy& policy, int o, const cost::OpSplit& current,
+                     const std::vector<int>& steps, size_t i, cost::OpSplit& chosen, std::vector<cost::OpSplit>& out) {
+  if (i == steps.size()) {
+    out.push_back(chosen);
+    return;
+  }
+  cost::OpSplit prefix(current.begin(), current.begin() + steps[i]);
+  for (size_t j = 0; j < i; ++j) prefix[steps[j]] = chosen[j];
+  for (const Strategy& s : op_choices(p, policy, o, prefix, steps[i])) {
+    chosen.push_back(s);
+    op_block_values(p, policy, o, current, steps, i + 1, chosen, out);
+    chosen.pop_back();
+  }
+}
+
+bool revising(const Assignment& a, const std::vector<int>& steps) {
+  return !a.tilings.empty() && a.tilings[0].size() > static_cast<size_t>(steps.back());
+}
+
+std::vector<cost::Tiling> tensor_values(const Problem& p, const Policy& policy, const Assignment& a, int rep,
+                                        const std::vector<int>& steps) {
+  const auto& cur = a.tilings[rep];
+  cost::Tiling chosen;
+  std::vector<cost::Tiling> all, kept;
+  tensor_block_values(p, policy, rep, cur, steps, 0, chosen, all);
+  if (!revising(a, steps)) return all;
+  cost::Tiling now;
+  for (int s : steps) now.push_back(cur[s]);
+  for (auto& v : all)
+    if (valid_tiling(p.graph->tensor(rep).shape, with_steps(cur, steps, v), p.parts) && v != now) kept.push_back(v);
+  kept.insert(kept.begin(), now);  // the current choice first: ties keep it
+  return kept;
+}
+
+std::vector<cost::OpSplit> op_values(const Problem& p, const Policy& policy, const Assignment& a, int rep,
+                                     const std::vector<int>& steps) {
+  const auto& cur = a.splits[rep];
+  cost::OpSplit chosen;
+  std::vector<cost::OpSplit> all, kept;
+  op_block_values(p, policy, rep, cur, steps, 0, chosen, all);
+  if (!revising(a, steps)) return all;
+  cost::OpSplit now;
+  for (int s : steps) now.push_back(cur[s]);
+  for (auto& v : all)
+    if (valid_split(p.ops[rep].extents, with_steps(cur, steps, v), p.parts) && !same_split(v, now)) kept.push_back(v);
+  kept.insert(kept.begin(), now);
+  return kept;
+}
+
+}  // namespace
+
+double block_table_entries(const Problem& p, const Policy& policy, const Assignment& a, const std::vector<int>& steps) {
+  std::vector<double> tsize(p.class_tensors.size()), osize(p.class_ops.size());
+  for (size_t c = 0; c < tsize.size(); ++c)
+    tsize[c] = static_cast<double>(tensor_values(p, policy, a, p.class_tensors[c][0], steps).size());
+  for (size_t c = 0; c < osize.size(); ++c)
+    osize[c] = static_cast<double>(op_values(p, policy, a, p.class_ops[c][0], steps).size());
+  double total = 0;
+  for (const auto& op : p.graph->ops()) {
+    double s = osize[p.op_class[op.id]];
+    for (int t : op.inputs) total += s * tsize[p.tensor_class[t]];
+    total += s * tsize[p.tensor_class[op.output]];
+  }
+  return total;
+}
+
+StepProblem build_step(const Problem& p, const Policy& policy, const Assignment& a, const std::vector<int>& block,
+                       int total_steps, int threads, std::chrono::steady_clock::time_point deadline) {
+  TW_ASSERT(!block.empty() && std::is_sorted(block.begin(), block.end()), "a block lists its steps ascending");
   StepProblem sp;
-  sp.step = step;
-  for (const auto& members : p.class_tensors) {
-    int rep = members[0];
-    sp.tensor_domain.push_back(tensor_choices(p, policy, rep, prefix.tilings[rep], step));
-  }
-  for (const auto& members : p.class_ops) {
-    int rep = members[0];
-    sp.op_domain.push_back(op_choices(p, policy, rep, prefix.splits[rep], step));
-  }
+  sp.steps = block;
+  for (const auto& members : p.class_tensors) sp.tensor_domain.push_back(tensor_values(p, policy, a, members[0], block));
+  for (const auto& members : p.class_ops) sp.op_domain.push_back(op_values(p, policy, a, members[0], block));
   for (const auto& d : sp.tensor_domain) sp.domain_sizes.push_back(static_cast<int>(d.size()));
   for (const auto& d : sp.op_domain) sp.domain_sizes.push_back(static_cast<int>(d.size()));
 
-  const int steps = step + 1;
+  const int steps = revising(a, block) ? total_steps : block.back() + 1;
+  const auto& prefix = a;
   const auto& g = *p.graph;
   const int no = static_cast<int>(p.ops.size());
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -163,21 +279,17 @@ StepProblem build_step(const Problem& p, const Policy& policy, const Assignment&
       const int oc = p.op_class[o];
       const auto& strategies = sp.op_domain[oc];
       const int ns = static_cast<int>(strategies.size());
-      // Every slot's tiles under every cut of its class, computed once per op.
+      // Every slot's tiles under every value of its class, computed once per op.
       std::vector<int> slots_tensor(op.inputs);
       slots_tensor.push_back(op.output);
       std::vector<std::vector<std::vector<cost::Box>>> tiles(slots_tensor.size());
       for (size_t j = 0; j < slots_tensor.size(); ++j) {
         int t = slots_tensor[j];
-        for (int cut : sp.tensor_domain[p.tensor_class[t]]) {
-          cost::Tiling tiling = prefix.tilings[t];
-          tiling.push_back(cut);
-          tiles[j].push_back(cost::device_tiles(g.tensor(t).shape, tiling, p.parts, steps));
-        }
+        for (const auto& cuts : sp.tensor_domain[p.tensor_class[t]])
+          tiles[j].push_back(cost::device_tiles(g.tensor(t).shape, with_steps(prefix.tilings[t], block, cuts), p.parts, steps));
       }
       for (int si = 0; si < ns; ++si) {
-        cost::OpSplit split = prefix.splits[o];
-        split.push_back(strategies[si]);
+        cost::OpSplit split = with_steps(prefix.splits[o], block, strategies[si]);
         auto reads = cost::device_reads(view, split, p.parts, steps);
         auto computed = cost::device_outputs(view, split, p.parts, steps);
         auto classes = cost::partial_classes(split, p.parts, steps);
@@ -201,7 +313,7 @@ StepProblem build_step(const Problem& p, const Policy& policy, const Assignment&
   for (int t = 1; t < threads; ++t) pool.emplace_back(work, t);
   work(0);
   for (auto& th : pool) th.join();
-  if (late) throw SearchTimeout("time limit reached while costing step " + std::to_string(step + 1));
+  if (late) throw SearchTimeout("time limit reached while costing step " + std::to_string(block[0] + 1));
   std::map<std::pair<int, int>, std::vector<int64_t>> merged;
   for (auto& m : partial)
     for (auto& [key, table] : m) {
@@ -216,9 +328,30 @@ StepProblem build_step(const Problem& p, const Policy& policy, const Assignment&
 
 void apply_step(const Problem& p, const StepProblem& sp, const std::vector<int>& values, Assignment& a) {
   for (size_t c = 0; c < p.class_tensors.size(); ++c)
-    for (int t : p.class_tensors[c]) a.tilings[t].push_back(sp.tensor_domain[c][values[sp.tensor_var(c)]]);
+    for (int t : p.class_tensors[c])
+      a.tilings[t] = with_steps(a.tilings[t], sp.steps, sp.tensor_domain[c][values[sp.tensor_var(c)]]);
   for (size_t c = 0; c < p.class_ops.size(); ++c)
-    for (int o : p.class_ops[c]) a.splits[o].push_back(sp.op_domain[c][values[sp.op_var(c)]]);
+    for (int o : p.class_ops[c]) a.splits[o] = with_steps(a.splits[o], sp.steps, sp.op_domain[c][values[sp.op_var(c)]]);
+}
+
+std::vector<int64_t> prefix_bytes(const Problem& p, const Assignment& a, int steps, int threads) {
+  const int no = static_cast<int>(p.ops.size());
+  std::vector<std::vector<int64_t>> per_op(no, std::vector<int64_t>(steps, 0));
+  if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  threads = std::max(1, std::min(threads, std::max(no, 1)));
+  std::atomic<int> next{0};
+  auto work = [&]() {
+    for (int o; (o = next.fetch_add(1)) < no;)
+      for (int s = 1; s <= steps; ++s) per_op[o][s - 1] = op_bytes(p, o, a, s).total();
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (auto& th : pool) th.join();
+  std::vector<int64_t> totals(steps, 0);
+  for (int o = 0; o < no; ++o)
+    for (int s = 0; s < steps; ++s) totals[s] += per_op[o][s];
+  return totals;
 }
 
 cost::OpComm op_bytes(const Problem& p, int op, const Assignment& a, int steps) {

@@ -63,29 +63,43 @@ std::vector<int> tensor_choices(const Problem& p, const Policy& policy, int tens
 std::vector<tdl::Strategy> op_choices(const Problem& p, const Policy& policy, int op, const cost::OpSplit& prefix,
                                       int step);
 
-/// One recursion step as a min-sum problem over classes: variables 0..T-1 are tensor classes
-/// (values = cuts), T..T+O-1 op classes (values = strategies); factors cost bytes of the prefix
-/// plan including this step (so the minimum is the whole cost so far, not only the step's).
+/// One recursion step (or a block of steps revised together) as a min-sum problem over classes:
+/// variables 0..T-1 are tensor classes (values = the cuts of the block's steps), T..T+O-1 op classes
+/// (values = their strategies); factors cost bytes of the whole plan so far including the block
+/// (so the minimum is the total, not the block's share).
 struct StepProblem {
-  int step = 0;
-  std::vector<std::vector<int>> tensor_domain;              ///< per tensor class
-  std::vector<std::vector<tdl::Strategy>> op_domain;        ///< per op class
-  std::vector<int> domain_sizes;                            ///< per variable
+  std::vector<int> steps;                                        ///< the steps being chosen, ascending
+  std::vector<std::vector<std::vector<int>>> tensor_domain;      ///< per tensor class: cut per block step
+  std::vector<std::vector<cost::OpSplit>> op_domain;             ///< per op class: strategy per block step
+  std::vector<int> domain_sizes;                                 ///< per variable
   struct Pair {
     int op_class = -1, tensor_class = -1;
-    std::vector<int64_t> table;  ///< [strategy][cut] bytes, summed over every op of the class and slot
+    std::vector<int64_t> table;  ///< [op value][tensor value] bytes, summed over every op of the class and slot
   };
   std::vector<Pair> pairs;
   int tensor_var(int cls) const { return cls; }
   int op_var(int cls) const { return static_cast<int>(tensor_domain.size()) + cls; }
 };
 
-/// Costs every (op strategy, tensor cut) pair of `step` given the prefix; multithreaded over ops.
-StepProblem build_step(const Problem& p, const Policy& policy, const Assignment& prefix, int step, int threads,
-                       std::chrono::steady_clock::time_point deadline);
+/// Costs every (op value, tensor value) pair of a block of steps, multithreaded over ops. `a` holds
+/// either the steps before `steps[0]` (a new step, `steps` = {that step}: costs cover the steps so
+/// far) or all `total_steps` steps (a revision of the block with the others fixed: costs cover every
+/// step, and choices keep the other cuts valid; the current choices are always among the values).
+StepProblem build_step(const Problem& p, const Policy& policy, const Assignment& a, const std::vector<int>& steps,
+                       int total_steps, int threads, std::chrono::steady_clock::time_point deadline);
 
-/// Applies chosen values (per variable of `sp`) to the assignment.
+/// Entries of the pair tables `build_step` would fill for a block (to decide whether it is affordable).
+double block_table_entries(const Problem& p, const Policy& policy, const Assignment& a, const std::vector<int>& steps);
+
+/// Sets the block's steps of the assignment to the chosen values (per variable of `sp`).
 void apply_step(const Problem& p, const StepProblem& sp, const std::vector<int>& values, Assignment& a);
+
+/// Bytes of the plan's first 1, 2, ..., `steps` steps (each a whole plan on fewer, larger devices).
+std::vector<int64_t> prefix_bytes(const Problem& p, const Assignment& a, int steps, int threads);
+
+/// Whether every cut leaves each part at least one element per part count (shares >= parts).
+bool valid_tiling(const cost::Shape& shape, const cost::Tiling& cuts, const std::vector<int>& parts);
+bool valid_split(const std::vector<int64_t>& extents, const cost::OpSplit& split, const std::vector<int>& parts);
 
 /// Bytes moved by one op under an assignment over its first `steps` steps.
 cost::OpComm op_bytes(const Problem& p, int op, const Assignment& a, int steps);

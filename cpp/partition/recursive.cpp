@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <functional>
 #include <string>
 
 #include "partition/elimination.h"
@@ -7,30 +8,179 @@
 namespace tilewise::partition {
 
 
+namespace {
+
+EliminationResult solve(const StepProblem& sp, const std::string& what, const SearchOptions& options,
+                        std::chrono::steady_clock::time_point deadline) {
+  std::vector<Factor> factors;
+  factors.reserve(sp.pairs.size());
+  for (const auto& pair : sp.pairs) factors.push_back({{sp.op_var(pair.op_class), sp.tensor_var(pair.tensor_class)}, pair.table});
+  EliminationOptions eo;
+  eo.deadline = deadline;
+  if (options.progress) eo.progress = [&](int64_t done, int64_t total) { options.progress(what + " search", done, total); };
+  return eliminate(sp.domain_sizes, std::move(factors), eo);
+}
+
+// Every ascending subset of {0..m-1} with `size` elements.
+std::vector<std::vector<int>> blocks_of(int m, int size) {
+  std::vector<std::vector<int>> out;
+  std::vector<int> cur;
+  std::function<void(int)> rec = [&](int from) {
+    if (static_cast<int>(cur.size()) == size) {
+      out.push_back(cur);
+      return;
+    }
+    for (int s = from; s < m; ++s) cur.push_back(s), rec(s + 1), cur.pop_back();
+  };
+  rec(0);
+  return out;
+}
+
+std::string block_name(const std::vector<int>& block) {
+  std::string s;
+  for (int b : block) s += (s.empty() ? "" : "+") + std::to_string(b + 1);
+  return s;
+}
+
+bool nondecreasing_steps(const std::vector<int64_t>& prefix) {
+  int64_t before = 0, last = 0;
+  for (size_t i = 0; i < prefix.size(); ++i) {
+    int64_t d = prefix[i] - before;
+    if (i > 0 && d < last) return false;
+    last = d, before = prefix[i];
+  }
+  return true;
+}
+
+void permute_steps(Assignment& a, const std::vector<int>& order) {
+  for (auto& t : a.tilings) {
+    cost::Tiling n;
+    for (int i : order) n.push_back(t[i]);
+    t = n;
+  }
+  for (auto& s : a.splits) {
+    cost::OpSplit n;
+    for (int i : order) n.push_back(s[i]);
+    s = n;
+  }
+}
+
+std::vector<int64_t> deltas(const std::vector<int64_t>& prefix) {
+  std::vector<int64_t> d;
+  int64_t before = 0;
+  for (int64_t b : prefix) d.push_back(b - before), before = b;
+  return d;
+}
+
+// Orders of the steps that keep part counts non-increasing (only equal counts swap).
+std::vector<std::vector<int>> step_orders(const std::vector<int>& parts) {
+  std::vector<int> order(parts.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+  std::vector<std::vector<int>> out;
+  do {
+    bool ok = true;
+    for (size_t i = 0; i < order.size(); ++i) ok = ok && parts[order[i]] == parts[i];
+    if (ok) out.push_back(order);
+  } while (std::next_permutation(order.begin(), order.end()));
+  return out;
+}
+
+// Up to 4 steps: of all orders, a nondecreasing one with the smallest steps first (else the
+// lexicographically smallest). More steps: greedily, the cheapest prefix at each position.
+void order_steps(const Problem& p, Assignment& a, int threads) {
+  const int m = static_cast<int>(p.parts.size());
+  if (m <= 4) {
+    std::vector<int> best;
+    std::vector<int64_t> best_d;
+    bool best_mono = false;
+    for (const auto& order : step_orders(p.parts)) {
+      Assignment t = a;
+      permute_steps(t, order);
+      auto d = deltas(prefix_bytes(p, t, m, threads));
+      bool mono = std::is_sorted(d.begin(), d.end());
+      if (best.empty() || (mono && !best_mono) || (mono == best_mono && d < best_d))
+        best = order, best_d = d, best_mono = mono;
+    }
+    permute_steps(a, best);
+    return;
+  }
+  std::vector<int> order(m);
+  for (int i = 0; i < m; ++i) order[i] = i;
+  for (int i = 0; i + 1 < m; ++i) {
+    int best = i;
+    int64_t best_cost = -1;
+    for (int j = i; j < m && p.parts[j] == p.parts[i]; ++j) {
+      std::vector<int> trial = order;
+      std::swap(trial[i], trial[j]);
+      Assignment t = a;
+      permute_steps(t, trial);
+      int64_t c = prefix_bytes(p, t, i + 1, threads).back();
+      if (best_cost < 0 || c < best_cost) best = j, best_cost = c;
+    }
+    std::swap(order[i], order[best]);
+  }
+  permute_steps(a, order);
+}
+
+}  // namespace
+
 Plan plan_recursive(const Problem& p, const Policy& policy, const SearchOptions& options,
                     std::chrono::steady_clock::time_point deadline) {
   Plan plan;
   plan.parts = p.parts;
   plan.assignment = empty_assignment(p);
   const int m = static_cast<int>(p.parts.size());
-  int64_t before = 0;
+  int64_t total = 0;
+  // Tofu §5.2: one exact search per step, each on top of the steps before it.
   for (int step = 0; step < m; ++step) {
     const std::string what = "step " + std::to_string(step + 1) + "/" + std::to_string(m);
     if (options.progress) options.progress(what + " costing", 0, 1);
-    StepProblem sp = build_step(p, policy, plan.assignment, step, options.threads, deadline);
-    std::vector<Factor> factors;
-    factors.reserve(sp.pairs.size());
-    for (auto& pair : sp.pairs) factors.push_back({{sp.op_var(pair.op_class), sp.tensor_var(pair.tensor_class)}, pair.table});
-    EliminationOptions eo;
-    eo.deadline = deadline;
-    if (options.progress) eo.progress = [&](int64_t done, int64_t total) { options.progress(what + " search", done, total); };
-    EliminationResult r = eliminate(sp.domain_sizes, std::move(factors), eo);
+    StepProblem sp = build_step(p, policy, plan.assignment, {step}, m, options.threads, deadline);
+    EliminationResult r = solve(sp, what, options, deadline);
     apply_step(p, sp, r.values, plan.assignment);
-    plan.step_bytes.push_back(r.cost - before);
     plan.largest_table = std::max(plan.largest_table, r.largest_table);
-    before = r.cost;
+    total = r.cost;
   }
-  plan.comm_bytes = before;
+  plan.unrefined_bytes = total;
+  // Refinement (ours): a step's cost depends on the steps before it, so a tie or a cheap early cut
+  // can block a better later one (Theorem 1's exchange argument assumes it cannot; see
+  // docs/PARTITION.md for a one-matmul counterexample). Revise blocks of steps with all others
+  // fixed, by the same exact search over whole-plan bytes, until no block improves: single steps
+  // always, larger blocks while affordable (the whole plan at once makes it exact).
+  for (int round = 0; round < options.refine_rounds && m > 1; ++round) {
+    bool improved = false;
+    for (int size = 1; size <= m; ++size) {
+      for (const auto& block : blocks_of(m, size)) {
+        if (size > 1 && block_table_entries(p, policy, plan.assignment, block) > options.refine_table_budget) continue;
+        const std::string what = "refine " + std::to_string(round + 1) + ", steps " + block_name(block);
+        if (options.progress) options.progress(what + " costing", 0, 1);
+        StepProblem sp = build_step(p, policy, plan.assignment, block, m, options.threads, deadline);
+        EliminationResult r;
+        try {
+          r = solve(sp, what, options, deadline);
+        } catch (const SearchTooLarge&) {
+          continue;  // this block is too wide to revise jointly; smaller blocks still run
+        }
+        plan.largest_table = std::max(plan.largest_table, r.largest_table);
+        if (r.cost < total) {
+          apply_step(p, sp, r.values, plan.assignment);
+          total = r.cost;
+          improved = true;
+        }
+      }
+    }
+    if (!improved) break;
+  }
+  plan.comm_bytes = total;
+  auto prefix = prefix_bytes(p, plan.assignment, m, options.threads);
+  if (!nondecreasing_steps(prefix)) {
+    // Steps with equal part counts commute (the same total on relabelled devices): put the
+    // cheapest first, as Tofu's Theorem 1 orders them, so the first cut can go across the slowest link.
+    order_steps(p, plan.assignment, options.threads);
+    prefix = prefix_bytes(p, plan.assignment, m, options.threads);
+  }
+  int64_t before = 0;
+  for (int64_t b : prefix) plan.step_bytes.push_back(b - before), before = b;
   return plan;
 }
 

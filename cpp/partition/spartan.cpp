@@ -35,7 +35,7 @@ Plan plan_spartan(const Problem& p, const Policy& policy, const SearchOptions& o
   for (int step = 0; step < m; ++step) {
     const std::string what = "step " + std::to_string(step + 1) + "/" + std::to_string(m);
     if (options.progress) options.progress(what + " costing", 0, 1);
-    StepProblem sp = build_step(p, policy, plan.assignment, step, options.threads, deadline);
+    StepProblem sp = build_step(p, policy, plan.assignment, {step}, m, options.threads, deadline);
     const int nv = static_cast<int>(sp.domain_sizes.size());
     // Pairwise edges of the tiling graph: (factor, other variable, whether this variable is the row).
     struct Edge {
@@ -74,7 +74,7 @@ Plan plan_spartan(const Problem& p, const Policy& policy, const SearchOptions& o
       int64_t best_cost = 0, best_extra = 0;
       for (int y = 0; y < sp.domain_sizes[v]; ++y) {
         int64_t extra = 0;
-        if (v < ntc && sp.tensor_domain[v][y] == cost::kReplicated && policy.replicate_tensors) {
+        if (v < ntc && sp.tensor_domain[v][y][0] == cost::kReplicated && policy.replicate_tensors) {
           // Duplication (Spartan §2.3.4) costs memory: the tile is not divided by this step's parts.
           int64_t tile = prefix_tile_bytes(p, v, plan.assignment);
           extra = tile - tile / p.parts[step];

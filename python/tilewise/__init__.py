@@ -20,6 +20,7 @@ from ._coarsen import CoarseGraph, coarsen  # noqa: E402
 from ._core import GraphError, ShapeError, TDLError  # noqa: E402
 from ._from_torch._api import from_torch  # noqa: E402,F401
 from ._graph import GOp, Graph, GTensor  # noqa: E402
+from ._partition import Cut, Plan, PlanCost, PlanError, SearchTimeout, SearchTooLarge, evaluate, partition  # noqa: E402
 from ._reference import run_reference  # noqa: E402
 from ._tdl_op import Op, Strategy, op  # noqa: E402
 from ._tdl_trace import (  # noqa: E402
@@ -46,10 +47,11 @@ from ._trace import placeholder, trace  # noqa: E402
 __version__ = "0.1.0"
 
 __all__ = [
-    "CoarseGraph", "GOp", "GTensor", "Graph", "GraphError", "Max", "Min", "Op", "Prod", "ShapeError",
-    "Strategy", "Sum", "TDLError", "abs", "build_info", "coarsen", "compute", "erf", "exp", "from_torch",
-    "grad", "index_value", "log", "max", "min", "models", "nn", "op", "opaque", "ops", "optim", "placeholder",
-    "run_reference", "sigmoid", "sqrt", "tanh", "trace", "where",
+    "CoarseGraph", "Cut", "GOp", "GTensor", "Graph", "GraphError", "Max", "Min", "Op", "Plan", "PlanCost",
+    "PlanError", "Prod", "SearchTimeout", "SearchTooLarge", "ShapeError", "Strategy", "Sum", "TDLError", "abs",
+    "build_info", "coarsen", "compute", "erf", "evaluate", "exp", "from_torch", "grad", "index_value", "log", "max",
+    "min", "models", "nn", "op", "opaque", "ops", "optim", "partition", "placeholder", "run_reference", "sigmoid",
+    "sqrt", "tanh", "trace", "where",
 ]
 
 

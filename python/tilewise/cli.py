@@ -94,7 +94,13 @@ def _add_graph(subparsers: Any) -> None:
     add_graph(subparsers)
 
 
-_SUBCOMMANDS: list[Callable[[Any], None]] = [_add_info, _add_ops, _add_analyze, _add_graph]
+def _add_plan(subparsers: Any) -> None:
+    from ._cli_plan import add_plan
+
+    add_plan(subparsers)
+
+
+_SUBCOMMANDS: list[Callable[[Any], None]] = [_add_info, _add_ops, _add_analyze, _add_graph, _add_plan]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,642 @@
+"""Partition plans (Tofu §5.2, SoyBean §4): which device holds which tile of every tensor, and how
+every op splits its work.
+
+    plan = tw.partition(g, devices=8, algorithm="tofu")     # g: a training graph
+    plan.comm_bytes                                        # bytes moved per iteration, all devices
+    plan.tiling("layer1.0.conv1.weight")                   # 'P0 P1 r': one token per recursion step
+    plan.strategies("layer1.0.conv1.conv2d")               # ['output b/2', 'reduce ci/2 (Sum)', ...]
+    print(plan.summary()); plan.draw(); plan.save("plan.json")
+
+The search runs in C++ (``_core.partition``, GIL released) over ``k = k1*k2*...`` devices, one
+recursion step per factor, the first step most significant in a device's mixed-radix coordinates.
+A tensor's tiling has one cut per step: a dimension split into ``k_i`` parts like
+``numpy.array_split``, or ``r`` (replicated at that step). An op's split has one basic strategy per
+step (Tofu §4.2): split an output variable, split a reduction variable (partial outputs combined
+with the reducer), or replicate. Every figure comes from one cost model (``cpp/cost``), so
+``tw.evaluate(g, plan)`` recomputes any plan's bytes, per op and per device, from the tilings alone.
+"""
+
+from __future__ import annotations
+
+import difflib
+import html
+import json
+import math
+import operator
+import pathlib
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from . import _core
+from ._core import PlanError, SearchTimeout, SearchTooLarge  # noqa: F401 - re-exported by tilewise
+from ._graph import GOp, Graph, GTensor
+
+#: The planners ``partition`` knows (``_core.partition_algorithms()``).
+ALGORITHMS: tuple[str, ...] = tuple(_core.partition_algorithms())
+
+FORMAT = "tilewise.plan/1"
+_KINDS = ("output", "reduce", "replicate")
+_REDUCERS = ("Sum", "Max", "Min", "Prod")
+_INT_MAX = 2**31 - 1
+
+
+class UnknownNameError(PlanError, KeyError):
+    """No tensor or op of that name in the plan's graph: both a ``tw.PlanError`` and a ``KeyError``."""
+
+    __str__ = BaseException.__str__  # KeyError's str() would quote the whole message
+
+
+@dataclass(frozen=True)
+class Cut:
+    """One recursion step of a tiling: ``dim`` is split into ``parts`` pieces (None: replicated)."""
+
+    dim: int | None
+    parts: int
+
+    @property
+    def replicated(self) -> bool:
+        return self.dim is None
+
+
+# ----- helpers ------------------------------------------------------------------------------------
+
+
+def _did_you_mean(name: str, names) -> str:
+    near = difflib.get_close_matches(name, list(names), n=3, cutoff=0.6)
+    return f" (did you mean {' or '.join(repr(n) for n in near)}?)" if near else ""
+
+
+def _tiling_str(cuts, rank: int) -> str:
+    """As cost::tiling_str: "R C" for matrices, "P0 P2" for other ranks, "r" for replication."""
+    tokens = []
+    for c in cuts:
+        if c < 0:
+            tokens.append("r")
+        elif rank == 2:
+            tokens.append("R" if c == 0 else "C")
+        else:
+            tokens.append(f"P{c}")
+    return " ".join(tokens)
+
+
+def device_coords(d: int, parts) -> list[int]:
+    """Mixed-radix coordinates of device ``d`` over ``parts``, the first step most significant."""
+    coords = [0] * len(parts)
+    for i in range(len(parts) - 1, -1, -1):
+        coords[i] = d % parts[i]
+        d //= parts[i]
+    return coords
+
+
+def _split_range(n: int, k: int, w: int) -> tuple[int, int]:
+    base, extra = divmod(n, k)
+    start = w * base + min(w, extra)
+    return start, start + base + (1 if w < extra else 0) - 1
+
+
+def tile_box(shape, cuts, parts, coords) -> tuple[tuple[int, int], ...]:
+    """The tile (inclusive ``(lo, hi)`` per dimension) a device with ``coords`` owns, as
+    ``cost::tile_box``: each cut splits the current range of its dimension like numpy.array_split;
+    replicated steps keep it."""
+    box = [(0, s - 1) for s in shape]
+    for i, c in enumerate(coords):
+        dim = cuts[i]
+        if dim < 0:
+            continue
+        lo, hi = box[dim]
+        a, b = _split_range(hi - lo + 1, parts[i], c)
+        box[dim] = (lo + a, lo + b)
+    return tuple(box)
+
+
+def _fmt_bytes(b: float) -> str:
+    """Decimal units (1 GB = 1e9 bytes), as network bandwidths are quoted."""
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if abs(b) >= scale:
+            return f"{b / scale:.3g} {unit}"
+    return f"{int(b)} B"
+
+
+def _check_int(name: str, value, *, minimum: int, maximum: int = _INT_MAX) -> int:
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be an int, not bool")
+    try:
+        v = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an int, not {type(value).__name__} ({value!r})") from None
+    if not minimum <= v <= maximum:
+        raise PlanError(f"{name} must be an int from {minimum} to {maximum}, got {v}")
+    return v
+
+
+def _lookup(graph: Graph, item, what: str):
+    """A GTensor / GOp of ``graph`` from a handle or a name, with close matches for unknown names."""
+    cls = GTensor if what == "tensor" else GOp
+    if isinstance(item, cls):
+        if item.graph is not graph:
+            raise PlanError(f"{item!r} belongs to graph {item.graph.name!r}, not to the plan's graph {graph.name!r}")
+        return item
+    if isinstance(item, str):
+        find = graph._g.find_tensor if what == "tensor" else graph._g.find_op
+        i = find(item)
+        if i >= 0:
+            return cls(graph, i)
+        n = graph._g.num_tensors if what == "tensor" else graph._g.num_ops
+        node = graph._g.tensor if what == "tensor" else graph._g.op
+        hint = _did_you_mean(item, (node(k).name for k in range(n)))
+        if not hint and what == "tensor" and graph._g.find_op(item) >= 0:
+            hint = " (there is an op of that name: plan.strategies / plan.splits take ops)"
+        if not hint and what == "op" and graph._g.find_tensor(item) >= 0:
+            hint = " (there is a tensor of that name: plan.tiling / plan.cuts take tensors)"
+        raise UnknownNameError(f"no {what} named {item!r} in graph {graph.name!r}{hint}")
+    other = GOp if what == "tensor" else GTensor
+    if isinstance(item, other):
+        raise TypeError(f"expected a {what} (a name or a {cls.__name__}), got {item!r}")
+    raise TypeError(f"expected a {what} name or a {cls.__name__}, not {type(item).__name__}")
+
+
+def _strategy_dict(op: GOp, s, parts: int) -> dict:
+    kind, var, reducer = s
+    names = op.desc.var_names
+    return {
+        "kind": kind,
+        "var": names[var] if kind != "replicate" and 0 <= var < len(names) else None,
+        "index": var if kind != "replicate" else -1,
+        "parts": parts,
+        "reducer": reducer if kind == "reduce" else None,
+    }
+
+
+def _strategy_str(d: dict) -> str:
+    if d["kind"] == "replicate":
+        return "replicate"
+    text = f"{d['kind']} {d['var']}/{d['parts']}"
+    return f"{text} ({d['reducer']})" if d["kind"] == "reduce" else text
+
+
+# ----- evaluation ---------------------------------------------------------------------------------
+
+
+class PlanCost:
+    """A plan's figures recomputed from its tilings and strategies (``tw.evaluate``).
+
+    ``comm_bytes``: bytes moved per iteration, summed over devices; ``step_bytes``: what each
+    recursion step adds; ``per_op``: per op (graph order) its bytes, per input tensor and for the
+    output conversion; ``memory_per_device`` (peak bytes), ``resident_per_device`` (tiles alive all
+    iteration), ``peak_op_per_device`` (op name at the peak), ``flops_per_device``.
+    """
+
+    def __init__(self, graph: Graph, core):
+        self.graph = graph
+        self.comm_bytes: int = core.comm_bytes
+        self.step_bytes: list[int] = list(core.step_bytes)
+        mem = core.memory
+        self.memory_per_device: list[int] = list(mem.peak)
+        self.resident_per_device: list[int] = list(mem.resident)
+        g = graph._g
+        self.peak_op_per_device: list[str | None] = [g.op(o).name if o >= 0 else None for o in mem.peak_op]
+        self.flops_per_device: list[int] = list(core.flops_per_device)
+        self.per_op: list[dict] = []
+        for oid, (ins, out) in enumerate(core.per_op):
+            node = g.op(oid)
+            inputs: dict[str, int] = {}
+            for t, b in zip(node.inputs, ins):  # an op may read one tensor twice (x * x)
+                name = g.tensor(t).name
+                inputs[name] = inputs.get(name, 0) + b
+            self.per_op.append({"op": node.name, "type": node.type, "phase": node.phase,
+                                "bytes": sum(ins) + out, "inputs": inputs, "output": out})
+
+    def breakdown(self, top: int | None = None) -> list[dict]:
+        """``per_op`` sorted by bytes, largest first (graph order among equals); ``top`` keeps the first."""
+        rows = sorted(self.per_op, key=lambda r: -r["bytes"])  # stable: graph order among ties
+        if top is not None:
+            rows = rows[:_check_int("top", top, minimum=0)]
+        return rows
+
+    def to_dict(self) -> dict:
+        return {
+            "comm_bytes": self.comm_bytes, "step_bytes": self.step_bytes,
+            "memory_per_device": self.memory_per_device, "resident_per_device": self.resident_per_device,
+            "peak_op_per_device": self.peak_op_per_device, "flops_per_device": self.flops_per_device,
+            "per_op": self.per_op,
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=1)
+
+    def __repr__(self):
+        mem = self.memory_per_device
+        peak = f", peak memory {_fmt_bytes(max(mem))}/device" if mem else ""
+        return f"<tw.PlanCost of {self.graph.name!r}: {self.comm_bytes:,} bytes moved{peak}>"
+
+
+def evaluate(graph: Graph, plan: Plan, *, threads: int | None = None) -> PlanCost:
+    """Recompute ``plan``'s bytes (in total, per step, per op), memory and FLOPs per device on
+    ``graph`` (C++, GIL released). ``graph`` may be another build of the plan's graph (same tensor
+    and op names and shapes); PlanError otherwise."""
+    if not isinstance(graph, Graph):
+        raise TypeError(f"evaluate takes a tw.Graph, not {type(graph).__name__}")
+    if not isinstance(plan, Plan):
+        raise TypeError(f"evaluate takes a tw.Plan (from tw.partition or Plan.load), not {type(plan).__name__}")
+    threads = 0 if threads is None else _check_int("threads", threads, minimum=0)
+    if graph is not plan.graph:
+        _check_graph(plan._graph_description(), graph)
+    return PlanCost(graph, _core.evaluate_plan(graph._g, plan._core, threads))
+
+
+# ----- the plan -----------------------------------------------------------------------------------
+
+
+class Plan:
+    """A partition plan of a graph over ``devices`` devices: per tensor a tiling, per op a split.
+
+    Get one from ``tw.partition`` or ``Plan.load``. Tensors and ops are given by name or as
+    ``GTensor`` / ``GOp`` handles of the plan's graph.
+    """
+
+    def __init__(self, graph: Graph, core: _core.Plan, *, largest_table: int | None = None,
+                 evaluated: int | None = None, duplication_used: int | None = None):
+        self.graph = graph
+        self._core = core
+        self._tilings: list[list[int]] = core.tilings
+        self._splits: list[list[tuple[str, int, str]]] = core.splits
+        # Figures the core constructor does not take (plans loaded from JSON keep them here).
+        self._largest_table = core.largest_table if largest_table is None else largest_table
+        self._evaluated = core.evaluated if evaluated is None else evaluated
+        self._duplication_used = core.duplication_used if duplication_used is None else duplication_used
+        self._cost: PlanCost | None = None
+
+    # ----- figures -----
+
+    @property
+    def algorithm(self) -> str:
+        return self._core.algorithm
+
+    @property
+    def devices(self) -> int:
+        return self._core.devices
+
+    @property
+    def parts(self) -> list[int]:
+        """Part counts of the recursion steps, ``k = k1*k2*...`` (empty for one device)."""
+        return list(self._core.parts)
+
+    @property
+    def comm_bytes(self) -> int:
+        """Bytes moved per training iteration, summed over devices, as the planner found them."""
+        return self._core.comm_bytes
+
+    @property
+    def step_bytes(self) -> list[int]:
+        """Bytes each recursion step adds."""
+        return list(self._core.step_bytes)
+
+    @property
+    def search_seconds(self) -> float:
+        return self._core.search_seconds
+
+    @property
+    def largest_table(self) -> int:
+        """Entries of the largest dynamic-programming table the search built (0 for greedy planners)."""
+        return self._largest_table
+
+    @property
+    def evaluated(self) -> int:
+        """Assignments brute force tried (0 for other planners)."""
+        return self._evaluated
+
+    @property
+    def duplication_used(self) -> int:
+        """Spartan: bytes per device spent on replicated tensors."""
+        return self._duplication_used
+
+    def evaluate(self) -> PlanCost:
+        """The plan's figures recomputed on its graph (computed once, then cached)."""
+        if self._cost is None:
+            self._cost = evaluate(self.graph, self)
+        return self._cost
+
+    @property
+    def memory_per_device(self) -> list[int]:
+        """Peak bytes on each device over the iteration (tiles alive plus communication buffers)."""
+        return self.evaluate().memory_per_device
+
+    @property
+    def resident_per_device(self) -> list[int]:
+        """Bytes of tiles alive the whole iteration (parameters, optimizer state, inputs) per device."""
+        return self.evaluate().resident_per_device
+
+    @property
+    def flops_per_device(self) -> list[int]:
+        return self.evaluate().flops_per_device
+
+    # ----- tensors and ops -----
+
+    def cuts(self, tensor: str | GTensor) -> list[Cut]:
+        """The tensor's cut at each recursion step."""
+        t = _lookup(self.graph, tensor, "tensor")
+        return [Cut(None if c < 0 else c, k) for c, k in zip(self._tilings[t.id], self._core.parts)]
+
+    def tiling(self, tensor: str | GTensor) -> str:
+        """One token per step: "R"/"C" (rows/columns) for rank-2 tensors, "P<dim>" for other ranks,
+        "r" where the step replicates the tensor; e.g. "R C r". Empty for one device."""
+        t = _lookup(self.graph, tensor, "tensor")
+        return _tiling_str(self._tilings[t.id], len(t.shape))
+
+    def tiles(self, tensor: str | GTensor) -> list[tuple[tuple[int, int], ...]]:
+        """The tile each device holds: per device, an inclusive ``(lo, hi)`` range per dimension."""
+        t = _lookup(self.graph, tensor, "tensor")
+        parts = self._core.parts
+        return [tile_box(t.shape, self._tilings[t.id], parts, device_coords(d, parts)) for d in range(self.devices)]
+
+    def splits(self, op: str | GOp) -> list[dict]:
+        """Per step: ``{"kind", "var", "index", "parts", "reducer"}``; ``var`` is the split variable's
+        name in the op's description (``index`` its position), None when replicated; ``reducer`` only
+        for "reduce"."""
+        o = _lookup(self.graph, op, "op")
+        return [_strategy_dict(o, s, k) for s, k in zip(self._splits[o.id], self._core.parts)]
+
+    def strategies(self, op: str | GOp) -> list[str]:
+        """Per step, e.g. "output b/2", "reduce ci/2 (Sum)", "replicate"."""
+        return [_strategy_str(d) for d in self.splits(op)]
+
+    def breakdown(self, top: int | None = None) -> list[dict]:
+        """Bytes per op, largest first: ``{"op", "type", "phase", "bytes", "inputs": {tensor: bytes},
+        "output"}`` (``output``: bytes converting computed outputs to the output's tiling)."""
+        return self.evaluate().breakdown(top)
+
+    # ----- presentation -----
+
+    def _parts_str(self) -> str:
+        return " x ".join(map(str, self._core.parts)) or "1"
+
+    def summary(self, top: int = 10) -> str:
+        """Algorithm, devices, bytes (total and per step), search time, memory, the ``top`` ops by bytes."""
+        top = _check_int("top", top, minimum=0)
+        cost = self.evaluate()
+        g = self.graph
+        lines = [f"Plan: {self.algorithm} on {self.devices} devices (parts {self._parts_str()}), graph "
+                 f"{g.name!r} ({g._g.num_ops} ops, {g._g.num_tensors} tensors)"]
+        lines.append(f"  communication: {self.comm_bytes / 1e9:.3f} GB per iteration ({self.comm_bytes:,} bytes)")
+        if self.step_bytes:
+            steps = ", ".join(f"{i + 1}: {_fmt_bytes(b)}" for i, b in enumerate(self.step_bytes))
+            lines.append(f"  by step: {steps}")
+        search = f"  search: {self.search_seconds:.3f} s"
+        if self.largest_table:
+            search += f", largest table {self.largest_table:,} entries"
+        if self.evaluated:
+            search += f", {self.evaluated:,} assignments tried"
+        if self.duplication_used:
+            search += f", {_fmt_bytes(self.duplication_used)} per device on replicas"
+        lines.append(search)
+        mem, res = cost.memory_per_device, cost.resident_per_device
+        if mem:
+            lines.append(f"  peak memory per device: min {_fmt_bytes(min(mem))}, max {_fmt_bytes(max(mem))} "
+                         f"(resident: min {_fmt_bytes(min(res))}, max {_fmt_bytes(max(res))})")
+        rows = [r for r in cost.breakdown(top) if r["bytes"] > 0]
+        if rows:
+            lines.append(f"  top {len(rows)} ops by bytes:")
+            width = max(len(_fmt_bytes(r["bytes"])) for r in rows)
+            for r in rows:
+                share = 100 * r["bytes"] / self.comm_bytes if self.comm_bytes else 0
+                lines.append(f"    {_fmt_bytes(r['bytes']):>{width}} {share:5.1f}%  {r['op']} ({r['type']}): "
+                             f"{', '.join(self.strategies(r['op'])) or 'whole'}")
+        return "\n".join(lines) + "\n"
+
+    def __repr__(self):
+        return (f"<tw.Plan {self.algorithm} on {self.devices} devices ({self._parts_str()}) of {self.graph.name!r}: "
+                f"{self.comm_bytes:,} bytes moved, searched in {self.search_seconds:.3f} s>")
+
+    def _repr_html_(self) -> str:
+        rows = []
+        for r in self.breakdown(20):
+            ins = ", ".join(f"{html.escape(n)}: {html.escape(self.tiling(n)) or '-'}" for n in r["inputs"])
+            rows.append(f"<tr><td>{html.escape(r['op'])}</td><td>{html.escape(r['type'])}</td>"
+                        f"<td style='text-align:right'>{r['bytes']:,}</td>"
+                        f"<td>{html.escape(', '.join(self.strategies(r['op'])))}</td><td>{ins}</td></tr>")
+        return (f"<pre>{html.escape(self.summary(top=0))}</pre><table><tr><th>op</th><th>type</th><th>bytes</th>"
+                f"<th>strategies</th><th>input tilings</th></tr>{''.join(rows)}</table>")
+
+    def draw(self, ax=None, ops=None, max_ops: int = 12):
+        """Tilings in the style of Tofu Fig. 11 (matplotlib): per selected op, its weight (top row)
+        and its input activation (bottom row), tiles coloured by device; returns the Axes.
+        ``ops``: names or GOps (default: forward convolutions / linear / matmul ops, evenly sampled
+        up to ``max_ops``)."""
+        from ._plan_plot import draw_plan
+
+        return draw_plan(self, ax=ax, ops=ops, max_ops=max_ops)
+
+    # ----- serialization -----
+
+    def _graph_description(self) -> dict:
+        g = self.graph
+        return {"name": g.name, "tensors": [[t.name, list(t.shape)] for t in g.tensors],
+                "ops": [[o.name, list(o.desc.var_names)] for o in g.ops]}
+
+    def to_dict(self) -> dict:
+        """Plain data: figures, per tensor its cuts (and tiling string), per op its strategies with
+        variable names and indices."""
+        g = self.graph._g
+        tensors = []
+        for tid, cuts in enumerate(self._tilings):
+            node = g.tensor(tid)
+            tensors.append({"tensor": node.name, "shape": list(node.shape), "cuts": list(cuts),
+                            "tiling": _tiling_str(cuts, len(node.shape))})
+        ops = []
+        for oid, split in enumerate(self._splits):
+            op = GOp(self.graph, oid)
+            steps = []
+            for s, k in zip(split, self._core.parts):
+                d = _strategy_dict(op, s, k)
+                steps.append({"kind": d["kind"], "var": d["var"], "index": d["index"], "reducer": s[2]})
+            ops.append({"op": op.name, "type": op.type, "strategies": steps})
+        return {
+            "format": FORMAT,
+            "graph": {"name": self.graph.name, "tensors": g.num_tensors, "ops": g.num_ops},
+            "algorithm": self.algorithm,
+            "devices": self.devices,
+            "parts": self.parts,
+            "comm_bytes": self.comm_bytes,
+            "step_bytes": self.step_bytes,
+            "search_seconds": self.search_seconds,
+            "largest_table": self.largest_table,
+            "evaluated": self.evaluated,
+            "duplication_used": self.duplication_used,
+            "tilings": tensors,
+            "splits": ops,
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=1)
+
+    def save(self, path) -> None:
+        pathlib.Path(path).write_text(self.to_json())
+
+    @classmethod
+    def load(cls, path, graph: Graph) -> Plan:
+        return cls.from_json(pathlib.Path(path).read_text(), graph)
+
+    @classmethod
+    def from_json(cls, text: str, graph: Graph) -> Plan:
+        """The plan saved with ``to_json``, on ``graph``; PlanError if it was made for another graph
+        (tensor or op counts, names, shapes or variable names differ)."""
+        if not isinstance(graph, Graph):
+            raise TypeError(f"Plan.from_json needs the tw.Graph the plan was made for, not {type(graph).__name__}")
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise PlanError(f"not a tilewise plan: invalid JSON ({e})") from None
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            got = data.get("format") if isinstance(data, dict) else type(data).__name__
+            raise PlanError(f"not a tilewise plan (format {got!r}, expected {FORMAT!r})")
+        try:
+            return cls._from_dict(data, graph)
+        except (KeyError, TypeError, ValueError) as e:
+            if isinstance(e, PlanError):
+                raise
+            raise PlanError(f"malformed plan JSON: {type(e).__name__}: {e}") from None
+
+    @classmethod
+    def _from_dict(cls, data: dict, graph: Graph) -> Plan:
+        tensors, ops = data["tilings"], data["splits"]
+        _check_graph({"name": data["graph"]["name"], "tensors": [[t["tensor"], t["shape"]] for t in tensors],
+                      "ops": None}, graph)
+        g = graph._g
+        if len(ops) != g.num_ops:
+            raise PlanError(f"the plan has {len(ops)} ops, graph {graph.name!r} has {g.num_ops}: it was made for "
+                            f"graph {data['graph']['name']!r}")
+        parts = [int(k) for k in data["parts"]]
+        steps = len(parts)
+        tilings = []
+        for tid, t in enumerate(tensors):
+            cuts = [int(c) for c in t["cuts"]]
+            rank = len(g.tensor(tid).shape)
+            if len(cuts) != steps or any(not -1 <= c < rank for c in cuts):
+                raise PlanError(f"tensor {t['tensor']!r}: cuts {cuts} do not fit {steps} steps and rank {rank}")
+            tilings.append(cuts)
+        splits = []
+        for oid, o in enumerate(ops):
+            node = g.op(oid)
+            if o["op"] != node.name:
+                raise PlanError(f"op {oid} is {o['op']!r} in the plan but {node.name!r} in graph {graph.name!r}: "
+                                f"the plan was made for graph {data['graph']['name']!r}")
+            names = node.desc.var_names
+            if len(o["strategies"]) != steps:
+                raise PlanError(f"op {node.name!r} has {len(o['strategies'])} strategies; the plan has {steps} steps")
+            split = []
+            for s in o["strategies"]:
+                kind, index = s["kind"], int(s["index"])
+                reducer = s.get("reducer") or "Sum"
+                if kind not in _KINDS or reducer not in _REDUCERS:
+                    raise PlanError(f"op {node.name!r}: unknown strategy {kind!r} / reducer {reducer!r}; valid kinds: "
+                                    f"{', '.join(_KINDS)}; reducers: {', '.join(_REDUCERS)}")
+                if kind != "replicate":
+                    if not 0 <= index < len(names) or names[index] != s["var"]:
+                        raise PlanError(f"op {node.name!r} splits variable {s['var']!r} (index {index}) in the plan, "
+                                        f"but its variables are {', '.join(names)}: the plan was made for another graph")
+                split.append((kind, index, reducer))
+            splits.append(split)
+        core = _core.Plan(data["algorithm"], int(data["devices"]), parts, tilings, splits,
+                          [int(b) for b in data["step_bytes"]], int(data["comm_bytes"]), float(data["search_seconds"]))
+        return cls(graph, core, largest_table=int(data.get("largest_table", 0)),
+                   evaluated=int(data.get("evaluated", 0)), duplication_used=int(data.get("duplication_used", 0)))
+
+
+def _check_graph(desc: dict, graph: Graph) -> None:
+    """PlanError unless ``graph`` has the tensors (names, shapes) and ops (names, variables) of ``desc``."""
+    g = graph._g
+    made_for = f"it was made for graph {desc['name']!r}"
+    tensors = desc["tensors"]
+    if len(tensors) != g.num_tensors or (desc["ops"] is not None and len(desc["ops"]) != g.num_ops):
+        nops = "" if desc["ops"] is None else f" and {len(desc['ops'])} ops"
+        raise PlanError(f"the plan has {len(tensors)} tensors{nops}; graph {graph.name!r} has {g.num_tensors} tensors "
+                        f"and {g.num_ops} ops: {made_for}")
+    for tid, (name, shape) in enumerate(tensors):
+        node = g.tensor(tid)
+        if node.name != name or tuple(node.shape) != tuple(shape):
+            raise PlanError(f"tensor {tid} is {name!r} {tuple(shape)} in the plan but {node.name!r} {tuple(node.shape)} "
+                            f"in graph {graph.name!r}: {made_for}")
+    for oid, (name, var_names) in enumerate(desc["ops"] or ()):
+        node = g.op(oid)
+        if node.name != name or list(node.desc.var_names) != list(var_names):
+            raise PlanError(f"op {oid} is {name!r} in the plan but {node.name!r} in graph {graph.name!r}: {made_for}")
+
+
+# ----- the search ---------------------------------------------------------------------------------
+
+
+def _progress_bar():
+    """A (callback, close) pair driving one tqdm.auto bar from the C++ (what, done, total) reports."""
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        raise ImportError("progress=True needs tqdm: pip install 'tilewise[progress]' (or tqdm)") from None
+    bar = tqdm(total=1, desc="partition", leave=False)
+
+    def report(what: str, done: int, total: int) -> None:
+        if total != bar.total:
+            bar.reset(total=total)
+        bar.set_description(what, refresh=False)
+        bar.n = done
+        bar.refresh()
+
+    return report, bar.close
+
+
+def partition(graph: Graph, devices: int, algorithm: str = "tofu", *, time_limit: float | None = None,
+              progress: bool | Callable[[str, int, int], None] = False, threads: int | None = None,
+              duplication_budget: int = 0, replication: bool = False) -> Plan:
+    """Find a partition plan of ``graph`` over ``devices`` devices.
+
+    ``algorithm``: tofu, kcuts, spartan, data_parallel, allrow_greedy, equal_chop, icml18 or
+    brute_force (``_partition.ALGORITHMS``; "data-parallel" works too).
+    ``time_limit``: seconds (None: no limit); past it ``tw.SearchTimeout``. ``progress``: True for a
+    tqdm progress bar, or a callable ``(what, done, total)``. ``threads``: None for every core.
+    ``duplication_budget``: spartan's extra bytes per device for replicated tensors.
+    ``replication``: brute_force also tries replicating tensors (the oracle for kcuts).
+    Raises PlanError for bad arguments, SearchTooLarge when an exact search cannot fit.
+
+        plan = tw.partition(tw.models.mlp(), devices=8, algorithm="tofu")
+    """
+    if not isinstance(graph, Graph):
+        raise TypeError(f"partition takes a tw.Graph, not {type(graph).__name__}")
+    devices = _check_int("devices", devices, minimum=1)
+    if not isinstance(algorithm, str):
+        raise TypeError(f"algorithm must be a str (one of {', '.join(ALGORITHMS)}), not {type(algorithm).__name__}")
+    name = algorithm.strip().lower().replace("-", "_")
+    if name not in ALGORITHMS:
+        raise PlanError(f"unknown partition algorithm {algorithm!r}{_did_you_mean(name, ALGORITHMS)}; "
+                        f"valid: {', '.join(ALGORITHMS)}")
+    if time_limit is None:
+        limit = 0.0
+    else:
+        if isinstance(time_limit, bool) or not isinstance(time_limit, (int, float)):
+            raise TypeError(f"time_limit must be a number of seconds or None, not {type(time_limit).__name__}")
+        if math.isnan(time_limit) or time_limit <= 0:
+            raise PlanError(f"time_limit must be a positive number of seconds (or None for no limit), got {time_limit}")
+        limit = 0.0 if math.isinf(time_limit) else float(time_limit)
+    threads = 0 if threads is None else _check_int("threads", threads, minimum=1, maximum=4096)
+    duplication_budget = _check_int("duplication_budget", duplication_budget, minimum=0, maximum=2**63 - 1)
+    if duplication_budget and name != "spartan":
+        raise PlanError(f"duplication_budget applies to spartan only, not {name}")
+    if not isinstance(replication, bool):
+        raise TypeError(f"replication must be a bool, not {type(replication).__name__}")
+    if replication and name != "brute_force":
+        raise PlanError(f"replication=True applies to brute_force only (kcuts always may replicate), not {name}")
+    close = None
+    if progress is True:
+        report, close = _progress_bar()
+    elif progress is False or progress is None:
+        report = None
+    elif callable(progress):
+        report = progress
+    else:
+        raise TypeError(f"progress must be a bool or a callable (what, done, total), not {type(progress).__name__}")
+    try:
+        core = _core.partition(graph._g, devices, name, threads=threads, time_limit=limit,
+                               duplication_budget=duplication_budget, brute_force_replication=replication,
+                               progress=report)
+    finally:
+        if close is not None:
+            close()
+    return Plan(graph, core)
