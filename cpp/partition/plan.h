@@ -23,8 +23,8 @@ struct SearchOptions {
   int64_t duplication_budget = 0;
   /// Exact recursive planners: rounds revising blocks of steps with the others fixed (0 = Tofu as
   /// published). Blocks of one step always; larger blocks while their tables stay within the budget.
-  int refine_rounds = 3;
-  double refine_table_budget = 2e6;
+  int refine_rounds = 2;
+  double refine_table_budget = 2e5;
   /// brute_force: also try replicating tensors (the oracle for kcuts' space).
   bool brute_force_replication = false;
   /// Called with (what, done, total) as the search advances.

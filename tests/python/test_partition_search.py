@@ -7,7 +7,7 @@ tiles)."""
 import itertools
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import tdl_ops as T
@@ -122,33 +122,73 @@ def oracle_bytes(graph, plan):
     return total
 
 
-SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=60, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+
+
+def _nondecreasing(steps):
+    return all(a <= b for a, b in itertools.pairwise(steps))
+
+
+def _step_orders_all_decrease_somewhere(g, plan):
+    """No order of the plan's steps makes their bytes nondecreasing (all part counts equal here)."""
+    m = len(plan.parts)
+    for order in itertools.permutations(range(m)):
+        tilings = [[t[i] for i in order] for t in plan.tilings]
+        splits = [[s[i] for i in order] for s in plan.splits]
+        q = _core.Plan("reordered", plan.devices, list(plan.parts), tilings, splits, [0] * m, 0, 0.0)
+        if _nondecreasing(_core.evaluate_plan(g._g, q).step_bytes):
+            return False
+    return True
+
+
+def _brute_force(g, k, **options):
+    try:
+        return _core.partition(g._g, k, "brute_force", **options)
+    except _core.PlanError:  # the space is past brute force's budget: not a case to test
+        assume(False)
 
 
 @SETTINGS
-@given(random_graphs(), st.sampled_from([2, 3, 4]))
-def test_tofu_reaches_the_brute_force_optimum(g, k):
-    best = _core.partition(g._g, k, "brute_force")
+@given(st.data(), st.sampled_from([2, 3, 4, 8]))
+def test_tofu_reaches_the_brute_force_optimum(data, k):
+    g = data.draw(random_graphs(max_ops=4 if k < 8 else 3))
+    best = _brute_force(g, k)
     tofu = _core.partition(g._g, k, "tofu")
+    published = _core.partition(g._g, k, "tofu", refine_rounds=0)
     assert tofu.comm_bytes == best.comm_bytes
-    # Tofu Theorem 1: the bytes of each recursion step never decrease.
-    assert all(a <= b for a, b in itertools.pairwise(tofu.step_bytes))
+    assert best.comm_bytes <= published.comm_bytes == published.unrefined_bytes
+    if k in (2, 3):  # one step: the published recursion is already exact
+        assert published.comm_bytes == best.comm_bytes
+    # Tofu Theorem 1 (step bytes never decrease) holds whenever some order of the steps allows it:
+    # a transposed read pays its whole fetch at the first cut (docs/PARTITION.md).
+    assert _nondecreasing(tofu.step_bytes) or _step_orders_all_decrease_somewhere(g, tofu)
+
+
+def test_recursion_alone_misses_the_optimum_on_one_matmul():
+    """The counterexample to Theorem 1's optimality argument (docs/PARTITION.md): x (8, 8) @ w (8, 4)
+    on 2x2 devices. Every first step costs 128 B, but only some leave a 128 B second step."""
+    g = tw.Graph("mm")
+    T.matmul(g.input("x", (8, 8)), g.parameter("w", (8, 4)))
+    published = _core.partition(g._g, 4, "tofu", refine_rounds=0)
+    assert published.step_bytes == [128, 192]
+    assert _core.partition(g._g, 4, "tofu").comm_bytes == _core.partition(g._g, 4, "brute_force").comm_bytes == 256
 
 
 @SETTINGS
 @given(random_graphs(), st.sampled_from([2, 4]))
 def test_kcuts_reaches_the_brute_force_optimum_with_replication(g, k):
-    best = _core.partition(g._g, k, "brute_force", brute_force_replication=True)
+    best = _brute_force(g, k, brute_force_replication=True)
     kcuts = _core.partition(g._g, k, "kcuts")
     assert kcuts.comm_bytes == best.comm_bytes
-    assert best.comm_bytes <= _core.partition(g._g, k, "brute_force").comm_bytes
+    assert best.comm_bytes <= _brute_force(g, k).comm_bytes
 
 
 @SETTINGS
 @given(random_graphs(), st.sampled_from([2, 4]))
 def test_greedy_and_baselines_are_never_better_than_the_optimum(g, k):
-    best = _core.partition(g._g, k, "brute_force").comm_bytes
-    best_r = _core.partition(g._g, k, "brute_force", brute_force_replication=True).comm_bytes
+    best = _brute_force(g, k).comm_bytes
+    best_r = _brute_force(g, k, brute_force_replication=True).comm_bytes
     for algorithm in ("spartan", "allrow_greedy", "equal_chop", "icml18"):
         assert _core.partition(g._g, k, algorithm).comm_bytes >= best, algorithm
     assert _core.partition(g._g, k, "data_parallel").comm_bytes >= best_r
