@@ -60,7 +60,7 @@ Plan plan_brute_force(const Problem& p, const Policy& policy, const SearchOption
     per_assignment += static_cast<double>(odom[c].size()) * (g.op(p.class_ops[c][0]).inputs.size() + 1);
   }
   if (space * per_assignment > kMaxWork)
-    throw PlanError("brute_force would try " + std::to_string(static_cast<int64_t>(space)) +
+    throw SearchTooLarge("brute_force would try " + std::to_string(static_cast<int64_t>(space)) +
                     " tilings of the tensors (" + std::to_string(static_cast<int64_t>(space * per_assignment)) +
                     " table reads); it handles graphs up to about 2e8: use a smaller graph or fewer devices");
   // Tables over (split sequence, tiling sequence) for every (op class, tensor class) pair.

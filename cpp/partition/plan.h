@@ -46,7 +46,8 @@ struct Plan {
 };
 
 /// Finds a plan. `algorithm` is one of algorithm_names(); throws PlanError for an unknown name or
-/// a bad device count, SearchTimeout past the time limit, SearchTooLarge when exact search cannot fit.
+/// a bad device count, SearchTimeout past the time limit, SearchTooLarge when an exact search
+/// (a DP table, or brute force's space) cannot fit.
 Plan partition(const graph::Graph& g, int devices, const std::string& algorithm, const SearchOptions& options = {});
 
 /// Figures of a plan recomputed from scratch.

@@ -101,7 +101,7 @@ std::vector<int64_t> prefix_bytes(const Problem& p, const Assignment& a, int ste
 bool valid_tiling(const cost::Shape& shape, const cost::Tiling& cuts, const std::vector<int>& parts);
 bool valid_split(const std::vector<int64_t>& extents, const cost::OpSplit& split, const std::vector<int>& parts);
 
-/// Bytes moved by one op under an assignment over its first `steps` steps.
+/// Bytes moved by one op under an assignment over its first `steps` steps (the OpComm holds bytes here).
 cost::OpComm op_bytes(const Problem& p, int op, const Assignment& a, int steps);
 
 }  // namespace tilewise::partition

@@ -4,6 +4,7 @@
 
 #include "partition/elimination.h"
 #include "partition/planners.h"
+#include "tdl/errors.h"
 
 namespace tilewise::partition {
 
@@ -85,41 +86,27 @@ std::vector<std::vector<int>> step_orders(const std::vector<int>& parts) {
   return out;
 }
 
-// Up to 4 steps: of all orders, a nondecreasing one with the smallest steps first (else the
-// lexicographically smallest). More steps: greedily, the cheapest prefix at each position.
-void order_steps(const Problem& p, Assignment& a, int threads) {
+// Reordering steps relabels devices, which keeps the total unless a dimension is cut at several
+// of the reordered steps (its chunk order follows the step order). Of the orders (up to 4 steps)
+// that keep the total, take a nondecreasing one with the smallest steps first, else the
+// lexicographically smallest.
+void order_steps(const Problem& p, Assignment& a, int64_t total, int threads) {
   const int m = static_cast<int>(p.parts.size());
-  if (m <= 4) {
-    std::vector<int> best;
-    std::vector<int64_t> best_d;
-    bool best_mono = false;
-    for (const auto& order : step_orders(p.parts)) {
-      Assignment t = a;
-      permute_steps(t, order);
-      auto d = deltas(prefix_bytes(p, t, m, threads));
-      bool mono = std::is_sorted(d.begin(), d.end());
-      if (best.empty() || (mono && !best_mono) || (mono == best_mono && d < best_d))
-        best = order, best_d = d, best_mono = mono;
-    }
-    permute_steps(a, best);
-    return;
+  if (m > 4) return;
+  std::vector<int> best;
+  std::vector<int64_t> best_d;
+  bool best_mono = false;
+  for (const auto& order : step_orders(p.parts)) {
+    Assignment t = a;
+    permute_steps(t, order);
+    auto prefix = prefix_bytes(p, t, m, threads);
+    if (prefix.back() != total) continue;
+    auto d = deltas(prefix);
+    bool mono = std::is_sorted(d.begin(), d.end());
+    if (best.empty() || (mono && !best_mono) || (mono == best_mono && d < best_d))
+      best = order, best_d = d, best_mono = mono;
   }
-  std::vector<int> order(m);
-  for (int i = 0; i < m; ++i) order[i] = i;
-  for (int i = 0; i + 1 < m; ++i) {
-    int best = i;
-    int64_t best_cost = -1;
-    for (int j = i; j < m && p.parts[j] == p.parts[i]; ++j) {
-      std::vector<int> trial = order;
-      std::swap(trial[i], trial[j]);
-      Assignment t = a;
-      permute_steps(t, trial);
-      int64_t c = prefix_bytes(p, t, i + 1, threads).back();
-      if (best_cost < 0 || c < best_cost) best = j, best_cost = c;
-    }
-    std::swap(order[i], order[best]);
-  }
-  permute_steps(a, order);
+  if (!best.empty()) permute_steps(a, best);
 }
 
 }  // namespace
@@ -174,11 +161,12 @@ Plan plan_recursive(const Problem& p, const Policy& policy, const SearchOptions&
   plan.comm_bytes = total;
   auto prefix = prefix_bytes(p, plan.assignment, m, options.threads);
   if (!nondecreasing_steps(prefix)) {
-    // Steps with equal part counts commute (the same total on relabelled devices): put the
-    // cheapest first, as Tofu's Theorem 1 orders them, so the first cut can go across the slowest link.
-    order_steps(p, plan.assignment, options.threads);
+    // Put the cheapest steps first, as Tofu's Theorem 1 orders them, so that the first cut can go
+    // across the slowest link.
+    order_steps(p, plan.assignment, total, options.threads);
     prefix = prefix_bytes(p, plan.assignment, m, options.threads);
   }
+  TW_ASSERT(m == 0 || prefix.back() == total, "the searched total and the recount of the plan agree");
   int64_t before = 0;
   for (int64_t b : prefix) plan.step_bytes.push_back(b - before), before = b;
   return plan;

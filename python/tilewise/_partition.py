@@ -22,6 +22,7 @@ import difflib
 import html
 import json
 import math
+import numbers
 import operator
 import pathlib
 from collections.abc import Callable
@@ -149,10 +150,10 @@ def _lookup(graph: Graph, item, what: str):
         if not hint and what == "op" and graph._g.find_tensor(item) >= 0:
             hint = " (there is a tensor of that name: plan.tiling / plan.cuts take tensors)"
         raise UnknownNameError(f"no {what} named {item!r} in graph {graph.name!r}{hint}")
-    other = GOp if what == "tensor" else GTensor
-    if isinstance(item, other):
-        raise TypeError(f"expected a {what} (a name or a {cls.__name__}), got {item!r}")
-    raise TypeError(f"expected a {what} name or a {cls.__name__}, not {type(item).__name__}")
+    article = "a tensor" if what == "tensor" else "an op"
+    if isinstance(item, GOp if what == "tensor" else GTensor):
+        raise TypeError(f"expected {article} (a name or a {cls.__name__}), got {item!r}")
+    raise TypeError(f"expected {article} name or a {cls.__name__}, not {type(item).__name__}")
 
 
 def _strategy_dict(op: GOp, s, parts: int) -> dict:
@@ -211,7 +212,7 @@ class PlanCost:
         rows = sorted(self.per_op, key=lambda r: -r["bytes"])  # stable: graph order among ties
         if top is not None:
             rows = rows[:_check_int("top", top, minimum=0)]
-        return rows
+        return [dict(r, inputs=dict(r["inputs"])) for r in rows]  # copies: the cached figures stay intact
 
     def to_dict(self) -> dict:
         return {
@@ -238,7 +239,7 @@ def evaluate(graph: Graph, plan: Plan, *, threads: int | None = None) -> PlanCos
         raise TypeError(f"evaluate takes a tw.Graph, not {type(graph).__name__}")
     if not isinstance(plan, Plan):
         raise TypeError(f"evaluate takes a tw.Plan (from tw.partition or Plan.load), not {type(plan).__name__}")
-    threads = 0 if threads is None else _check_int("threads", threads, minimum=0)
+    threads = 0 if threads is None else _check_int("threads", threads, minimum=1, maximum=4096)
     if graph is not plan.graph:
         _check_graph(plan._graph_description(), graph)
     return PlanCost(graph, _core.evaluate_plan(graph._g, plan._core, threads))
@@ -532,8 +533,9 @@ class Plan:
                                     f"{', '.join(_KINDS)}; reducers: {', '.join(_REDUCERS)}")
                 if kind != "replicate":
                     if not 0 <= index < len(names) or names[index] != s["var"]:
-                        raise PlanError(f"op {node.name!r} splits variable {s['var']!r} (index {index}) in the plan, "
-                                        f"but its variables are {', '.join(names)}: the plan was made for another graph")
+                        raise PlanError(f"op {node.name!r} splits variable {s['var']!r} (index {index}) in the "
+                                        f"plan, but its variables are {', '.join(names)}: the plan was made for "
+                                        "another graph")
                 split.append((kind, index, reducer))
             splits.append(split)
         core = _core.Plan(data["algorithm"], int(data["devices"]), parts, tilings, splits,
@@ -554,8 +556,8 @@ def _check_graph(desc: dict, graph: Graph) -> None:
     for tid, (name, shape) in enumerate(tensors):
         node = g.tensor(tid)
         if node.name != name or tuple(node.shape) != tuple(shape):
-            raise PlanError(f"tensor {tid} is {name!r} {tuple(shape)} in the plan but {node.name!r} {tuple(node.shape)} "
-                            f"in graph {graph.name!r}: {made_for}")
+            raise PlanError(f"tensor {tid} is {name!r} {tuple(shape)} in the plan but {node.name!r} "
+                            f"{tuple(node.shape)} in graph {graph.name!r}: {made_for}")
     for oid, (name, var_names) in enumerate(desc["ops"] or ()):
         node = g.op(oid)
         if node.name != name or list(node.desc.var_names) != list(var_names):
@@ -610,7 +612,7 @@ def partition(graph: Graph, devices: int, algorithm: str = "tofu", *, time_limit
     if time_limit is None:
         limit = 0.0
     else:
-        if isinstance(time_limit, bool) or not isinstance(time_limit, (int, float)):
+        if isinstance(time_limit, bool) or not isinstance(time_limit, numbers.Real):
             raise TypeError(f"time_limit must be a number of seconds or None, not {type(time_limit).__name__}")
         if math.isnan(time_limit) or time_limit <= 0:
             raise PlanError(f"time_limit must be a positive number of seconds (or None for no limit), got {time_limit}")

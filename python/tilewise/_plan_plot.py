@@ -143,7 +143,7 @@ def render(plan, ax, ops) -> None:
         ax.text(x + _CELL_W / 2, -0.18, "\n".join(plan.strategies(op)) or "whole", ha="center", va="bottom",
                 fontsize=6.5, linespacing=1.1)
         ax.text(x + _CELL_W / 2, -0.22 - _LINE * max(len(plan.parts), 1), _fit(op.name, 24), ha="center",
-                va="bottom", fontsize=7, fontweight="bold")
+                va="bottom", fontsize=6.5, fontweight="bold")
         for row, tensor in enumerate((weight, data)):
             if tensor is not None:
                 _draw_tensor(ax, plan, tensor, x, row * _ROW_STEP, colors)
