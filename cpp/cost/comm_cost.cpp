@@ -27,6 +27,16 @@ bool contains(const Box& b, const std::vector<int64_t>& point) {
 
 }  // namespace
 
+OpView make_view(const tdl::OpDesc& desc, std::vector<Shape> input_shapes, Shape output_shape) {
+  OpView v;
+  v.desc = &desc;
+  v.extents = tdl::infer_extents(desc, input_shapes, output_shape);
+  v.input_shapes = std::move(input_shapes);
+  v.output_shape = std::move(output_shape);
+  v.sites = std::make_shared<const std::vector<tdl::AccessSite>>(tdl::collect_access_sites(desc.body));
+  return v;
+}
+
 std::vector<Box> device_tiles(const Shape& shape, const Tiling& cuts, const std::vector<int>& parts, int steps) {
   int64_t n = device_count(parts, steps);
   std::vector<Box> out;
@@ -41,7 +51,8 @@ std::vector<std::vector<Box>> device_reads(const OpView& op, const OpSplit& spli
   std::vector<std::vector<Box>> out(op.input_shapes.size());
   for (int64_t d = 0; d < n; ++d) {
     auto vars = var_ranges(op.extents, split, parts, device_coords(d, parts, steps));
-    auto regions = tdl::input_regions(*op.desc, vars, op.input_shapes);
+    auto regions = op.sites ? tdl::input_regions(*op.sites, vars, op.input_shapes)
+                            : tdl::input_regions(*op.desc, vars, op.input_shapes);
     for (size_t t = 0; t < regions.size(); ++t) out[t].push_back(std::move(regions[t]));
   }
   return out;
@@ -150,6 +161,22 @@ int64_t conversion_elements(const std::vector<Box>& computed, const std::vector<
   return total;
 }
 
+int64_t misplaced_elements(const std::vector<Box>& computed, const std::vector<Box>& tiles,
+                           std::vector<int64_t>* received) {
+  int64_t total = 0;
+  if (received) received->assign(tiles.size(), 0);
+  for (size_t d = 0; d < tiles.size(); ++d) {
+    int64_t moved = tiles[d].empty() ? 0 : tiles[d].volume() - intersect_volume(tiles[d], computed[d]);
+    total += moved;
+    if (received) (*received)[d] = moved;
+  }
+  return total;
+}
+
+bool outputs_are_disjoint(const OpSplit& split) {
+  return std::all_of(split.begin(), split.end(), [](const tdl::Strategy& s) { return s.kind == tdl::StrategyKind::kOutput; });
+}
+
 int64_t OpComm::total() const {
   int64_t t = output_elements;
   for (int64_t e : input_elements) t += e;
@@ -162,8 +189,11 @@ OpComm op_comm(const OpView& op, const OpSplit& split, const std::vector<Tiling>
   auto reads = device_reads(op, split, parts, steps);
   for (size_t t = 0; t < op.input_shapes.size(); ++t)
     c.input_elements.push_back(fetch_elements(reads[t], device_tiles(op.input_shapes[t], input_tilings[t], parts, steps)));
-  c.output_elements = conversion_elements(device_outputs(op, split, parts, steps), partial_classes(split, parts, steps),
-                                          device_tiles(op.output_shape, output_tiling, parts, steps));
+  auto computed = device_outputs(op, split, parts, steps);
+  auto tiles = device_tiles(op.output_shape, output_tiling, parts, steps);
+  c.output_elements = outputs_are_disjoint(split)
+                          ? misplaced_elements(computed, tiles)
+                          : conversion_elements(computed, partial_classes(split, parts, steps), tiles);
   return c;
 }
 

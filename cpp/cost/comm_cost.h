@@ -4,9 +4,11 @@
 // bytes for every planner, for `tw.evaluate`, and for what the runtime must move.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "cost/tiling.h"
+#include "tdl/access_sites.h"
 #include "tdl/op_desc.h"
 
 namespace tilewise::cost {
@@ -17,7 +19,12 @@ struct OpView {
   std::vector<Shape> input_shapes;
   Shape output_shape;
   std::vector<int64_t> extents;  ///< every variable's extent (tdl::infer_extents)
+  /// The description's access sites, collected once (filled by `make_view`; collected per call when null).
+  std::shared_ptr<const std::vector<tdl::AccessSite>> sites;
 };
+
+/// An op view with its access sites collected.
+OpView make_view(const tdl::OpDesc& desc, std::vector<Shape> input_shapes, Shape output_shape);
 
 /// Each device's tile of a tensor, devices numbered as in device_coords.
 std::vector<Box> device_tiles(const Shape& shape, const Tiling& cuts, const std::vector<int>& parts, int steps);
@@ -45,6 +52,14 @@ int64_t fetch_elements(const std::vector<Box>& reads, const std::vector<Box>& ti
 /// `received`, if given, gets the elements each device receives.
 int64_t conversion_elements(const std::vector<Box>& computed, const std::vector<int>& classes,
                             const std::vector<Box>& tiles, std::vector<int64_t>* received = nullptr);
+
+/// `conversion_elements` when every device computes final values of its own disjoint region (a
+/// split of output variables only): sum over d of |tiles_d \ computed_d|, in O(devices^2) box work.
+int64_t misplaced_elements(const std::vector<Box>& computed, const std::vector<Box>& tiles,
+                           std::vector<int64_t>* received = nullptr);
+
+/// True when `conversion_elements` may be replaced by `misplaced_elements` for this split.
+bool outputs_are_disjoint(const OpSplit& split);
 
 /// Elements one op moves, per input and for its output.
 struct OpComm {

@@ -53,7 +53,8 @@ MemoryEstimate estimate_memory(const graph::Graph& g, const std::vector<OpView>&
     const auto& out = g.tensor(op.output);
     auto out_tiles = device_tiles(out.shape, tilings[out.id], parts, steps);
     std::vector<int64_t> received;
-    conversion_elements(computed, classes, out_tiles, &received);
+    if (outputs_are_disjoint(splits[o])) misplaced_elements(computed, out_tiles, &received);
+    else conversion_elements(computed, classes, out_tiles, &received);
     bool partial = std::any_of(splits[o].begin(), splits[o].end(),
                                [](const tdl::Strategy& s) { return s.kind == tdl::StrategyKind::kReduce; });
     int64_t out_bpe = graph::dtype_size(out.dtype);

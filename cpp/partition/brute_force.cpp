@@ -81,8 +81,9 @@ Plan plan_brute_force(const Problem& p, const Policy& policy, const SearchOption
         if (table.empty()) table.assign(odom[oc].size() * cols, 0);
         for (size_t ci = 0; ci < cols; ++ci) {
           auto tiles = cost::device_tiles(g.tensor(t).shape, tdom[tc][ci], p.parts, m);
-          int64_t e = j + 1 < slots.size() ? cost::fetch_elements(reads[j], tiles)
-                                           : cost::conversion_elements(computed, classes, tiles);
+          int64_t e = j + 1 < slots.size()            ? cost::fetch_elements(reads[j], tiles)
+                      : cost::outputs_are_disjoint(split) ? cost::misplaced_elements(computed, tiles)
+                                                          : cost::conversion_elements(computed, classes, tiles);
           table[si * cols + ci] += e * p.bytes_per_element(t);
         }
       }

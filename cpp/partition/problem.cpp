@@ -60,12 +60,9 @@ Problem make_problem(const graph::Graph& g, const std::vector<int>& parts, const
   p.parts = parts;
   const int nt = static_cast<int>(g.tensors().size()), no = static_cast<int>(g.ops().size());
   for (const auto& op : g.ops()) {
-    cost::OpView v;
-    v.desc = op.desc.get();
-    for (int t : op.inputs) v.input_shapes.push_back(g.tensor(t).shape);
-    v.output_shape = g.tensor(op.output).shape;
-    v.extents = tdl::infer_extents(*op.desc, v.input_shapes, v.output_shape);
-    p.ops.push_back(std::move(v));
+    std::vector<cost::Shape> shapes;
+    for (int t : op.inputs) shapes.push_back(g.tensor(t).shape);
+    p.ops.push_back(cost::make_view(*op.desc, std::move(shapes), g.tensor(op.output).shape));
   }
   UnionFind tu(nt), ou(no);
   for (const auto& t : g.tensors())
@@ -293,6 +290,7 @@ StepProblem build_step(const Problem& p, const Policy& policy, const Assignment&
         auto reads = cost::device_reads(view, split, p.parts, steps);
         auto computed = cost::device_outputs(view, split, p.parts, steps);
         auto classes = cost::partial_classes(split, p.parts, steps);
+        const bool disjoint = cost::outputs_are_disjoint(split);
         for (size_t j = 0; j < slots_tensor.size(); ++j) {
           int t = slots_tensor[j];
           int tc = p.tensor_class[t];
@@ -302,7 +300,8 @@ StepProblem build_step(const Problem& p, const Policy& policy, const Assignment&
           int64_t bpe = p.bytes_per_element(t);
           for (int ci = 0; ci < nc; ++ci) {
             int64_t e = j + 1 < slots_tensor.size() ? cost::fetch_elements(reads[j], tiles[j][ci])
-                                                    : cost::conversion_elements(computed, classes, tiles[j][ci]);
+                        : disjoint                   ? cost::misplaced_elements(computed, tiles[j][ci])
+                                                     : cost::conversion_elements(computed, classes, tiles[j][ci]);
             table[static_cast<size_t>(si) * nc + ci] += e * bpe;
           }
         }

@@ -175,11 +175,16 @@ Interval<Affine> eval_symbolic(const IndexExpr& e, const std::vector<Interval<Af
 }
 
 std::vector<Box> input_regions(const OpDesc& op, const std::vector<Range>& vars, const std::vector<Shape>& shapes) {
+  return input_regions(collect_access_sites(op.body), vars, shapes);
+}
+
+std::vector<Box> input_regions(const std::vector<AccessSite>& sites, const std::vector<Range>& vars,
+                               const std::vector<Shape>& shapes) {
   std::vector<Box> regions;
   for (const auto& s : shapes) regions.push_back(Box::nothing(s.size()));
   // A worker with an empty iteration space reads nothing, whichever variable is empty.
   if (std::any_of(vars.begin(), vars.end(), [](const Range& r) { return r.empty(); })) return regions;
-  for (const auto& site : collect_access_sites(op.body)) {
+  for (const auto& site : sites) {
     const Shape& shape = shapes[site.tensor];
     Box box{std::vector<Range>(shape.size())};
     for (size_t d = 0; d < shape.size(); ++d) {

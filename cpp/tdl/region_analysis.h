@@ -6,6 +6,7 @@
 #include <optional>
 #include <vector>
 
+#include "tdl/access_sites.h"
 #include "tdl/affine.h"
 #include "tdl/interval.h"
 #include "tdl/op_desc.h"
@@ -25,6 +26,11 @@ Interval<Affine> eval_symbolic(const IndexExpr& e, const std::vector<Interval<Af
 /// Exact per dimension; conservative only when one variable indexes two dimensions of an
 /// access and clipping couples them (e.g. a diagonal read running off the tensor).
 std::vector<Box> input_regions(const OpDesc& op, const std::vector<Range>& vars, const std::vector<Shape>& shapes);
+
+/// The same with the op's access sites collected beforehand (collect_access_sites(op.body)): the
+/// planners ask for thousands of variable ranges per op.
+std::vector<Box> input_regions(const std::vector<AccessSite>& sites, const std::vector<Range>& vars,
+                               const std::vector<Shape>& shapes);
 
 /// A symbolic bound that is the min (for lo) or max (for hi) of several affine forms, one
 /// per access that could not be ordered symbolically.

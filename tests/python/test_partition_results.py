@@ -86,3 +86,13 @@ def test_spartan_greedy_is_sub_optimal_on_its_fig_3_3_program():
     transposes = [t for t in g.tensors if t.name.startswith("transpose")]
     best = _core.partition(g._g, 2, "brute_force")
     assert all(best.tilings[t.id] == [1] for t in transposes)
+
+
+def test_non_linear_graphs_are_searched_exactly():
+    """NASNet's coarsened graph is not linear (cells read the two previous cells): the step search
+    stays exact (variable elimination), paying in table size, and its figure is the recount's."""
+    g = tw.models.nasnet(cells=2, batch=2)
+    assert not tw.coarsen(g).is_linear
+    plan = tw.partition(g, devices=4, algorithm="tofu")
+    assert plan.largest_table > 0
+    assert tw.evaluate(g, plan).comm_bytes == plan.comm_bytes
