@@ -10,6 +10,7 @@ namespace tilewise::cost {
 namespace {
 
 int64_t intersect_volume(const Box& a, const Box& b) {
+  if (a.empty() || b.empty()) return 0;
   int64_t v = 1;
   for (size_t d = 0; d < a.dims.size(); ++d) {
     int64_t n = a.dims[d].intersect(b.dims[d]).size();
@@ -20,6 +21,7 @@ int64_t intersect_volume(const Box& a, const Box& b) {
 }
 
 bool contains(const Box& b, const std::vector<int64_t>& point) {
+  if (b.none) return false;
   for (size_t d = 0; d < point.size(); ++d)
     if (point[d] < b.dims[d].lo || point[d] > b.dims[d].hi) return false;
   return true;
@@ -64,9 +66,11 @@ std::vector<Box> device_outputs(const OpView& op, const OpSplit& split, const st
   out.reserve(n);
   for (int64_t d = 0; d < n; ++d) {
     auto vars = var_ranges(op.extents, split, parts, device_coords(d, parts, steps));
+    // A device with an empty share (of any variable, reduced ones too) computes nothing.
+    bool idle = std::any_of(vars.begin(), vars.end(), [](const Range& r) { return r.empty(); });
     Box b;
     for (int v : op.desc->output_vars) b.dims.push_back(vars[v]);
-    out.push_back(std::move(b));
+    out.push_back(idle ? Box::nothing(b.dims.size()) : std::move(b));
   }
   return out;
 }
@@ -94,10 +98,12 @@ int64_t fetch_elements(const std::vector<Box>& reads, const std::vector<Box>& ti
 }
 
 int64_t conversion_elements(const std::vector<Box>& computed, const std::vector<int>& classes,
-                            const std::vector<Box>& tiles, std::vector<int64_t>* received) {
+                            const std::vector<Box>& tiles, std::vector<int64_t>* received,
+                            std::vector<int64_t>* partials) {
   const size_t n = computed.size();
   TW_ASSERT(tiles.size() == n && classes.size() == n, "one computed region, class and tile per device");
   if (received) received->assign(n, 0);
+  if (partials) partials->assign(n, 0);
   if (n == 0) return 0;
   const size_t rank = tiles[0].dims.size();
   // Cells: the grid cut by every region's and tile's edges; membership is constant in a cell.
@@ -141,6 +147,7 @@ int64_t conversion_elements(const std::vector<Box>& computed, const std::vector<
       int64_t distinct = static_cast<int64_t>(seen_classes.size());
       int64_t moved = distinct - 1;
       if (received) (*received)[owner] += (distinct - 1) * volume;
+      if (partials) (*partials)[owner] += (distinct - 1) * volume;
       for (size_t d = 0; d < n; ++d) {
         if (static_cast<int>(d) == owner || !contains(tiles[d], point)) continue;
         bool has_final = distinct == 1 && contains(computed[d], point);

@@ -33,7 +33,8 @@ std::vector<Box> device_tiles(const Shape& shape, const Tiling& cuts, const std:
 std::vector<std::vector<Box>> device_reads(const OpView& op, const OpSplit& split, const std::vector<int>& parts,
                                            int steps);
 
-/// The output region each device computes (whole or partial values): [device].
+/// The output region each device computes (whole or partial values; empty when its share of any
+/// variable is empty): [device].
 std::vector<Box> device_outputs(const OpView& op, const OpSplit& split, const std::vector<int>& parts, int steps);
 
 /// Devices whose outputs are partial values of the same addends share a class: the mixed-radix
@@ -49,9 +50,11 @@ int64_t fetch_elements(const std::vector<Box>& reads, const std::vector<Box>& ti
 /// fetches the result, unless it computed the final value itself. Replicated computation of final
 /// values gives one class; a reduce-scatter into a partitioned tiling moves (k-1)/k of the output,
 /// an all-reduce into a replicated one 2(k-1) times it (as a ring all-reduce does).
-/// `received`, if given, gets the elements each device receives.
+/// `received`, if given, gets the elements each device receives; `partials`, the partial sums each
+/// owner receives in the reduction (what it must stage before combining).
 int64_t conversion_elements(const std::vector<Box>& computed, const std::vector<int>& classes,
-                            const std::vector<Box>& tiles, std::vector<int64_t>* received = nullptr);
+                            const std::vector<Box>& tiles, std::vector<int64_t>* received = nullptr,
+                            std::vector<int64_t>* partials = nullptr);
 
 /// `conversion_elements` when every device computes final values of its own disjoint region (a
 /// split of output variables only): sum over d of |tiles_d \ computed_d|, in O(devices^2) box work.

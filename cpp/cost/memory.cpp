@@ -6,6 +6,11 @@ namespace tilewise::cost {
 
 namespace {
 
+bool same_box(const Box& a, const Box& b) {
+  if (a.empty() || b.empty()) return a.empty() && b.empty();
+  return a.dims.size() == b.dims.size() && std::equal(a.dims.begin(), a.dims.end(), b.dims.begin());
+}
+
 bool lives_all_iteration(graph::Role r) {
   using graph::Role;
   return r == Role::kParameter || r == Role::kOptimizerState || r == Role::kConstant || r == Role::kInput ||
@@ -39,6 +44,7 @@ MemoryEstimate estimate_memory(const graph::Graph& g, const std::vector<OpView>&
     }
     int first = std::max(t.producer, 0), last = first;
     for (int c : t.consumers) last = std::max(last, c);
+    if (t.consumers.empty()) last = no - 1;  // a result (the loss): read after the iteration
     born_at[first].push_back(t.id);
     freed_after[last].push_back(t.id);
   }
@@ -52,9 +58,8 @@ MemoryEstimate estimate_memory(const graph::Graph& g, const std::vector<OpView>&
     auto classes = partial_classes(splits[o], parts, steps);
     const auto& out = g.tensor(op.output);
     auto out_tiles = device_tiles(out.shape, tilings[out.id], parts, steps);
-    std::vector<int64_t> received;
-    if (outputs_are_disjoint(splits[o])) misplaced_elements(computed, out_tiles, &received);
-    else conversion_elements(computed, classes, out_tiles, &received);
+    std::vector<int64_t> received, partials(n, 0);
+    if (!outputs_are_disjoint(splits[o])) conversion_elements(computed, classes, out_tiles, &received, &partials);
     bool partial = std::any_of(splits[o].begin(), splits[o].end(),
                                [](const tdl::Strategy& s) { return s.kind == tdl::StrategyKind::kReduce; });
     int64_t out_bpe = graph::dtype_size(out.dtype);
@@ -63,13 +68,13 @@ MemoryEstimate estimate_memory(const graph::Graph& g, const std::vector<OpView>&
       for (size_t j = 0; j < op.inputs.size(); ++j) {
         const auto& tin = g.tensor(op.inputs[j]);
         auto tile = tile_box(tin.shape, tilings[tin.id], parts, device_coords(d, parts, steps));
-        std::vector<Box> r{reads[j][d]}, tl{tile};
-        buffers += fetch_elements(r, tl) * graph::dtype_size(tin.dtype);
+        // A region that is exactly the tile is read in place; any other is assembled in a buffer.
+        if (!reads[j][d].empty() && !same_box(reads[j][d], tile))
+          buffers += reads[j][d].volume() * graph::dtype_size(tin.dtype);
       }
-      bool own_tile = !partial && computed[d].dims.size() == out_tiles[d].dims.size() &&
-                      std::equal(computed[d].dims.begin(), computed[d].dims.end(), out_tiles[d].dims.begin());
-      if (!own_tile) buffers += computed[d].volume() * out_bpe;
-      buffers += received[d] * out_bpe;
+      if (!computed[d].empty() && !(!partial && same_box(computed[d], out_tiles[d])))
+        buffers += computed[d].volume() * out_bpe;
+      buffers += partials[d] * out_bpe;
       int64_t now = live[d] + buffers;
       if (now > m.peak[d] || m.peak_op[d] < 0) m.peak[d] = std::max(m.peak[d], now), m.peak_op[d] = o;
     }

@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 
 #include "tdl/errors.h"
@@ -120,6 +121,20 @@ void dispatch(Reducer r, F&& f) {
   TW_ASSERT(false, "unknown reducer");
 }
 
+// "[1, 2, 7]" and "[0..1, 0..2, 3..5]", for messages.
+std::string str(const std::vector<int64_t>& v) {
+  std::string s = "[";
+  for (size_t d = 0; d < v.size(); ++d) s += (d ? ", " : "") + std::to_string(v[d]);
+  return s + "]";
+}
+std::string str(const Box& b) {
+  if (b.empty()) return "(nothing)";
+  std::string s = "[";
+  for (size_t d = 0; d < b.dims.size(); ++d)
+    s += (d ? ", " : "") + std::to_string(b.dims[d].lo) + ".." + std::to_string(b.dims[d].hi);
+  return s + "]";
+}
+
 // Loop values l with 0 <= base + c*l < extent, intersected into [lo, hi).
 inline void clip(int64_t base, int64_t c, int64_t extent, int64_t& lo, int64_t& hi) {
   if (c == 0) {
@@ -159,7 +174,7 @@ struct Batch {
 // variables, as the op_cost counts assume.
 class Evaluator {
  public:
-  Evaluator(const Program& p, const OpDesc& op, const std::vector<ArrayView>& inputs, OpaqueCache& cache)
+  Evaluator(const Program& p, const OpDesc& op, const std::vector<const double*>& inputs, OpaqueCache& cache)
       : p_(p),
         op_(op),
         inputs_(inputs),
@@ -191,13 +206,14 @@ class Evaluator {
       int64_t rem = unit / chunks, flat = 0;
       for (size_t d = ov.size(); d-- > 0;) {
         if (static_cast<int>(d) == pos) continue;
-        vars_[ov[d]] = rem % p_.extents[ov[d]];
+        const int64_t i = rem % p_.extents[ov[d]];
         rem /= p_.extents[ov[d]];
-        flat += vars_[ov[d]] * strides[d];
+        vars_[ov[d]] = p_.starts[ov[d]] + i;
+        flat += i * strides[d];
       }
       const int64_t start = unit % chunks * kLanes;
       const int64_t lanes = std::min(kLanes, n - start);
-      vars_[v] = start;
+      vars_[v] = p_.starts[v] + start;
       flat += start * strides[pos];
       batch_var_ = v;
       batch_lanes_ = lanes;
@@ -242,10 +258,95 @@ class Evaluator {
       const AccessDim& dim = p_.dims[d];
       int64_t i = dim.code < 0 ? eval_linear(p_, dim.constant, dim.term_begin, dim.term_end, vars_.data())
                                : eval_index(p_, dim.code, vars_.data());
-      if (i < 0 || i >= dim.extent) return 0.0;
+      if (i < 0 || i >= dim.extent) {
+        if (a.partial && !held_or_outside(a, vars_.data())) not_held(a, vars_.data());
+        return 0.0;
+      }
       off += i * dim.stride;
     }
-    return inputs_[a.tensor].data[off];
+    return inputs_[a.tensor][off];
+  }
+
+  // ---- reads outside a region held in part: they must be outside the tensor too
+
+  // An access dimension's index counted from the region's origin.
+  int64_t region_index(const AccessDim& dim, const int64_t* vars) const {
+    return dim.code < 0 ? eval_linear(p_, dim.constant, dim.term_begin, dim.term_end, vars)
+                        : eval_index(p_, dim.code, vars);
+  }
+
+  // Whether the element read for these variable values is held, or else outside the tensor (a 0).
+  [[gnu::cold, gnu::noinline]] bool held_or_outside(const AccessCode& a, const int64_t* vars) const {
+    bool in_tensor = true, held = true;
+    for (int d = a.dim_begin; d < a.dim_end; ++d) {
+      const AccessDim& dim = p_.dims[d];
+      const int64_t i = region_index(dim, vars) + dim.origin;
+      in_tensor = in_tensor && i >= 0 && i < dim.size;
+      held = held && i >= dim.origin && i - dim.origin < dim.extent;
+    }
+    return held || !in_tensor;
+  }
+
+  // For a batch read of an input held in part: throws if a lane reads an element inside the
+  // tensor but outside the region. Clipping the lanes to the tensor as to the region keeps the
+  // check per batch, not per lane, unless an index floor-divides the batch variable. Separate
+  // from batch_read, whose code stays that of reading a whole tensor.
+  [[gnu::noinline]] void check_lanes(const AccessCode& a) {
+    const int v = batch_var_;
+    // Lanes [lo, hi) read inside the region, [tlo, thi) inside the tensor, as far as the linear
+    // dimensions and those fixed along the batch variable tell.
+    int64_t lo = 0, hi = batch_lanes_, tlo = 0, thi = batch_lanes_;
+    for (int d = a.dim_begin; d < a.linear_end; ++d) {
+      const AccessDim& dim = p_.dims[d];
+      int64_t base = dim.constant, c = 0;
+      for (int t = dim.term_begin; t < dim.term_end; ++t) {
+        base += p_.terms[t].coeff * vars_[p_.terms[t].var];
+        if (p_.terms[t].var == v) c += p_.terms[t].coeff;
+      }
+      clip(base, c, dim.extent, lo, hi);
+      clip(base + dim.origin, c, dim.size, tlo, thi);
+    }
+    bool varying = false;
+    for (int d = a.linear_end; d < a.dim_end; ++d) {
+      const AccessDim& dim = p_.dims[d];
+      if (p_.index_codes[dim.code].deps & var_bit(v)) {
+        varying = true;
+        continue;
+      }
+      const int64_t i = eval_index(p_, dim.code, vars_.data());
+      if (i < 0 || i >= dim.extent) hi = lo;
+      if (i + dim.origin < 0 || i + dim.origin >= dim.size) thi = tlo;
+    }
+    if (tlo >= thi) return;
+    const int64_t v0 = vars_[v];
+    if (!varying) {
+      // The region lies within the tensor, so [lo, hi) lies within [tlo, thi).
+      if (lo < hi && lo <= tlo && thi <= hi) return;
+      vars_[v] = v0 + (lo >= hi || tlo < lo ? tlo : hi);
+      not_held(a, vars_.data());
+    }
+    for (int64_t l = tlo; l < thi; ++l) {
+      vars_[v] = v0 + l;
+      if (!held_or_outside(a, vars_.data())) not_held(a, vars_.data());
+    }
+    vars_[v] = v0;
+  }
+
+  // The regions come from the region analysis, which includes every element read: an element
+  // inside the tensor but outside its region means the caller's region (or the analysis) is
+  // wrong, and reading it as 0 would silently give a wrong result.
+  [[noreturn, gnu::cold, gnu::noinline]] void not_held(const AccessCode& a, const int64_t* vars) const {
+    std::vector<int64_t> idx(p_.shapes[a.tensor].size());
+    for (int d = a.dim_begin; d < a.dim_end; ++d) {
+      const AccessDim& dim = p_.dims[d];
+      if (dim.axis < static_cast<int>(idx.size())) idx[dim.axis] = region_index(dim, vars) + dim.origin;
+    }
+    const std::string& name = op_.inputs.at(a.tensor).name;
+    throw std::logic_error("op '" + op_.name + "': input '" + name + "' is read at " + name + str(idx) +
+                           ", inside its shape " + str(p_.shapes[a.tensor]) + " but outside the region held " +
+                           str(p_.regions[a.tensor]) +
+                           "; the region given must hold every element that the variables' ranges read "
+                           "(tdl::input_regions)");
   }
 
   // A reduction is recomputed only when a variable it depends on changed since its last
@@ -283,15 +384,18 @@ class Evaluator {
     // Own counters, not vars_: a variable listed twice is overwritten by the inner loop.
     int64_t* count = counters_.data() + r.counter_begin;
     const size_t level = r.batch_level;
-    for (size_t k = 0; k < m; ++k) vars_[r.vars[k]] = count[k] = 0;
+    for (size_t k = 0; k < m; ++k) {
+      count[k] = 0;
+      vars_[r.vars[k]] = p_.starts[r.vars[k]];
+    }
     const int inner = r.vars[level];
-    const int64_t n = p_.extents[inner];
+    const int64_t n = p_.extents[inner], first = p_.starts[inner];
     const size_t mark = top_;
     double* buf = alloc();
     while (true) {
       for (int64_t start = 0; start < n; start += kLanes) {
         const int64_t lanes = std::min(kLanes, n - start);
-        vars_[inner] = start;
+        vars_[inner] = first + start;
         batch_var_ = inner;
         batch_lanes_ = lanes;
         Batch b = batch(r.body, buf);
@@ -318,7 +422,7 @@ class Evaluator {
       count[k] = 0;
     }
     if (k == static_cast<size_t>(-1)) return false;
-    for (size_t j = k; j < levels; ++j) vars_[r.vars[j]] = count[j];
+    for (size_t j = k; j < levels; ++j) vars_[r.vars[j]] = p_.starts[r.vars[j]] + count[j];
     return true;
   }
 
@@ -348,30 +452,36 @@ class Evaluator {
   }
 
   // The argument slices for the current key: fixed dimensions at the key's indices (a fixed
-  // index outside the tensor gives zeros), the others whole.
+  // index outside the tensor gives zeros), the others whole. A slice must lie in the region held.
   std::vector<Array> gather(const OpaqueCode& o) const {
     std::vector<Array> args;
     size_t k = 0;
     for (const auto& a : o.slices) {
       const Shape& shape = p_.shapes[a.tensor];
+      const Box& region = p_.regions[a.tensor];
       const size_t rank = a.dims.size();
-      std::vector<int64_t> strides(rank, 1);
-      for (size_t d = rank; d-- > 1;) strides[d - 1] = strides[d] * shape[d];
+      std::vector<int64_t> held(rank, 0), strides(rank, 1);
+      for (size_t d = 0; d < rank; ++d) held[d] = region.empty() ? 0 : region.dims[d].size();
+      for (size_t d = rank; d-- > 1;) strides[d - 1] = strides[d] * held[d];
       Array arr;
       std::vector<int64_t> fixed(rank, 0);
-      bool inside = true;
+      bool inside = true, covered = !region.empty();
       for (size_t d = 0; d < rank; ++d) {
+        const Range whole{0, shape[d] - 1};
         if (a.dims[d] >= 0) {
           fixed[d] = key_[k++];
           if (fixed[d] < 0 || fixed[d] >= shape[d]) inside = false;
+          covered = covered && !region.empty() && region.dims[d].lo <= fixed[d] && fixed[d] <= region.dims[d].hi;
         } else {
           arr.shape.push_back(shape[d]);
+          covered = covered && region.dims[d].lo <= whole.lo && whole.hi <= region.dims[d].hi;
         }
       }
       int64_t total = 1;
       for (int64_t s : arr.shape) total *= s;
       arr.data.assign(total, 0.0);
-      const double* data = inputs_[a.tensor].data;
+      if (inside && total > 0 && !covered) not_held(o, a, fixed);
+      const double* data = inputs_[a.tensor];
       for (int64_t flat = 0; inside && flat < total; ++flat) {
         int64_t rem = flat, off = 0;
         for (size_t d = rank; d-- > 0;) {
@@ -380,13 +490,24 @@ class Evaluator {
             i = rem % shape[d];
             rem /= shape[d];
           }
-          off += i * strides[d];
+          off += (i - region.dims[d].lo) * strides[d];
         }
         arr.data[flat] = data[off];
       }
       args.push_back(std::move(arr));
     }
     return args;
+  }
+
+  // An opaque function's argument must be held whole: the interpreter passes it as one array.
+  [[noreturn, gnu::cold, gnu::noinline]] void not_held(const OpaqueCode& o, const SliceCode& a, const std::vector<int64_t>& fixed) const {
+    const std::string& name = op_.inputs.at(a.tensor).name;
+    std::string slice = name + "[";
+    for (size_t d = 0; d < a.dims.size(); ++d) slice += (d ? ", " : "") + (a.dims[d] >= 0 ? std::to_string(fixed[d]) : ":");
+    throw std::logic_error("op '" + op_.name + "': opaque function '" + op_.opaque_names.at(o.fn) + "' needs " + slice +
+                           "] of shape " + str(p_.shapes[a.tensor]) + ", but the region of '" + name + "' held is " +
+                           str(p_.regions[a.tensor]) +
+                           "; a region must hold every dimension an opaque function takes whole in full");
   }
 
   // ---- a batch of lanes: values batch_var_ = vars_[batch_var_] + l for l < batch_lanes_
@@ -407,7 +528,9 @@ class Evaluator {
     }
     switch (n.kind) {
       case ExprNode::kConst: dst[0] = n.value; return {dst, true};
-      case ExprNode::kAccess: return batch_read(n.aux, dst);
+      case ExprNode::kAccess:
+        if (p_.accesses[n.aux].partial) check_lanes(p_.accesses[n.aux]);
+        return batch_read(n.aux, dst);
       case ExprNode::kIndexValue: return batch_index(n.aux, dst);
       case ExprNode::kUnary: return batch_unary(n, dst);
       case ExprNode::kBinary: return batch_binary(n, dst);
@@ -430,12 +553,12 @@ class Evaluator {
     vars_[v] = v0;
   }
 
-  Batch batch_read(int id, double* dst) {
+  [[gnu::noinline]] Batch batch_read(int id, double* dst) {
     const AccessCode& a = p_.accesses[id];
-    const double* data = inputs_[a.tensor].data;
+    const double* data = inputs_[a.tensor];
     const int v = batch_var_;
     const int64_t lanes = batch_lanes_;
-    // Linear dimensions: element offset base + step*l, inside the tensor for l in [lo, hi).
+    // Linear dimensions: element offset base + step*l, inside the region held for l in [lo, hi).
     int64_t off = 0, step = 0, lo = 0, hi = lanes;
     for (int d = a.dim_begin; d < a.linear_end; ++d) {
       const AccessDim& dim = p_.dims[d];
@@ -633,7 +756,10 @@ class Evaluator {
     for (int v : r.vars)
       if (p_.extents[v] <= 0) return;
     int64_t* count = counters_.data() + r.counter_begin;
-    for (size_t k = 0; k < m; ++k) vars_[r.vars[k]] = count[k] = 0;
+    for (size_t k = 0; k < m; ++k) {
+      count[k] = 0;
+      vars_[r.vars[k]] = p_.starts[r.vars[k]];
+    }
     const size_t mark = top_;
     double* buf = alloc();
     do {
@@ -669,7 +795,7 @@ class Evaluator {
 
   const Program& p_;
   const OpDesc& op_;
-  const std::vector<ArrayView>& inputs_;
+  const std::vector<const double*>& inputs_;  // per input, the buffer of its held region
   OpaqueCache& cache_;
   std::vector<int64_t> vars_;
   std::vector<Memo> memo_;
@@ -686,23 +812,38 @@ class Evaluator {
 
 }  // namespace
 
-void interpret(const OpDesc& op, const std::vector<ArrayView>& inputs, const std::vector<int64_t>& extents, double* out,
-               const OpaqueCall& opaque, int threads) {
+void interpret_region(const OpDesc& op, const std::vector<RegionView>& inputs, const std::vector<int64_t>& extents,
+                      const std::vector<Range>& ranges, double* out, const OpaqueCall& opaque, int threads) {
+  if (ranges.size() != op.vars.size() || extents.size() != op.vars.size())
+    throw ShapeError("op '" + op.name + "': " + std::to_string(ranges.size()) + " ranges and " +
+                     std::to_string(extents.size()) + " extents given for " + std::to_string(op.vars.size()) +
+                     " variables");
+  for (size_t v = 0; v < ranges.size(); ++v)
+    if (!ranges[v].empty() && (ranges[v].lo < 0 || ranges[v].hi >= extents[v]))
+      throw ShapeError("op '" + op.name + "': variable '" + op.vars[v].name + "' is given the range [" +
+                       std::to_string(ranges[v].lo) + ", " + std::to_string(ranges[v].hi) + "] outside its extent [0, " +
+                       std::to_string(extents[v] - 1) + "]");
   int64_t total = 1;
-  for (int v : op.output_vars) total *= extents[v];
+  for (int v : op.output_vars) total *= ranges[v].size();
   if (total == 0) return;
   std::vector<Shape> shapes;
-  for (const auto& in : inputs) shapes.push_back(in.shape);
-  const Program program = compile_program(op, shapes, extents);
+  std::vector<Box> regions;
+  std::vector<const double*> data;
+  for (const auto& in : inputs) {
+    shapes.push_back(in.shape);
+    regions.push_back(in.region);
+    data.push_back(in.data);
+  }
+  const Program program = compile_program(op, shapes, ranges, regions);
   // Work units: batches of the output along the batch variable.
   int64_t units = 1;
   if (!op.output_vars.empty()) {
-    const int64_t n = extents[op.output_vars[program.output_batch_var]];
+    const int64_t n = program.extents[op.output_vars[program.output_batch_var]];
     units = total / n * ((n + kLanes - 1) / kLanes);
   }
   OpaqueCache cache(opaque);
   auto work = [&](int64_t begin, int64_t end) {
-    Evaluator ev(program, op, inputs, cache);
+    Evaluator ev(program, op, data, cache);
     ev.run(begin, end, out);
   };
   threads = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>({threads, total / 1024, units})));
@@ -723,6 +864,19 @@ void interpret(const OpDesc& op, const std::vector<ArrayView>& inputs, const std
   for (auto& th : pool) th.join();
   for (auto& e : errors)
     if (e) std::rethrow_exception(e);
+}
+
+void interpret(const OpDesc& op, const std::vector<ArrayView>& inputs, const std::vector<int64_t>& extents, double* out,
+               const OpaqueCall& opaque, int threads) {
+  std::vector<RegionView> whole;
+  for (const auto& in : inputs) {
+    Box all;
+    for (int64_t n : in.shape) all.dims.push_back({0, n - 1});
+    whole.push_back({in.data, std::move(all), in.shape});
+  }
+  std::vector<Range> ranges;
+  for (int64_t e : extents) ranges.push_back({0, e - 1});
+  interpret_region(op, whole, extents, ranges, out, opaque, threads);
 }
 
 }  // namespace tilewise::tdl

@@ -29,9 +29,10 @@ struct Range {
 /// One Range per dimension; empty when any dimension is empty.
 struct Box {
   std::vector<Range> dims;
-  static Box nothing(size_t rank) { return Box{std::vector<Range>(rank, Range::nothing())}; }
+  bool none = false;  ///< explicitly empty: the only way a rank-0 box (one element) can be empty
+  static Box nothing(size_t rank) { return Box{std::vector<Range>(rank, Range::nothing()), true}; }
   bool empty() const {
-    return std::any_of(dims.begin(), dims.end(), [](const Range& r) { return r.empty(); });
+    return none || std::any_of(dims.begin(), dims.end(), [](const Range& r) { return r.empty(); });
   }
   /// Bounding box of both (an empty box contributes nothing).
   Box include(const Box& o) const {
@@ -42,6 +43,7 @@ struct Box {
     return r;
   }
   int64_t volume() const {
+    if (none) return 0;
     int64_t v = 1;
     for (const auto& r : dims) v *= r.size();
     return v;

@@ -1,6 +1,7 @@
 #include "tdl/program.h"
 
 #include <algorithm>
+#include <string>
 #include <unordered_map>
 #include <utility>
 
@@ -13,20 +14,27 @@ namespace {
 
 class Compiler {
  public:
-  Compiler(const OpDesc& op, const std::vector<Shape>& shapes, const std::vector<int64_t>& extents)
+  Compiler(const OpDesc& op, const std::vector<Shape>& shapes, const std::vector<Range>& ranges,
+           const std::vector<Box>& regions)
       : op_(op), free_vars_(reduce_free_vars(op.body)) {
-    TW_ASSERT(extents.size() == op.vars.size(), "one extent per variable");
+    TW_ASSERT(ranges.size() == op.vars.size(), "one range per variable");
+    TW_ASSERT(regions.size() == shapes.size(), "one region per input");
     p_.shapes = shapes;
-    p_.extents = extents;
+    p_.regions = regions;
+    for (const Range& r : ranges) {
+      p_.starts.push_back(r.empty() ? 0 : r.lo);
+      p_.extents.push_back(r.size());
+    }
     p_.output_vars = op.output_vars;
     int64_t longest = 0;
-    for (int v : op.output_vars) longest = std::max(longest, extents[v]);
+    for (int v : op.output_vars) longest = std::max(longest, p_.extents[v]);
     const int64_t enough = std::min<int64_t>(longest, 64);
     for (size_t d = op.output_vars.size(); d-- > 0;)
-      if (extents[op.output_vars[d]] >= enough) {
+      if (p_.extents[op.output_vars[d]] >= enough) {
         p_.output_batch_var = static_cast<int>(d);
         break;
       }
+    for (size_t t = 0; t < shapes.size(); ++t) layouts_.push_back(layout(static_cast<int>(t)));
   }
 
   Program run() {
@@ -35,6 +43,42 @@ class Compiler {
   }
 
  private:
+  // How an input's buffer holds its region: per dimension the first index held, the number held
+  // and the row-major stride.
+  struct Layout {
+    std::vector<int64_t> origin, held, strides;
+    bool partial = false;
+  };
+
+  Layout layout(int t) const {
+    const Shape& shape = p_.shapes[t];
+    const Box& region = p_.regions[t];
+    const std::string name = t < static_cast<int>(op_.inputs.size()) ? op_.inputs[t].name : std::to_string(t);
+    if (region.dims.size() != shape.size())
+      throw ShapeError("op '" + op_.name + "': the region given for input '" + name + "' has " +
+                       std::to_string(region.dims.size()) + " dimensions but the tensor has " +
+                       std::to_string(shape.size()));
+    const size_t rank = shape.size();
+    Layout l{std::vector<int64_t>(rank, 0), std::vector<int64_t>(rank, 0), std::vector<int64_t>(rank, 1), false};
+    const bool none = region.empty();
+    int64_t held_volume = 1, volume = 1;
+    for (size_t d = 0; d < rank; ++d) {
+      const Range& r = region.dims[d];
+      if (!none && (r.lo < 0 || r.hi >= shape[d]))
+        throw ShapeError("op '" + op_.name + "': the region given for input '" + name + "' holds [" +
+                         std::to_string(r.lo) + ", " + std::to_string(r.hi) + "] in dimension " + std::to_string(d) +
+                         ", outside the tensor's [0, " + std::to_string(shape[d] - 1) + "]");
+      l.origin[d] = none ? 0 : r.lo;
+      l.held[d] = none ? 0 : r.size();
+      held_volume *= l.held[d];
+      volume *= shape[d];
+    }
+    if (none) held_volume = 0;  // also for a rank-0 tensor, whose one element is then not held
+    for (size_t d = rank; d-- > 1;) l.strides[d - 1] = l.strides[d] * l.held[d];
+    l.partial = held_volume != volume;  // the region lies within the tensor: equal sizes, equal boxes
+    return l;
+  }
+
   // Terms of a linear form, tensor extents folded into the constant.
   VarMask linear(const LinearForm& f, int64_t& constant, int& begin, int& end) {
     VarMask deps = 0;
@@ -74,26 +118,53 @@ class Compiler {
     return static_cast<int>(p_.index_codes.size()) - 1;
   }
 
+  // code + k, as a new root.
+  int shift(int code, int64_t k) {
+    IndexCode leaf;
+    leaf.constant = k;
+    leaf.term_begin = leaf.term_end = static_cast<int>(p_.terms.size());
+    p_.index_codes.push_back(leaf);
+    IndexCode sum;
+    sum.kind = IndexNode::kAdd;
+    sum.a = code;
+    sum.b = static_cast<int>(p_.index_codes.size()) - 1;
+    sum.deps = p_.index_codes[code].deps;
+    p_.index_codes.push_back(sum);
+    return static_cast<int>(p_.index_codes.size()) - 1;
+  }
+
   int access(const ExprNode& n) {
     AccessCode a;
     a.tensor = n.tensor;
     const Shape& shape = p_.shapes.at(n.tensor);
     TW_ASSERT(shape.size() == n.indices.size(), "access rank matches the input");
-    std::vector<int64_t> strides(shape.size(), 1);
-    for (size_t d = shape.size(); d-- > 1;) strides[d - 1] = strides[d] * shape[d];
+    const Layout& l = layouts_[n.tensor];
+    a.partial = l.partial;
     std::vector<AccessDim> linear_dims, other_dims;
     for (size_t d = 0; d < n.indices.size(); ++d) {
       AccessDim dim;
-      dim.extent = shape[d];
-      dim.stride = strides[d];
+      dim.extent = l.held[d];
+      dim.stride = l.strides[d];
+      dim.origin = l.origin[d];
+      dim.size = shape[d];
+      dim.axis = static_cast<int>(d);
       if (is_linear(n.indices[d])) {
         a.deps |= linear(n.indices[d]->linear, dim.constant, dim.term_begin, dim.term_end);
+        dim.constant -= dim.origin;
         linear_dims.push_back(dim);
       } else {
         dim.code = index(n.indices[d]);
         a.deps |= p_.index_codes[dim.code].deps;
+        if (dim.origin != 0) dim.code = shift(dim.code, -dim.origin);
         other_dims.push_back(dim);
       }
+    }
+    if (shape.empty() && l.partial) {
+      // A scalar input held nowhere: a dimension of which nothing is held makes reading it go
+      // through the check for reads outside the region, which then names it.
+      AccessDim dim;
+      dim.size = 1;
+      linear_dims.push_back(dim);
     }
     a.dim_begin = static_cast<int>(p_.dims.size());
     p_.dims.insert(p_.dims.end(), linear_dims.begin(), linear_dims.end());
@@ -193,13 +264,27 @@ class Compiler {
   const OpDesc& op_;
   std::unordered_map<const ExprNode*, std::vector<int>> free_vars_;
   Program p_;
+  std::vector<Layout> layouts_;  // per input
   std::unordered_map<const ExprNode*, int> ids_;
 };
 
 }  // namespace
 
 Program compile_program(const OpDesc& op, const std::vector<Shape>& shapes, const std::vector<int64_t>& extents) {
-  return Compiler(op, shapes, extents).run();
+  std::vector<Range> ranges;
+  for (int64_t e : extents) ranges.push_back({0, e - 1});
+  std::vector<Box> regions;
+  for (const Shape& s : shapes) {
+    Box whole;
+    for (int64_t n : s) whole.dims.push_back({0, n - 1});
+    regions.push_back(std::move(whole));
+  }
+  return Compiler(op, shapes, ranges, regions).run();
+}
+
+Program compile_program(const OpDesc& op, const std::vector<Shape>& shapes, const std::vector<Range>& ranges,
+                        const std::vector<Box>& regions) {
+  return Compiler(op, shapes, ranges, regions).run();
 }
 
 }  // namespace tilewise::tdl

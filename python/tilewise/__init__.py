@@ -22,6 +22,7 @@ from ._from_torch._api import from_torch  # noqa: E402,F401
 from ._graph import GOp, Graph, GTensor  # noqa: E402
 from ._partition import Cut, Plan, PlanCost, PlanError, SearchTimeout, SearchTooLarge, evaluate, partition  # noqa: E402
 from ._reference import run_reference  # noqa: E402
+from ._runtime import ExecStats, Executable, OutOfMemory, compile  # noqa: E402, A004
 from ._tdl_op import Op, Strategy, op  # noqa: E402
 from ._tdl_trace import (  # noqa: E402
     Max,
@@ -47,6 +48,10 @@ from ._trace import placeholder, trace  # noqa: E402
 __version__ = "0.1.0"
 
 __all__ = [
+    "compile",
+    "Executable",
+    "ExecStats",
+    "OutOfMemory",
     "CoarseGraph", "Cut", "GOp", "GTensor", "Graph", "GraphError", "Max", "Min", "Op", "Plan", "PlanCost",
     "PlanError", "Prod", "SearchTimeout", "SearchTooLarge", "ShapeError", "Strategy", "Sum", "TDLError", "abs",
     "build_info", "coarsen", "compute", "erf", "evaluate", "exp", "from_torch", "grad", "index_value", "log", "max",

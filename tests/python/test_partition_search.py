@@ -110,7 +110,8 @@ def oracle_bytes(graph, plan):
         # Output conversion: owner reduces one partial per other class, then serves the holders.
         out = op.output
         out_vars = names[:2] if op.type in ACCESS else names
-        computed = [_elements([ranges[d][v] for v in out_vars]) for d in range(n)]
+        idle = [any(lo > hi for lo, hi in ranges[d].values()) for d in range(n)]
+        computed = [set() if idle[d] else _elements([ranges[d][v] for v in out_vars]) for d in range(n)]
         holds = [_elements(_tile(out.shape, plan.tilings[out.id], parts, _coords(d, parts))) for d in range(n)]
         for e in _elements([(0, s - 1) for s in out.shape]):
             computers = [d for d in range(n) if e in computed[d]]

@@ -22,6 +22,7 @@
 #if TILEWISE_BLAS_OPENBLAS
 // Declared here as well because a system cblas.h need not be OpenBLAS's own.
 extern "C" int TILEWISE_OPENBLAS(get_num_threads)(void);
+extern "C" void TILEWISE_OPENBLAS(set_num_threads)(int);
 #endif
 
 namespace tilewise::kernels {
@@ -98,6 +99,14 @@ int blas_threads() {
   return std::max(1, TILEWISE_OPENBLAS(get_num_threads)());
 #else
   return 1;
+#endif
+}
+
+void set_blas_threads(int threads) {
+#if TILEWISE_BLAS_OPENBLAS
+  TILEWISE_OPENBLAS(set_num_threads)(std::max(1, threads));
+#else
+  (void)threads;
 #endif
 }
 

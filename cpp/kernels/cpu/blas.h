@@ -33,4 +33,8 @@ std::string blas_name();
 /// Threads the BLAS uses for one call (OpenBLAS: its pool size); 1 when it does not say.
 int blas_threads();
 
+/// Sets the BLAS's threads per call (OpenBLAS only; elsewhere a no-op). The runtime gives each of
+/// several device workers one thread so that devices, not the BLAS, share the cores.
+void set_blas_threads(int threads);
+
 }  // namespace tilewise::kernels

@@ -1,0 +1,26 @@
+// Strided copies between row-major buffers that hold boxes of one tensor: how fetched regions are
+// assembled in place (Tofu §6 MultiFetch), partial sums accumulated and tiles scattered/gathered.
+#pragma once
+#include "tdl/expr.h"
+#include "tdl/interval.h"
+
+namespace tilewise::exec {
+
+using tdl::Box;
+using tdl::Range;
+
+/// dst[what] = src[what]: `src` holds `src_box`, `dst` holds `dst_box` (row-major, global
+/// coordinates); `what` must lie inside both. A rank-0 box is one element.
+void copy_box(const float* src, const Box& src_box, float* dst, const Box& dst_box, const Box& what);
+
+/// dst[what] = reducer(dst[what], src[what]) (Sum adds; Max, Min, Prod likewise), same conventions.
+void combine_box(const float* src, const Box& src_box, float* dst, const Box& dst_box, const Box& what,
+                 tdl::Reducer reducer);
+
+/// Box intersection (empty when they do not meet).
+Box intersect(const Box& a, const Box& b);
+
+/// Whether `inner` lies inside `outer` (an empty box lies inside anything).
+bool inside(const Box& inner, const Box& outer);
+
+}  // namespace tilewise::exec

@@ -1,0 +1,61 @@
+// Lowering (Tofu §6, SoyBean §5.2): a graph and a partition plan become, for every op and every
+// device, the regions to assemble, the work to run and the transfers that convert its output to
+// the output tiling. Every remote element listed here is one the cost model (cpp/cost) counts, so
+// the bytes the runtime moves equal plan.comm_bytes by construction; tests check it anyway.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "graph/graph.h"
+#include "partition/plan.h"
+#include "tdl/expr.h"
+#include "tdl/interval.h"
+
+namespace tilewise::exec {
+
+using tdl::Box;
+using tdl::Range;
+
+/// A box of a tensor a device copies from `src`'s buffer (src == the device itself: a local copy).
+struct Transfer {
+  int src = -1;
+  Box what;
+};
+
+/// How a device gets one input of an op.
+struct SlotPlan {
+  Box region;                   ///< what the device's share reads (empty: nothing)
+  bool use_tile = false;        ///< region == the device's own tile: read the tile in place
+  std::vector<Transfer> parts;  ///< otherwise: the cells assembling `region`, local or fetched
+};
+
+/// One device's share of one op.
+struct DeviceOp {
+  bool active = false;              ///< its iteration space is non-empty
+  std::vector<Range> vars;          ///< every variable's range
+  std::vector<SlotPlan> slots;      ///< per input
+  Box computed;                     ///< output region it computes (final values or partial sums)
+  bool direct = false;              ///< computed == its output tile, final values: write the tile in place
+  Box tile;                         ///< its tile of the output
+  std::vector<Transfer> reduce_in;  ///< as owner: partials to combine into its computed buffer
+  std::vector<Transfer> result_in;  ///< cells of its tile to copy from a computed buffer (own or the owner's)
+};
+
+struct OpPlan {
+  int op = -1;
+  std::vector<int64_t> extents;               ///< every variable's full extent
+  tdl::Reducer reducer = tdl::Reducer::kSum;  ///< combines partials of reduce steps
+  std::vector<DeviceOp> devices;
+};
+
+struct Lowered {
+  std::vector<int> parts;
+  int devices = 1;
+  std::vector<std::vector<Box>> tiles;  ///< [tensor][device]
+  std::vector<OpPlan> ops;              ///< in graph order
+};
+
+/// Lowers `plan` for `g`. Throws partition::PlanError when the plan does not fit the graph.
+Lowered lower(const graph::Graph& g, const partition::Plan& plan);
+
+}  // namespace tilewise::exec

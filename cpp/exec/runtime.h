@@ -1,0 +1,68 @@
+// The CPU runtime: one worker thread per device, each with its own arena, running the lowered
+// plan op by op in lockstep (assemble inputs | compute | reduce partials | distribute results,
+// with a barrier between phases, so buffers are reused exactly as the cost model assumes).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "exec/arena.h"
+#include "exec/communicator.h"
+#include "exec/lowering.h"
+#include "graph/graph.h"
+#include "partition/plan.h"
+
+namespace tilewise::exec {
+
+/// What a step measured.
+struct RunStats {
+  int64_t bytes_moved = 0;                 ///< all devices, last step
+  std::vector<int64_t> bytes_received;     ///< per device, last step
+  std::vector<int64_t> peak_bytes;         ///< per device, over the last step (resident tensors included)
+  std::vector<double> op_seconds;          ///< per op, last step (wall time of the op's four phases)
+  std::vector<char> op_native;             ///< per op: 1 = native kernel on every active device, 0 = interpreter
+  double step_seconds = 0;                 ///< last step
+  int steps = 0;
+};
+
+class Executable {
+ public:
+  /// Lowers `plan` for `g` and allocates the tensors that live all iteration. capacity 0 = unlimited;
+  /// threads: per-device interpreter threads (the BLAS gets one thread per device when there are
+  /// several devices). Throws partition::PlanError for a plan of another graph, OutOfMemory.
+  /// `keep`: tensors to hold after a step for reading (the loss, the model's output), besides the
+  /// results no op reads.
+  Executable(const graph::Graph& g, const partition::Plan& plan, int64_t capacity_per_device,
+             const std::vector<int>& keep = {});
+  ~Executable();
+  Executable(const Executable&) = delete;
+  Executable& operator=(const Executable&) = delete;
+
+  /// Scatters a full float32 array (row-major, the tensor's shape) into the devices' tiles. Only
+  /// tensors that live all iteration (inputs, labels, parameters, optimizer state, constants).
+  void set_tensor(int tensor, const float* data);
+  /// Gathers a tensor from the devices' tiles (resident tensors, or any tensor kept after a step).
+  std::vector<float> get_tensor(int tensor) const;
+  /// Runs one iteration; optimizer updates are written in place of the tensors they update.
+  void step();
+  const RunStats& stats() const { return stats_; }
+  int devices() const { return low_.devices; }
+
+ private:
+  struct Worker;
+  void run_device(int d);
+  const graph::Graph& g_;
+  Lowered low_;
+  std::vector<std::unique_ptr<Arena>> arenas_;
+  std::unique_ptr<Communicator> comm_;
+  std::vector<std::vector<float*>> tiles_;  ///< [tensor][device], null when not allocated
+  std::vector<int> storage_of_;             ///< a tensor whose tiles are another's (in-place updates)
+  std::vector<int> last_use_;               ///< op after which a tensor's tiles are freed (-1: resident)
+  std::vector<int> keep_;                   ///< results kept after the step (no consumers)
+  RunStats stats_;
+  struct Shared;
+  std::unique_ptr<Shared> shared_;
+};
+
+}  // namespace tilewise::exec

@@ -1,0 +1,409 @@
+// Reductions, batch normalisation, pooling and losses. Sums accumulate in double, as the TDL
+// interpreter does, so a long reduction (a batch-norm channel, a loss) matches it to float
+// rounding. Nested reductions (the statistics inside batch norm, the softmax inside a loss) must
+// cover their full extent; a restricted top-level reduction variable gives the partial result.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "kernels/cpu/tile_kernel_util.h"
+
+namespace tilewise::kernels::tile {
+namespace {
+
+/// A rank-4 input's region addressed by full-tensor coordinates.
+struct View4 {
+  const float* data = nullptr;
+  int64_t lo[4] = {0, 0, 0, 0};
+  int64_t st[4] = {0, 0, 0, 1};
+  const float* at(int64_t a, int64_t b, int64_t c, int64_t d) const {
+    return data + (a - lo[0]) * st[0] + (b - lo[1]) * st[1] + (c - lo[2]) * st[2] + (d - lo[3]) * st[3];
+  }
+};
+
+// A rank-4 input holding the box; false (decline) otherwise.
+bool view4(const TileIn& in, const std::vector<Span>& box, View4* v) {
+  if (in.shape.size() != 4 || !holds(in, box)) return false;
+  std::vector<int64_t> rs = region_strides(in);
+  v->data = in.data;
+  for (int d = 0; d < 4; ++d) {
+    v->lo[d] = in.region[d].lo;
+    v->st[d] = rs[d];
+  }
+  return true;
+}
+
+Span all(int64_t n) { return {0, n - 1}; }
+
+// Calls f(row, len) for the rows (over w) of channel c of a rank-4 view restricted to n x h x w.
+template <class F>
+void rows_of_channel(const View4& v, Span n, int64_t c, Span h, Span w, F&& f) {
+  for (int64_t a = n.lo; a <= n.hi; ++a) {
+    for (int64_t y = h.lo; y <= h.hi; ++y) f(v.at(a, c, y, w.lo), w.size());
+  }
+}
+
+/// Batch-norm statistics of one channel over the full (n, h, w): the TDL's E[x] and E[x^2] - E[x]^2.
+struct Stats {
+  double mean = 0, rstd = 0;
+};
+
+Stats channel_stats(const View4& x, const std::vector<int64_t>& shape, int64_t c, double eps) {
+  double s = 0, s2 = 0;
+  rows_of_channel(x, all(shape[0]), c, all(shape[2]), all(shape[3]), [&](const float* row, int64_t len) {
+    for (int64_t t = 0; t < len; ++t) {
+      double v = row[t];
+      s += v;
+      s2 += v * v;
+    }
+  });
+  const double count = static_cast<double>(shape[0] * shape[2] * shape[3]);
+  Stats st;
+  st.mean = s / count;
+  st.rstd = 1.0 / std::sqrt(s2 / count - st.mean * st.mean + eps);
+  return st;
+}
+
+// Variables from `first` on are nested reductions: they must span their extents.
+bool nested_full(const TileCall& call, int first) {
+  return full_range(call, first, static_cast<int>(call.vars.size()));
+}
+
+bool outputs_first(const TileCall& call, int count) {
+  if (static_cast<int>(call.output_vars.size()) != count) return false;
+  for (int p = 0; p < count; ++p) {
+    if (call.output_vars[p] != p) return false;
+  }
+  return true;
+}
+
+// The box every variable in `dim_vars` spans, each clipped to nothing beyond the tensor.
+bool in_tensor(const TileIn& in, const std::vector<Span>& box) {
+  for (size_t d = 0; d < box.size(); ++d) {
+    if (box[d].hi >= in.shape[d]) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------------------------- sum_axes
+
+// lambda i..: Sum(r..: x[..]) with the kept axes read by i0.. and the summed ones by r0.., each in
+// axis order. Accumulates the input block row by row into a double buffer.
+bool sum_axes(const TileCall& call, const Attrs& attrs) {
+  if (call.inputs.size() != 1) return false;
+  const TileIn& in = call.inputs[0];
+  const int nd = static_cast<int>(in.shape.size());
+  std::vector<bool> reduced(nd, false);
+  for (int64_t a : attrs.ints("axes")) {
+    if (a < -nd || a >= nd) return false;
+    reduced[a < 0 ? a + nd : a] = true;
+  }
+  if (!attrs.ok() || static_cast<int>(call.vars.size()) != nd) return false;
+  const int kept = static_cast<int>(std::count(reduced.begin(), reduced.end(), false));
+  if (kept == nd || !outputs_first(call, kept)) return false;
+  // dim_var[d]: the variable reading axis d (kept axes first in the variable list).
+  std::vector<int> dim_var(nd);
+  for (int d = 0, ki = 0, ri = kept; d < nd; ++d) dim_var[d] = reduced[d] ? ri++ : ki++;
+  std::vector<Span> box = box_of(call, dim_var);
+  if (!in_tensor(in, box) || !holds(in, box)) return false;
+
+  std::vector<int64_t> rs = region_strides(in), os = output_strides(call), corner(nd);
+  for (int d = 0; d < nd; ++d) corner[d] = box[d].lo;
+  std::vector<double> acc(static_cast<size_t>(output_size(call)), 0.0);
+  const float* base = element(in, corner);
+  const int64_t len = box[nd - 1].size(), ostep = os[dim_var[nd - 1]];
+  std::vector<int64_t> idx(nd, 0);
+  int64_t xo = 0, oo = 0;
+  while (true) {
+    const float* row = base + xo;
+    if (ostep == 0) {
+      double s = 0;
+      for (int64_t t = 0; t < len; ++t) s += row[t];
+      acc[oo] += s;
+    } else {
+      double* a = acc.data() + oo;
+      for (int64_t t = 0; t < len; ++t) a[t] += row[t];
+    }
+    int d = nd - 1;
+    while (true) {
+      if (--d < 0) {
+        for (size_t t = 0; t < acc.size(); ++t) call.out[t] = static_cast<float>(acc[t]);
+        return true;
+      }
+      const int64_t o = os[dim_var[d]];
+      if (++idx[d] < box[d].size()) {
+        xo += rs[d];
+        oo += o;
+        break;
+      }
+      xo -= rs[d] * (box[d].size() - 1);
+      oo -= o * (box[d].size() - 1);
+      idx[d] = 0;
+    }
+  }
+}
+
+// ----------------------------------------------------------------------------------- max_pool2d
+
+// lambda b, c, y, xx: Max(i, j: x[b, c, s y + i - p, s xx + j - p]), padded positions -inf (when
+// padding > 0; with no padding the description reads x directly, where outside reads are 0).
+bool max_pool2d(const TileCall& call, const Attrs& attrs) {
+  const int64_t k = attrs.integer("kernel", 2), s = attrs.integer("stride", 2), p = attrs.integer("padding", 0);
+  if (!attrs.ok() || k < 1 || s < 1 || p < 0 || call.inputs.size() != 1) return false;
+  if (!vars_are(call, {"b", "c", "y", "xx", "i", "j"}) || !outputs_first(call, 4)) return false;
+  if (call.extents[4] != k || call.extents[5] != k) return false;
+  const Span b = call.vars[0], c = call.vars[1], y = call.vars[2], x = call.vars[3], i = call.vars[4],
+             j = call.vars[5];
+  const TileIn& in = call.inputs[0];
+  if (in.shape.size() != 4) return false;
+  const Window win{s, p, 1};
+  View4 v;
+  if (!view4(in, {b, c, win.reads(y, i, in.shape[2]), win.reads(x, j, in.shape[3])}, &v)) return false;
+  const int64_t H = in.shape[2], W = in.shape[3];
+  const float outside = p > 0 ? -std::numeric_limits<float>::infinity() : 0.0f;
+  float* out = call.out;
+  for (int64_t bb = b.lo; bb <= b.hi; ++bb) {
+    for (int64_t cc = c.lo; cc <= c.hi; ++cc) {
+      for (int64_t yy = y.lo; yy <= y.hi; ++yy) {
+        for (int64_t xx = x.lo; xx <= x.hi; ++xx) {
+          float m = -std::numeric_limits<float>::infinity();
+          for (int64_t ii = i.lo; ii <= i.hi; ++ii) {
+            const int64_t h = s * yy + ii - p;
+            for (int64_t jj = j.lo; jj <= j.hi; ++jj) {
+              const int64_t w = s * xx + jj - p;
+              const float val = (h >= 0 && h < H && w >= 0 && w < W) ? *v.at(bb, cc, h, w) : outside;
+              m = std::max(m, val);
+            }
+          }
+          *out++ = m;
+        }
+      }
+    }
+  }
+  return true;
+}
+
+// ----------------------------------------------------------------------------------- batch norm
+
+// lambda b, c, h, w: (x - mean_c) / sqrt(var_c + eps) * gamma[c] + beta[c]; statistics over the
+// full (n, h, w) of each channel in the block.
+bool batch_norm_train(const TileCall& call, const Attrs& attrs) {
+  const double eps = attrs.num("eps", 1e-5);
+  if (!attrs.ok() || call.inputs.size() != 3 || call.vars.size() != 13) return false;
+  if (call.var_names[0] != "b" || call.var_names[1] != "c" || call.var_names[2] != "h" || call.var_names[3] != "w" ||
+      !outputs_first(call, 4) || !nested_full(call, 4)) {
+    return false;
+  }
+  const TileIn &xin = call.inputs[0], &gamma = call.inputs[1], &beta = call.inputs[2];
+  const Span b = call.vars[0], c = call.vars[1], h = call.vars[2], w = call.vars[3];
+  View4 x;
+  if (xin.shape.size() != 4 || !view4(xin, {all(xin.shape[0]), c, all(xin.shape[2]), all(xin.shape[3])}, &x)) {
+    return false;
+  }
+  if (gamma.shape.size() != 1 || beta.shape.size() != 1 || !holds(gamma, {c}) || !holds(beta, {c})) return false;
+  const float* g = element(gamma, {c.lo});
+  const float* bt = element(beta, {c.lo});
+  const int64_t nc = c.size(), nh = h.size(), nw = w.size();
+  for (int64_t cc = c.lo; cc <= c.hi; ++cc) {
+    const Stats st = channel_stats(x, xin.shape, cc, eps);
+    const double scale = st.rstd * g[cc - c.lo], shift = bt[cc - c.lo];
+    for (int64_t bb = b.lo; bb <= b.hi; ++bb) {
+      float* out = call.out + ((bb - b.lo) * nc + (cc - c.lo)) * nh * nw;
+      for (int64_t y = h.lo; y <= h.hi; ++y, out += nw) {
+        const float* row = x.at(bb, cc, y, w.lo);
+        for (int64_t t = 0; t < nw; ++t) out[t] = static_cast<float>((row[t] - st.mean) * scale + shift);
+      }
+    }
+  }
+  return true;
+}
+
+// dx = gamma rstd (dy - mean(dy) - (x - mean) rstd^2 mean(dy (x - mean))), per channel.
+bool batch_norm_grad_input(const TileCall& call, const Attrs& attrs) {
+  const double eps = attrs.num("eps", 1e-5);
+  if (!attrs.ok() || call.inputs.size() != 3 || call.vars.size() != 19) return false;
+  if (call.var_names[0] != "b" || call.var_names[1] != "c" || call.var_names[2] != "h" || call.var_names[3] != "w" ||
+      !outputs_first(call, 4) || !nested_full(call, 4)) {
+    return false;
+  }
+  const TileIn &dyin = call.inputs[0], &xin = call.inputs[1], &gamma = call.inputs[2];
+  const Span b = call.vars[0], c = call.vars[1], h = call.vars[2], w = call.vars[3];
+  if (xin.shape.size() != 4 || dyin.shape != xin.shape) return false;
+  const std::vector<Span> channels = {all(xin.shape[0]), c, all(xin.shape[2]), all(xin.shape[3])};
+  View4 x, dy;
+  if (!view4(xin, channels, &x) || !view4(dyin, channels, &dy)) return false;
+  if (gamma.shape.size() != 1 || !holds(gamma, {c})) return false;
+  const float* g = element(gamma, {c.lo});
+  const int64_t nc = c.size(), nh = h.size(), nw = w.size();
+  const int64_t N = xin.shape[0], H = xin.shape[2], W = xin.shape[3];
+  const double count = static_cast<double>(N * H * W);
+  for (int64_t cc = c.lo; cc <= c.hi; ++cc) {
+    const Stats st = channel_stats(x, xin.shape, cc, eps);
+    double sdy = 0, sdyx = 0;
+    for (int64_t a = 0; a < N; ++a) {
+      for (int64_t y = 0; y < H; ++y) {
+        const float *xr = x.at(a, cc, y, 0), *dr = dy.at(a, cc, y, 0);
+        for (int64_t t = 0; t < W; ++t) {
+          sdy += dr[t];
+          sdyx += dr[t] * (xr[t] - st.mean);
+        }
+      }
+    }
+    const double mdy = sdy / count, mdyx = sdyx / count, gr = g[cc - c.lo] * st.rstd;
+    const double k = st.rstd * st.rstd * mdyx;
+    for (int64_t bb = b.lo; bb <= b.hi; ++bb) {
+      float* out = call.out + ((bb - b.lo) * nc + (cc - c.lo)) * nh * nw;
+      for (int64_t y = h.lo; y <= h.hi; ++y, out += nw) {
+        const float *xr = x.at(bb, cc, y, w.lo), *dr = dy.at(bb, cc, y, w.lo);
+        for (int64_t t = 0; t < nw; ++t) out[t] = static_cast<float>(gr * (dr[t] - mdy - (xr[t] - st.mean) * k));
+      }
+    }
+  }
+  return true;
+}
+
+// dgamma[c] = sum over (p, q, r) of dy (x - mean) / sqrt(var + eps); p, q, r may be a sub-box.
+bool batch_norm_grad_gamma(const TileCall& call, const Attrs& attrs) {
+  const double eps = attrs.num("eps", 1e-5);
+  if (!attrs.ok() || call.inputs.size() != 2 || call.vars.size() != 13) return false;
+  if (!vars_are(call, {"c", "p", "q", "r", "n", "y", "z", "m", "y'", "z'", "n'", "y''", "z''"}) ||
+      !outputs_first(call, 1) || !nested_full(call, 4)) {
+    return false;
+  }
+  const TileIn &dyin = call.inputs[0], &xin = call.inputs[1];
+  const Span c = call.vars[0], p = call.vars[1], q = call.vars[2], r = call.vars[3];
+  if (xin.shape.size() != 4 || dyin.shape != xin.shape) return false;
+  View4 x, dy;
+  if (!view4(xin, {all(xin.shape[0]), c, all(xin.shape[2]), all(xin.shape[3])}, &x) ||
+      !view4(dyin, {p, c, q, r}, &dy)) {
+    return false;
+  }
+  for (int64_t cc = c.lo; cc <= c.hi; ++cc) {
+    const Stats st = channel_stats(x, xin.shape, cc, eps);
+    double s = 0;
+    for (int64_t a = p.lo; a <= p.hi; ++a) {
+      for (int64_t y = q.lo; y <= q.hi; ++y) {
+        const float *xr = x.at(a, cc, y, r.lo), *dr = dy.at(a, cc, y, r.lo);
+        for (int64_t t = 0; t < r.size(); ++t) s += dr[t] * (xr[t] - st.mean);
+      }
+    }
+    call.out[cc - c.lo] = static_cast<float>(s * st.rstd);
+  }
+  return true;
+}
+
+// ---------------------------------------------------------------------------------------- losses
+
+// mean((a - b)^2): the partial sum over the block of r0.., divided by the full element count.
+bool mse_loss(const TileCall& call, const Attrs&) {
+  if (call.inputs.size() != 2 || !call.output_vars.empty()) return false;
+  const TileIn &a = call.inputs[0], &bi = call.inputs[1];
+  const int nd = static_cast<int>(a.shape.size());
+  if (nd < 1 || static_cast<int>(call.vars.size()) != nd || bi.shape != a.shape) return false;
+  std::vector<int> dims(nd);
+  for (int d = 0; d < nd; ++d) {
+    if (call.var_names[d] != "r" + std::to_string(d)) return false;
+    dims[d] = d;
+  }
+  std::vector<Span> box = box_of(call, dims);
+  if (!in_tensor(a, box) || !holds(a, box) || !holds(bi, box)) return false;
+  std::vector<int64_t> ra = region_strides(a), rb = region_strides(bi), corner(nd), idx(nd, 0);
+  for (int d = 0; d < nd; ++d) corner[d] = box[d].lo;
+  const float *pa = element(a, corner), *pb = element(bi, corner);
+  const int64_t len = box[nd - 1].size();
+  double s = 0, numel = 1;
+  for (int64_t e : a.shape) numel *= static_cast<double>(e);
+  int64_t oa = 0, ob = 0;
+  while (true) {
+    for (int64_t t = 0; t < len; ++t) {
+      const double d = static_cast<double>(pa[oa + t]) - pb[ob + t];
+      s += d * d;
+    }
+    int d = nd - 1;
+    while (true) {
+      if (--d < 0) {
+        call.out[0] = static_cast<float>(s / numel);
+        return true;
+      }
+      if (++idx[d] < box[d].size()) {
+        oa += ra[d];
+        ob += rb[d];
+        break;
+      }
+      oa -= ra[d] * (box[d].size() - 1);
+      ob -= rb[d] * (box[d].size() - 1);
+      idx[d] = 0;
+    }
+  }
+}
+
+namespace {
+/// log-softmax pieces of one full row of logits: its max and log(sum(exp(row - max))).
+struct RowSoftmax {
+  double max = 0, log_sum = 0;
+};
+RowSoftmax row_softmax(const float* row, int64_t n) {
+  RowSoftmax r;
+  r.max = -std::numeric_limits<double>::infinity();
+  for (int64_t t = 0; t < n; ++t) r.max = std::max<double>(r.max, row[t]);
+  double s = 0;
+  for (int64_t t = 0; t < n; ++t) s += std::exp(row[t] - r.max);
+  r.log_sum = std::log(s);
+  return r;
+}
+}  // namespace
+
+// -mean_b sum_k target[b, k] log_softmax(logits)[b, k]: partial over the block of (b, k), with
+// full rows of logits for the softmax.
+bool cross_entropy(const TileCall& call, const Attrs&) {
+  if (call.inputs.size() != 2 || !vars_are(call, {"b", "k", "j", "j'"}) || !call.output_vars.empty() ||
+      !nested_full(call, 2)) {
+    return false;
+  }
+  const TileIn &logits = call.inputs[0], &target = call.inputs[1];
+  if (logits.shape.size() != 2 || target.shape != logits.shape) return false;
+  const Span b = call.vars[0], k = call.vars[1];
+  const int64_t nj = logits.shape[1];
+  if (!holds(logits, {b, all(nj)}) || !holds(target, {b, k})) return false;
+  double s = 0;
+  for (int64_t bb = b.lo; bb <= b.hi; ++bb) {
+    const float* row = element(logits, {bb, 0});
+    const float* trow = element(target, {bb, k.lo});
+    const RowSoftmax sm = row_softmax(row, nj);
+    for (int64_t kk = k.lo; kk <= k.hi; ++kk) s += trow[kk - k.lo] * ((row[kk] - sm.max) - sm.log_sum);
+  }
+  call.out[0] = static_cast<float>(-s / static_cast<double>(logits.shape[0]));
+  return true;
+}
+
+// (softmax(logits)[b, k] sum_j target[b, j] - target[b, k]) dy / batch, dy a rank-0 tensor.
+bool cross_entropy_backward(const TileCall& call, const Attrs&) {
+  if (call.inputs.size() != 3 || !vars_are(call, {"b", "k", "j", "j'", "j''"}) || !outputs_first(call, 2) ||
+      !nested_full(call, 2)) {
+    return false;
+  }
+  const TileIn &logits = call.inputs[0], &target = call.inputs[1], &dyin = call.inputs[2];
+  if (logits.shape.size() != 2 || target.shape != logits.shape || !dyin.shape.empty()) return false;
+  const Span b = call.vars[0], k = call.vars[1];
+  const int64_t nj = logits.shape[1];
+  if (!holds(logits, {b, all(nj)}) || !holds(target, {b, all(nj)}) || !holds(dyin, {})) return false;
+  const double scale = static_cast<double>(dyin.data[0]) / static_cast<double>(logits.shape[0]);
+  float* out = call.out;
+  for (int64_t bb = b.lo; bb <= b.hi; ++bb) {
+    const float* row = element(logits, {bb, 0});
+    const float* trow = element(target, {bb, 0});
+    const RowSoftmax sm = row_softmax(row, nj);
+    double tsum = 0;
+    for (int64_t t = 0; t < nj; ++t) tsum += trow[t];
+    const double denom = std::exp(sm.log_sum);
+    for (int64_t kk = k.lo; kk <= k.hi; ++kk) {
+      *out++ = static_cast<float>((std::exp(row[kk] - sm.max) / denom * tsum - trow[kk]) * scale);
+    }
+  }
+  return true;
+}
+
+}  // namespace tilewise::kernels::tile

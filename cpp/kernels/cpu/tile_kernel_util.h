@@ -1,0 +1,145 @@
+// Shared pieces of the native tile kernels (tile_kernels.h): the attribute reader, views of an
+// input's region, and the kernel signature the dispatch table (tile_kernels.cpp) lists. Internal to
+// cpp/kernels/cpu; nothing outside includes it.
+#pragma once
+#include <cstdint>
+#include <initializer_list>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "kernels/cpu/tile_kernels.h"
+
+namespace tilewise::kernels::tile {
+
+/// The op's attributes, parsed from attrs_json: numbers, booleans (as 0/1) and lists of numbers.
+/// Strings, null and nested objects are skipped (no native kernel reads them); malformed JSON
+/// leaves ok() false and the call is declined.
+class Attrs {
+ public:
+  explicit Attrs(const std::string& json);
+  bool ok() const { return ok_; }
+  /// A number attribute, or `fallback` when absent. Sets ok() false when present but not a number.
+  double num(const std::string& key, double fallback) const;
+  /// An integer attribute (a number with no fraction), or `fallback` when absent.
+  int64_t integer(const std::string& key, int64_t fallback) const;
+  /// A list of integers (a lone integer counts as a one-element list); empty when absent.
+  std::vector<int64_t> ints(const std::string& key) const;
+
+ private:
+  struct Value {
+    bool list = false;
+    std::vector<double> nums;
+  };
+  std::map<std::string, Value> values_;
+  mutable bool ok_ = true;
+};
+
+/// A kernel: computes the call and returns true, or returns false having written nothing.
+using Kernel = bool (*)(const TileCall& call, const Attrs& attrs);
+
+/// Whether the call's variables are exactly `names` (in description order).
+bool vars_are(const TileCall& call, std::initializer_list<const char*> names);
+
+/// Whether every variable in [first, last) covers its full extent (a nested reduction, which no
+/// kernel computes partially).
+bool full_range(const TileCall& call, int first, int last);
+
+/// Row-major strides of an input's region buffer, in elements.
+std::vector<int64_t> region_strides(const TileIn& in);
+
+/// Whether `in`'s region holds every element of the box `want` that lies inside the tensor (reads
+/// outside the tensor are padding and need no storage). Also checks the region's rank and data.
+bool holds(const TileIn& in, const std::vector<Span>& want);
+
+/// The box an input reads when input dimension d is indexed by variable dim_vars[d] alone.
+std::vector<Span> box_of(const TileCall& call, const std::vector<int>& dim_vars);
+
+/// Pointer to the element at full-tensor coordinates `at` (inside the region) of `in`.
+const float* element(const TileIn& in, const std::vector<int64_t>& at);
+
+/// Elements of the output tile (product of the output variables' range sizes).
+int64_t output_size(const TileCall& call);
+
+/// Strides of the output tile per variable (0 for variables that do not index the output).
+std::vector<int64_t> output_strides(const TileCall& call);
+
+/// floor(a / b) and ceil(a / b) for b > 0.
+int64_t floor_div(int64_t a, int64_t b);
+int64_t ceil_div(int64_t a, int64_t b);
+
+/// A sliding window's index s * o + d * k - p (convolution, pooling).
+struct Window {
+  int64_t s = 1, p = 0, d = 1;  ///< stride, padding, dilation
+  /// Input coordinate read by output position o at kernel offset k.
+  int64_t in(int64_t o, int64_t k) const { return s * o + d * k - p; }
+  /// The positions o of `range` whose coordinate in(o, k) lies in [lo, hi].
+  Span positions(Span range, int64_t k, int64_t lo, int64_t hi) const;
+  /// Bounding box of the coordinates in [0, n) read over o in `o` and k in `k`: exactly the rows
+  /// a region must hold (a strided window need not read the rows between).
+  Span reads(Span o, Span k, int64_t n) const;
+  /// Bounding box of the positions o in [0, n_out) that read a coordinate in `in` for some k in `k`.
+  Span readers(Span in, Span k, int64_t n_out) const;
+  /// Bounding box of the offsets k in `k` through which some position in [0, n_out) reads `in`.
+  Span offsets_reaching(Span in, Span k, int64_t n_out) const;
+};
+
+// ---- kernel entry points, grouped by file; the dispatch table in tile_kernels.cpp lists them.
+
+// gemm_kernels.cpp: products through kernels::gemm.
+bool matmul(const TileCall&, const Attrs&);
+bool matmul_tn(const TileCall&, const Attrs&);
+bool matmul_nt(const TileCall&, const Attrs&);
+bool matmul_tt(const TileCall&, const Attrs&);
+bool batch_matmul(const TileCall&, const Attrs&);
+bool batch_matmul_nt(const TileCall&, const Attrs&);
+bool batch_matmul_tn(const TileCall&, const Attrs&);
+bool linear(const TileCall&, const Attrs&);
+bool linear_nobias(const TileCall&, const Attrs&);
+bool linear_grad_input(const TileCall&, const Attrs&);
+bool linear_grad_weight(const TileCall&, const Attrs&);
+bool matvec(const TileCall&, const Attrs&);
+bool vecmat(const TileCall&, const Attrs&);
+bool outer(const TileCall&, const Attrs&);
+bool lstm_gates(const TileCall&, const Attrs&);
+
+// elementwise_kernels.cpp: one output element from the inputs at (about) the same index.
+bool identity(const TileCall&, const Attrs&);
+bool neg(const TileCall&, const Attrs&);
+bool relu(const TileCall&, const Attrs&);
+bool relu_grad(const TileCall&, const Attrs&);
+bool scale(const TileCall&, const Attrs&);
+bool add(const TileCall&, const Attrs&);
+bool sub(const TileCall&, const Attrs&);
+bool mul(const TileCall&, const Attrs&);
+bool div(const TileCall&, const Attrs&);
+bool axpy(const TileCall&, const Attrs&);
+bool sgd(const TileCall&, const Attrs&);
+bool momentum_velocity(const TileCall&, const Attrs&);
+bool momentum_weight(const TileCall&, const Attrs&);
+bool fill_like(const TileCall&, const Attrs&);
+bool add_n(const TileCall&, const Attrs&);  // add_<n>: the arity is the number of inputs
+bool bias_add(const TileCall&, const Attrs&);
+bool bias_add_channel(const TileCall&, const Attrs&);
+bool add_row(const TileCall&, const Attrs&);
+bool add_col(const TileCall&, const Attrs&);
+bool mul_row(const TileCall&, const Attrs&);
+bool mul_col(const TileCall&, const Attrs&);
+bool mse_loss_backward(const TileCall&, const Attrs&);
+
+// reduction_kernels.cpp: reductions, normalisation, pooling and losses.
+bool sum_axes(const TileCall&, const Attrs&);
+bool max_pool2d(const TileCall&, const Attrs&);
+bool batch_norm_train(const TileCall&, const Attrs&);
+bool batch_norm_grad_input(const TileCall&, const Attrs&);
+bool batch_norm_grad_gamma(const TileCall&, const Attrs&);
+bool mse_loss(const TileCall&, const Attrs&);
+bool cross_entropy(const TileCall&, const Attrs&);
+bool cross_entropy_backward(const TileCall&, const Attrs&);
+
+// conv_kernels.cpp: convolutions by im2col / col2im and GEMM.
+bool conv2d(const TileCall&, const Attrs&);
+bool conv2d_backward_data(const TileCall&, const Attrs&);
+bool conv2d_backward_filter(const TileCall&, const Attrs&);
+
+}  // namespace tilewise::kernels::tile

@@ -1,0 +1,453 @@
+// run_native: checks a TileCall, then dispatches on the op type through one table (one kernel per
+// op kind, as the analyses' tables in cpp/tdl do). The kernels live in gemm_kernels.cpp,
+// elementwise_kernels.cpp, reduction_kernels.cpp and conv_kernels.cpp.
+#include "kernels/cpu/tile_kernels.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <new>
+#include <stdexcept>
+#include <unordered_map>
+#include <utility>
+
+#include "kernels/cpu/tile_kernel_util.h"
+
+namespace tilewise::kernels {
+namespace tile {
+
+// ------------------------------------------------------------------------------------- attributes
+
+namespace {
+
+// A small JSON reader for one flat object (the form Python's json.dumps gives op attributes).
+class JsonReader {
+ public:
+  explicit JsonReader(const std::string& s) : s_(s) {}
+
+  bool object(std::map<std::string, std::vector<double>>& nums, std::map<std::string, bool>& lists) {
+    skip_ws();
+    if (!eat('{')) return false;
+    skip_ws();
+    if (eat('}')) return at_end();
+    while (true) {
+      std::string key;
+      skip_ws();
+      if (!string(&key)) return false;
+      skip_ws();
+      if (!eat(':')) return false;
+      skip_ws();
+      std::vector<double> v;
+      bool is_list = false;
+      if (peek() == '[') {
+        is_list = true;
+        if (!number_list(&v)) {
+          // A list of something else (strings, lists): skipped, so reading it declines the call.
+          v.clear();
+          is_list = false;
+          pos_ = list_start_;
+          if (!skip_value()) return false;
+        }
+      } else if (!scalar(&v)) {
+        if (!skip_value()) return false;
+      }
+      if (!v.empty() || is_list) {
+        nums[key] = std::move(v);
+        lists[key] = is_list;
+      }
+      skip_ws();
+      if (eat(',')) continue;
+      if (eat('}')) return at_end();
+      return false;
+    }
+  }
+
+ private:
+  char peek() const { return pos_ < s_.size() ? s_[pos_] : '\0'; }
+  bool eat(char c) {
+    if (peek() != c) return false;
+    ++pos_;
+    return true;
+  }
+  void skip_ws() {
+    while (pos_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[pos_]))) ++pos_;
+  }
+  bool at_end() {
+    skip_ws();
+    return pos_ == s_.size();
+  }
+  bool string(std::string* out) {
+    if (!eat('"')) return false;
+    while (pos_ < s_.size() && s_[pos_] != '"') {
+      if (s_[pos_] == '\\') ++pos_;  // escapes are kept verbatim: keys here are plain identifiers
+      if (pos_ < s_.size() && out) out->push_back(s_[pos_]);
+      ++pos_;
+    }
+    return eat('"');
+  }
+  bool number(double* out) {
+    const char* begin = s_.c_str() + pos_;
+    char* end = nullptr;
+    double v = std::strtod(begin, &end);
+    if (end == begin) return false;
+    pos_ += static_cast<size_t>(end - begin);
+    *out = v;
+    return true;
+  }
+  bool word(const char* w) {
+    size_t n = std::char_traits<char>::length(w);
+    if (s_.compare(pos_, n, w) != 0) return false;
+    pos_ += n;
+    return true;
+  }
+  // A number or boolean into out (one element); false, position unchanged, for anything else.
+  bool scalar(std::vector<double>* out) {
+    size_t start = pos_;
+    double v = 0;
+    if (word("true")) {
+      out->push_back(1.0);
+    } else if (word("false")) {
+      out->push_back(0.0);
+    } else if ((std::isdigit(static_cast<unsigned char>(peek())) || peek() == '-') && number(&v)) {
+      out->push_back(v);
+    } else {
+      pos_ = start;
+      return false;
+    }
+    return true;
+  }
+  bool number_list(std::vector<double>* out) {
+    list_start_ = pos_;
+    if (!eat('[')) return false;
+    skip_ws();
+    if (eat(']')) return true;
+    while (true) {
+      skip_ws();
+      if (!scalar(out)) return false;
+      skip_ws();
+      if (eat(',')) continue;
+      return eat(']');
+    }
+  }
+  bool skip_value() {
+    skip_ws();
+    char c = peek();
+    if (c == '"') return string(nullptr);
+    if (c == '[' || c == '{') {
+      char close = c == '[' ? ']' : '}';
+      ++pos_;
+      skip_ws();
+      if (eat(close)) return true;
+      while (true) {
+        skip_ws();
+        if (close == '}') {
+          if (!string(nullptr)) return false;
+          skip_ws();
+          if (!eat(':')) return false;
+        }
+        if (!skip_value()) return false;
+        skip_ws();
+        if (eat(',')) continue;
+        return eat(close);
+      }
+    }
+    if (word("null")) return true;
+    std::vector<double> v;
+    return scalar(&v);
+  }
+
+  const std::string& s_;
+  size_t pos_ = 0;
+  size_t list_start_ = 0;
+};
+
+}  // namespace
+
+Attrs::Attrs(const std::string& json) {
+  if (json.empty()) return;
+  std::map<std::string, std::vector<double>> nums;
+  std::map<std::string, bool> lists;
+  ok_ = JsonReader(json).object(nums, lists);
+  for (auto& [k, v] : nums) values_[k] = Value{lists[k], std::move(v)};
+}
+
+double Attrs::num(const std::string& key, double fallback) const {
+  auto it = values_.find(key);
+  if (it == values_.end()) return fallback;
+  if (it->second.list || it->second.nums.size() != 1) {
+    ok_ = false;
+    return fallback;
+  }
+  return it->second.nums[0];
+}
+
+int64_t Attrs::integer(const std::string& key, int64_t fallback) const {
+  double v = num(key, static_cast<double>(fallback));
+  if (v != std::floor(v) || std::fabs(v) > 1e15) {
+    ok_ = false;
+    return fallback;
+  }
+  return static_cast<int64_t>(v);
+}
+
+std::vector<int64_t> Attrs::ints(const std::string& key) const {
+  auto it = values_.find(key);
+  std::vector<int64_t> out;
+  if (it == values_.end()) return out;
+  for (double v : it->second.nums) {
+    if (v != std::floor(v) || std::fabs(v) > 1e15) {
+      ok_ = false;
+      return {};
+    }
+    out.push_back(static_cast<int64_t>(v));
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------- helpers
+
+bool vars_are(const TileCall& call, std::initializer_list<const char*> names) {
+  if (call.var_names.size() != names.size()) return false;
+  size_t v = 0;
+  for (const char* n : names) {
+    if (call.var_names[v++] != n) return false;
+  }
+  return true;
+}
+
+bool full_range(const TileCall& call, int first, int last) {
+  for (int v = first; v < last; ++v) {
+    if (call.vars[v].lo != 0 || call.vars[v].hi != call.extents[v] - 1) return false;
+  }
+  return true;
+}
+
+std::vector<int64_t> region_strides(const TileIn& in) {
+  std::vector<int64_t> s(in.region.size(), 1);
+  for (int d = static_cast<int>(in.region.size()) - 2; d >= 0; --d) s[d] = s[d + 1] * in.region[d + 1].size();
+  return s;
+}
+
+bool holds(const TileIn& in, const std::vector<Span>& want) {
+  if (in.region.size() != in.shape.size() || want.size() != in.shape.size()) return false;
+  bool any = true;  // does the box read any in-tensor element?
+  for (size_t d = 0; d < want.size(); ++d) {
+    int64_t lo = std::max<int64_t>(want[d].lo, 0), hi = std::min<int64_t>(want[d].hi, in.shape[d] - 1);
+    if (lo > hi) any = false;
+  }
+  if (!any) return true;
+  for (size_t d = 0; d < want.size(); ++d) {
+    int64_t lo = std::max<int64_t>(want[d].lo, 0), hi = std::min<int64_t>(want[d].hi, in.shape[d] - 1);
+    if (in.region[d].lo > lo || in.region[d].hi < hi) return false;
+  }
+  return in.data != nullptr;
+}
+
+std::vector<Span> box_of(const TileCall& call, const std::vector<int>& dim_vars) {
+  std::vector<Span> box;
+  box.reserve(dim_vars.size());
+  for (int v : dim_vars) box.push_back(call.vars[v]);
+  return box;
+}
+
+const float* element(const TileIn& in, const std::vector<int64_t>& at) {
+  int64_t off = 0;
+  for (size_t d = 0; d < at.size(); ++d) off = off * in.region[d].size() + (at[d] - in.region[d].lo);
+  return in.data + off;
+}
+
+int64_t output_size(const TileCall& call) {
+  int64_t n = 1;
+  for (int v : call.output_vars) n *= call.vars[v].size();
+  return n;
+}
+
+std::vector<int64_t> output_strides(const TileCall& call) {
+  std::vector<int64_t> s(call.vars.size(), 0);
+  int64_t st = 1;
+  for (int p = static_cast<int>(call.output_vars.size()) - 1; p >= 0; --p) {
+    s[call.output_vars[p]] = st;
+    st *= call.vars[call.output_vars[p]].size();
+  }
+  return s;
+}
+
+int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+int64_t ceil_div(int64_t a, int64_t b) { return -floor_div(-a, b); }
+
+Span Window::positions(Span range, int64_t k, int64_t lo, int64_t hi) const {
+  return {std::max(range.lo, ceil_div(lo + p - d * k, s)), std::min(range.hi, floor_div(hi + p - d * k, s))};
+}
+
+namespace {
+void include(Span* box, int64_t lo, int64_t hi) {
+  if (box->size() == 0) {
+    *box = {lo, hi};
+  } else {
+    box->lo = std::min(box->lo, lo);
+    box->hi = std::max(box->hi, hi);
+  }
+}
+}  // namespace
+
+Span Window::reads(Span o, Span k, int64_t n) const {
+  Span box;
+  for (int64_t kk = k.lo; kk <= k.hi; ++kk) {
+    Span os = positions(o, kk, 0, n - 1);
+    if (os.size() > 0) include(&box, in(os.lo, kk), in(os.hi, kk));
+  }
+  return box;
+}
+
+Span Window::readers(Span in_range, Span k, int64_t n_out) const {
+  Span box;
+  for (int64_t kk = k.lo; kk <= k.hi; ++kk) {
+    Span os = positions({0, n_out - 1}, kk, in_range.lo, in_range.hi);
+    if (os.size() > 0) include(&box, os.lo, os.hi);
+  }
+  return box;
+}
+
+Span Window::offsets_reaching(Span in_range, Span k, int64_t n_out) const {
+  Span box;
+  for (int64_t kk = k.lo; kk <= k.hi; ++kk) {
+    if (positions({0, n_out - 1}, kk, in_range.lo, in_range.hi).size() > 0) include(&box, kk, kk);
+  }
+  return box;
+}
+
+}  // namespace tile
+
+// ------------------------------------------------------------------------------------------- table
+
+namespace {
+
+using tile::Kernel;
+
+// One native kernel per op type. add_<n> (any arity) is matched by name in find_kernel.
+const std::unordered_map<std::string, Kernel>& kernel_table() {
+  static const std::unordered_map<std::string, Kernel> table = {
+      // products (gemm_kernels.cpp)
+      {"matmul", tile::matmul},
+      {"matmul_tn", tile::matmul_tn},
+      {"matmul_nt", tile::matmul_nt},
+      {"matmul_tt", tile::matmul_tt},
+      {"batch_matmul", tile::batch_matmul},
+      {"batch_matmul_nt", tile::batch_matmul_nt},
+      {"batch_matmul_tn", tile::batch_matmul_tn},
+      {"linear", tile::linear},
+      {"linear_nobias", tile::linear_nobias},
+      {"linear_grad_input", tile::linear_grad_input},
+      {"linear_grad_weight", tile::linear_grad_weight},
+      {"matvec", tile::matvec},
+      {"vecmat", tile::vecmat},
+      {"outer", tile::outer},
+      {"lstm_gates", tile::lstm_gates},
+      // element-wise (elementwise_kernels.cpp)
+      {"identity", tile::identity},
+      {"neg", tile::neg},
+      {"relu", tile::relu},
+      {"relu_grad", tile::relu_grad},
+      {"scale", tile::scale},
+      {"add", tile::add},
+      {"sub", tile::sub},
+      {"mul", tile::mul},
+      {"div", tile::div},
+      {"axpy", tile::axpy},
+      {"sgd", tile::sgd},
+      {"momentum_velocity", tile::momentum_velocity},
+      {"momentum_weight", tile::momentum_weight},
+      {"fill_like", tile::fill_like},
+      {"bias_add", tile::bias_add},
+      {"bias_add_channel", tile::bias_add_channel},
+      {"add_row", tile::add_row},
+      {"add_col", tile::add_col},
+      {"mul_row", tile::mul_row},
+      {"mul_col", tile::mul_col},
+      {"mse_loss_backward", tile::mse_loss_backward},
+      // reductions, normalisation, pooling, losses (reduction_kernels.cpp)
+      {"sum_axes", tile::sum_axes},
+      {"max_pool2d", tile::max_pool2d},
+      {"batch_norm_train", tile::batch_norm_train},
+      {"batch_norm_grad_input", tile::batch_norm_grad_input},
+      {"batch_norm_grad_gamma", tile::batch_norm_grad_gamma},
+      {"mse_loss", tile::mse_loss},
+      {"cross_entropy", tile::cross_entropy},
+      {"cross_entropy_backward", tile::cross_entropy_backward},
+      // convolutions (conv_kernels.cpp)
+      {"conv2d", tile::conv2d},
+      {"conv2d_backward_data", tile::conv2d_backward_data},
+      {"conv2d_backward_filter", tile::conv2d_backward_filter},
+  };
+  return table;
+}
+
+// "add_<n>" with n a positive decimal equal to the number of inputs.
+bool is_add_n(const TileCall& call) {
+  const std::string& t = call.type;
+  if (t.size() <= 4 || t.compare(0, 4, "add_") != 0 || t[4] == '0') return false;
+  for (size_t i = 4; i < t.size(); ++i) {
+    if (!std::isdigit(static_cast<unsigned char>(t[i]))) return false;
+  }
+  return t.size() - 4 < 10 && std::stoll(t.substr(4)) == static_cast<long long>(call.inputs.size());
+}
+
+Kernel find_kernel(const TileCall& call) {
+  const auto& table = kernel_table();
+  auto it = table.find(call.type);
+  if (it != table.end()) return it->second;
+  if (is_add_n(call)) return tile::add_n;
+  return nullptr;
+}
+
+// The call's own consistency: every kernel relies on it, so a malformed call is declined here.
+bool well_formed(const TileCall& call) {
+  size_t nv = call.vars.size();
+  if (call.var_names.size() != nv || call.extents.size() != nv || call.out == nullptr) return false;
+  for (size_t v = 0; v < nv; ++v) {
+    if (call.vars[v].lo < 0 || call.vars[v].lo > call.vars[v].hi || call.vars[v].hi >= call.extents[v]) return false;
+  }
+  if (call.output_shape.size() != call.output_vars.size()) return false;
+  std::vector<bool> seen(nv, false);
+  for (size_t p = 0; p < call.output_vars.size(); ++p) {
+    int v = call.output_vars[p];
+    if (v < 0 || static_cast<size_t>(v) >= nv || seen[v] || call.output_shape[p] != call.extents[v]) return false;
+    seen[v] = true;
+  }
+  for (const TileIn& in : call.inputs) {
+    if (in.region.size() != in.shape.size()) return false;
+    bool empty = false;
+    for (size_t d = 0; d < in.region.size(); ++d) {
+      const Span& r = in.region[d];
+      if (r.size() == 0) empty = true;
+      else if (r.lo < 0 || r.hi >= in.shape[d]) return false;
+    }
+    if (!empty && in.data == nullptr) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool run_native(const TileCall& call) {
+  Kernel kernel = find_kernel(call);
+  if (kernel == nullptr || !well_formed(call)) return false;
+  tile::Attrs attrs(call.attrs_json);
+  if (!attrs.ok()) return false;
+  try {
+    return kernel(call, attrs);
+  } catch (const std::invalid_argument&) {
+    return false;  // kernels::gemm refuses sizes past the BLAS integer range
+  }
+}
+
+std::vector<std::string> native_op_types() {
+  std::vector<std::string> names;
+  for (const auto& [name, kernel] : kernel_table()) names.push_back(name);
+  names.push_back("add_<n>");
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+}  // namespace tilewise::kernels

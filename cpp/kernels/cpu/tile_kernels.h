@@ -1,0 +1,51 @@
+// Native float32 kernels that compute one device's share of an op (partition-n-reduce, Tofu §6):
+// the op's variables restricted to ranges, inputs given as the regions the device holds.
+// The runtime (cpp/exec) calls run_native first and falls back to the TDL interpreter when it
+// returns false, so a kernel may decline any case it does not handle.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tilewise::kernels {
+
+/// Inclusive index range [lo, hi]; empty when lo > hi.
+struct Span {
+  int64_t lo = 0;
+  int64_t hi = -1;
+  int64_t size() const { return hi < lo ? 0 : hi - lo + 1; }
+};
+
+/// A row-major float32 buffer holding the box `region` (one Span per dimension) of an input
+/// tensor whose full shape is `shape`. Elements of the box outside the tensor never occur; reads
+/// the op makes outside the tensor are 0 (TDL semantics: padding) and lie outside `region`.
+struct TileIn {
+  const float* data = nullptr;
+  std::vector<Span> region;
+  std::vector<int64_t> shape;
+};
+
+/// One device's share of one op.
+struct TileCall {
+  std::string type;                    ///< TDL op name, e.g. "matmul", "conv2d"
+  std::string attrs_json;              ///< the op's attributes as JSON, e.g. {"stride": 2, "padding": 1}
+  std::vector<std::string> var_names;  ///< the description's variables, in description order
+  std::vector<int> output_vars;        ///< variable ids in output-dimension order
+  std::vector<int64_t> extents;        ///< every variable's full extent
+  std::vector<Span> vars;              ///< every variable's range on this device (non-empty)
+  std::vector<TileIn> inputs;          ///< in the op's input order
+  std::vector<int64_t> output_shape;   ///< the full output tensor's shape
+  /// Row-major over the output variables' ranges (vars[output_vars[0]].size() x ...). The kernel
+  /// overwrites it. When a top-level reduction variable is restricted, the result is the partial
+  /// reduction over that sub-range (a plain sum for Sum), combined across devices by the runtime.
+  float* out = nullptr;
+};
+
+/// Computes `call` with a native kernel and returns true, or returns false (nothing written) when
+/// no native kernel handles this op type / attribute / split combination.
+bool run_native(const TileCall& call);
+
+/// Op types that have a native kernel (for reports).
+std::vector<std::string> native_op_types();
+
+}  // namespace tilewise::kernels

@@ -1,0 +1,165 @@
+"""Run partition plans on CPU devices: ``exe = tw.compile(graph, plan)``, ``exe.step(feeds)``.
+
+The C++ runtime (cpp/exec) lowers the plan, runs one worker thread per device with its own
+memory arena, moves exactly the regions the cost model counts through an in-process communicator,
+and reports what it measured beside what the plan predicted (docs/RUNTIME.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from . import _core
+from ._graph import Graph, GTensor
+from ._partition import Plan, PlanError
+
+OutOfMemory = _core.OutOfMemory
+BACKENDS = ("cpu",)
+_RESIDENT = ("input", "label", "parameter", "optimizer_state", "constant")
+
+
+class ExecStats:
+    """What the last step measured, beside the plan's predictions."""
+
+    def __init__(self, exe: Executable):
+        core = exe._core.stats
+        plan = exe.plan
+        self.steps = core.steps
+        self.bytes_moved = core.bytes_moved
+        self.bytes_per_device = list(core.bytes_received)
+        self.peak_memory_per_device = list(core.peak_bytes)
+        self.step_seconds = core.step_seconds
+        self.op_seconds = {op.name: s for op, s in zip(exe.graph.ops, core.op_seconds, strict=True)}
+        self.native_ops = sum(core.op_native)
+        self.interpreted_ops = len(core.op_native) - self.native_ops
+        self.predicted_bytes = plan.comm_bytes
+        self.predicted_memory_per_device = list(plan.memory_per_device)
+
+    @property
+    def memory_error(self) -> float:
+        """Largest relative error of the predicted peak memory over devices."""
+        return max(abs(m - p) / p for m, p in zip(self.peak_memory_per_device, self.predicted_memory_per_device,
+                                                   strict=True) if p) if self.predicted_memory_per_device else 0.0
+
+    def to_dict(self) -> dict:
+        return dict(steps=self.steps, bytes_moved=self.bytes_moved, predicted_bytes=self.predicted_bytes,
+                    bytes_per_device=self.bytes_per_device, peak_memory_per_device=self.peak_memory_per_device,
+                    predicted_memory_per_device=self.predicted_memory_per_device, memory_error=self.memory_error,
+                    step_seconds=self.step_seconds, native_ops=self.native_ops,
+                    interpreted_ops=self.interpreted_ops)
+
+    def summary(self) -> str:
+        mem = ", ".join(f"{m / 2**20:.1f}" for m in self.peak_memory_per_device)
+        pred = ", ".join(f"{m / 2**20:.1f}" for m in self.predicted_memory_per_device)
+        return "\n".join([
+            f"bytes moved: {self.bytes_moved:,} (plan: {self.predicted_bytes:,})",
+            f"peak memory per device (MiB): {mem} (plan: {pred}; largest error {self.memory_error:.1%})",
+            f"step: {self.step_seconds:.3f} s; ops on native kernels: {self.native_ops}, "
+            f"on the interpreter: {self.interpreted_ops}",
+        ])
+
+    def __repr__(self):
+        return (f"<tw.ExecStats: {self.bytes_moved:,} bytes moved (plan {self.predicted_bytes:,}), "
+                f"step {self.step_seconds:.3f} s>")
+
+
+class Executable:
+    """A plan lowered onto CPU devices. Feed parameters (or ``initialize``), then ``step``."""
+
+    def __init__(self, graph: Graph, plan: Plan, memory_per_device: int | None = None):
+        self.graph, self.plan = graph, plan
+        self._results = self._result_tensors()
+        self._core = _core.Executable(graph._g, plan._core, int(memory_per_device or 0),
+                                      [t.id for t in self._results.values()])
+        self._fed: set[str] = set()
+
+    @property
+    def devices(self) -> int:
+        return self._core.devices
+
+    def _result_tensors(self) -> dict[str, GTensor]:
+        """The graph's named outputs (loss, output), else the tensors no op reads (not updates)."""
+        named = {k: t for k, t in self.graph.outputs.items() if t is not None}
+        if named:
+            return named
+        return {t.name: t for t in self.graph.tensors if t.producer is not None and not t.consumers
+                and t.updates is None}
+
+    def _resident(self) -> list[GTensor]:
+        return [t for t in self.graph.tensors if t.producer is None]
+
+    def initialize(self, seed: int = 0) -> Executable:
+        """Deterministic random parameters (uniform in +-1/sqrt(fan-in)), zero optimizer state."""
+        rng = np.random.default_rng(seed)
+        for t in self._resident():
+            if t.role == "parameter":
+                fan_in = int(np.prod(t.shape[1:])) if len(t.shape) > 1 else t.shape[0] if t.shape else 1
+                bound = 1.0 / np.sqrt(max(fan_in, 1))
+                self.set(t, rng.uniform(-bound, bound, size=t.shape).astype(np.float32))
+            elif t.role == "optimizer_state":
+                self.set(t, np.zeros(t.shape, np.float32))
+        return self
+
+    def set(self, tensor: GTensor | str, value) -> None:
+        """Scatter a value into the devices' tiles (tensors without a producer only)."""
+        t = self.graph.tensor(tensor) if isinstance(tensor, str) else tensor
+        value = np.asarray(value, dtype=np.float32)
+        if value.shape != tuple(t.shape):
+            raise ValueError(f"'{t.name}' has shape {tuple(t.shape)}; got an array of shape {value.shape}")
+        self._core.set_tensor(t.id, value)
+        self._fed.add(t.name)
+
+    def step(self, feeds: Mapping | None = None) -> dict[str, np.ndarray]:
+        """One training iteration: feeds (inputs, labels; parameters too) by name or GTensor.
+        Returns the graph's named outputs (e.g. ``loss``, ``output``) as NumPy arrays."""
+        for k, v in (feeds or {}).items():
+            name = k.name if isinstance(k, GTensor) else k
+            if self.graph._g.find_tensor(name) < 0:
+                raise KeyError(f"feed '{name}' is not a tensor of graph '{self.graph.name}'")
+            t = self.graph.tensor(name)
+            if t.producer is not None:
+                raise ValueError(f"'{name}' is computed by op '{t.producer.name}'; "
+                                 "feed only tensors without a producer")
+            self.set(t, v)
+        missing = [t.name for t in self._resident() if t.name not in self._fed and t.role != "optimizer_state"]
+        if missing:
+            raise ValueError(f"not fed yet: {', '.join(missing[:8])}{' ...' if len(missing) > 8 else ''} "
+                             "(feed them, or call initialize() for parameters)")
+        self._core.step()
+        return {k: self._core.get_tensor(t.id, list(t.shape)) for k, t in self._results.items()}
+
+    def parameters(self) -> dict[str, np.ndarray]:
+        """Current values of the parameters (after the steps run so far)."""
+        return {t.name: self._core.get_tensor(t.id, list(t.shape)) for t in self.graph.tensors
+                if t.role == "parameter" and t.producer is None}
+
+    def get(self, tensor: GTensor | str) -> np.ndarray:
+        t = self.graph.tensor(tensor) if isinstance(tensor, str) else tensor
+        return self._core.get_tensor(t.id, list(t.shape))
+
+    @property
+    def stats(self) -> ExecStats:
+        if self._core.stats.steps == 0:
+            raise ValueError("no step has run yet")
+        return ExecStats(self)
+
+    def __repr__(self):
+        return f"<tw.Executable '{self.graph.name}' on {self.devices} CPU devices ({self.plan.algorithm})>"
+
+
+def compile(graph: Graph, plan: Plan, backend: str = "cpu", *, memory_per_device: int | None = None) -> Executable:  # noqa: A001
+    """Lower ``plan`` for ``graph`` onto ``plan.devices`` CPU devices (worker threads).
+
+    ``memory_per_device``: each device's arena capacity in bytes (None = unlimited); an allocation
+    past it raises ``tw.OutOfMemory`` naming the device, the tensor and the bytes."""
+    if not isinstance(graph, Graph):
+        raise TypeError(f"compile() needs a tw.Graph, got {type(graph).__name__}")
+    if not isinstance(plan, Plan):
+        raise TypeError(f"compile() needs a tw.Plan (from tw.partition), got {type(plan).__name__}")
+    if backend not in BACKENDS:
+        raise PlanError(f"unknown backend '{backend}'; available: {', '.join(BACKENDS)}")
+    if memory_per_device is not None and memory_per_device <= 0:
+        raise PlanError(f"memory_per_device must be a positive number of bytes, got {memory_per_device}")
+    return Executable(graph, plan, memory_per_device)
