@@ -100,7 +100,13 @@ def _add_plan(subparsers: Any) -> None:
     add_plan(subparsers)
 
 
-_SUBCOMMANDS: list[Callable[[Any], None]] = [_add_info, _add_ops, _add_analyze, _add_graph, _add_plan]
+def _add_run(subparsers: Any) -> None:
+    from ._cli_run import add_run
+
+    add_run(subparsers)
+
+
+_SUBCOMMANDS: list[Callable[[Any], None]] = [_add_info, _add_ops, _add_analyze, _add_graph, _add_plan, _add_run]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -80,3 +80,13 @@ def test_a_model_too_big_for_one_device_runs_on_eight():
     exe.step(_feeds(g, np.random.default_rng(0)))
     peak = max(exe.stats.peak_memory_per_device)
     assert peak <= need / 8 * 1.6, (peak, need)
+
+
+def test_cli_run_trains_and_reports(capsys):
+    from tilewise.cli import main
+
+    assert main(["run", "mlp-2-16", "--batch", "8", "--devices", "2", "--steps", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "step 2: loss" in out and "bytes moved:" in out and "(plan:" in out
+    assert main(["run", "mlp-2-16", "--batch", "8", "--devices", "2", "--memory", "0.001"]) == 2
+    assert "out of memory" in capsys.readouterr().err
