@@ -465,16 +465,17 @@ class Evaluator {
       for (size_t d = rank; d-- > 1;) strides[d - 1] = strides[d] * held[d];
       Array arr;
       std::vector<int64_t> fixed(rank, 0);
+      // covered: the region holds the slice (whole dimensions in full, as the region lies
+      // within the tensor).
       bool inside = true, covered = !region.empty();
       for (size_t d = 0; d < rank; ++d) {
-        const Range whole{0, shape[d] - 1};
         if (a.dims[d] >= 0) {
           fixed[d] = key_[k++];
           if (fixed[d] < 0 || fixed[d] >= shape[d]) inside = false;
-          covered = covered && !region.empty() && region.dims[d].lo <= fixed[d] && fixed[d] <= region.dims[d].hi;
+          covered = covered && region.dims[d].lo <= fixed[d] && fixed[d] <= region.dims[d].hi;
         } else {
           arr.shape.push_back(shape[d]);
-          covered = covered && region.dims[d].lo <= whole.lo && whole.hi <= region.dims[d].hi;
+          covered = covered && region.dims[d].size() == shape[d];
         }
       }
       int64_t total = 1;
@@ -500,10 +501,12 @@ class Evaluator {
   }
 
   // An opaque function's argument must be held whole: the interpreter passes it as one array.
-  [[noreturn, gnu::cold, gnu::noinline]] void not_held(const OpaqueCode& o, const SliceCode& a, const std::vector<int64_t>& fixed) const {
+  [[noreturn, gnu::cold, gnu::noinline]] void not_held(const OpaqueCode& o, const SliceCode& a,
+                                                       const std::vector<int64_t>& fixed) const {
     const std::string& name = op_.inputs.at(a.tensor).name;
     std::string slice = name + "[";
-    for (size_t d = 0; d < a.dims.size(); ++d) slice += (d ? ", " : "") + (a.dims[d] >= 0 ? std::to_string(fixed[d]) : ":");
+    for (size_t d = 0; d < a.dims.size(); ++d)
+      slice += (d ? ", " : "") + (a.dims[d] >= 0 ? std::to_string(fixed[d]) : ":");
     throw std::logic_error("op '" + op_.name + "': opaque function '" + op_.opaque_names.at(o.fn) + "' needs " + slice +
                            "] of shape " + str(p_.shapes[a.tensor]) + ", but the region of '" + name + "' held is " +
                            str(p_.regions[a.tensor]) +
@@ -821,8 +824,8 @@ void interpret_region(const OpDesc& op, const std::vector<RegionView>& inputs, c
   for (size_t v = 0; v < ranges.size(); ++v)
     if (!ranges[v].empty() && (ranges[v].lo < 0 || ranges[v].hi >= extents[v]))
       throw ShapeError("op '" + op.name + "': variable '" + op.vars[v].name + "' is given the range [" +
-                       std::to_string(ranges[v].lo) + ", " + std::to_string(ranges[v].hi) + "] outside its extent [0, " +
-                       std::to_string(extents[v] - 1) + "]");
+                       std::to_string(ranges[v].lo) + ", " + std::to_string(ranges[v].hi) +
+                       "] outside its extent [0, " + std::to_string(extents[v] - 1) + "]");
   int64_t total = 1;
   for (int v : op.output_vars) total *= ranges[v].size();
   if (total == 0) return;

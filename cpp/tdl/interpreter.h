@@ -36,9 +36,10 @@ struct Array {
 using OpaqueCall = std::function<Array(int opaque, const std::vector<Array>& args)>;
 
 /// Evaluates the op for the given inputs and variable extents into out (row-major, the
-/// output variables' extents). Compiles the description once (tdl/program.h), then splits the
-/// output over `threads` threads. Results are bit-for-bit those of evaluating the description
-/// one element at a time, reductions combining their terms in row-major order.
+/// output variables' extents): interpret_region over everything. Compiles the description once
+/// (tdl/program.h), then splits the output over `threads` threads. Results are bit-for-bit those
+/// of evaluating the description one element at a time, reductions combining their terms in
+/// row-major order.
 void interpret(const OpDesc& op, const std::vector<ArrayView>& inputs, const std::vector<int64_t>& extents, double* out,
                const OpaqueCall& opaque, int threads);
 
@@ -47,9 +48,9 @@ void interpret(const OpDesc& op, const std::vector<ArrayView>& inputs, const std
 /// variables give a block of the output, restricted reduction variables the partial reduction
 /// over their sub-ranges (every reduction loops over its variables' ranges, so a reduction nested
 /// inside another, which the partitioned runtime never restricts, is to get its whole extent).
-/// `extents` are the full extents. Numerics are those of interpret(): every element of the block
-/// is bit-for-bit the one interpret() gives for the same ranges of the reduction variables, so
-/// full ranges and whole-tensor regions give interpret()'s output exactly.
+/// `extents` are the full extents. Numerics are those of interpret(), each element combining its
+/// terms in row-major order: with reduction variables whole, the block is bit-for-bit that part
+/// of interpret()'s output; full ranges and whole-tensor regions give interpret()'s output exactly.
 ///
 /// Reads outside a tensor are 0 and touch no buffer; every element read inside a tensor must lie
 /// in its region (as tdl::input_regions gives it): std::logic_error otherwise, naming the element,

@@ -1,10 +1,10 @@
 // The reference interpreter's compiled form of an op, built once per `interpret` call for the
-// given input shapes, variable ranges and held input regions: index expressions become (variable, coefficient)
-// terms plus a constant with the tensor extents folded in (FloorDiv, Mod, Scale and Add kept as
-// nodes over them); value nodes become a flat vector with child indices, one per distinct node
-// of the description; tensor accesses carry their strides. Each node also records which
-// variables it depends on, so the interpreter can tell a value that is the same across a loop
-// from one that changes with it.
+// given input shapes, variable ranges and input regions held: index expressions become (variable,
+// coefficient) terms plus a constant with the tensor extents folded in (FloorDiv, Mod, Scale and
+// Add kept as nodes over them); value nodes become a flat vector with child indices, one per
+// distinct node of the description; tensor accesses carry their strides in the buffers held.
+// Each node also records which variables it depends on, so the interpreter can tell a value that
+// is the same across a loop from one that changes with it.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -59,8 +59,8 @@ struct AccessCode {
   bool partial = false;
 };
 
-/// A reduction: row-major loops over `vars` (each over its range) around `body`, cached on its free variables
-/// (recomputed only when one of them changed since its last evaluation).
+/// A reduction: row-major loops over `vars` (each over its range) around `body`, cached on its
+/// free variables (recomputed only when one of them changed since its last evaluation).
 struct ReduceCode {
   Reducer reducer = Reducer::kSum;
   std::vector<int> vars;

@@ -495,7 +495,8 @@ TEST(InterpretRegion, ReadOutsideTheRegionIsAnError) {
 }
 
 TEST(InterpretRegion, ScalarInputHeldOrNot) {
-  OpDesc op = op_of("scale", {{"A", 1}, {"s", 0}}, {{"i", true, {}}}, {0}, bin(BinaryOp::kMul, at(0, {v(0)}), at(1, {})));
+  OpDesc op =
+      op_of("scale", {{"A", 1}, {"s", 0}}, {{"i", true, {}}}, {0}, bin(BinaryOp::kMul, at(0, {v(0)}), at(1, {})));
   Problem p(op, {{300}, {}}, {300});
   std::vector<Range> ranges = {{7, 280}};
   std::vector<Box> regions = p.regions(ranges);
