@@ -162,13 +162,15 @@ void Executable::step() {
   shared_->barrier.reset();
   shared_->error = nullptr;
   shared_->native.assign(g_.ops().size(), 1);
-  if (n > 1) kernels::set_blas_threads(1);
+  // A device is one core: its kernels run on its worker thread alone (the BLAS included).
+  const int blas_before = kernels::blas_threads();
+  kernels::set_blas_threads(1);
   auto start = Clock::now();
   std::vector<std::thread> pool;
   for (int d = 1; d < n; ++d) pool.emplace_back([this, d] { run_device(d); });
   run_device(0);
   for (auto& th : pool) th.join();
-  if (n > 1) kernels::set_blas_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  kernels::set_blas_threads(blas_before);
   stats_.step_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   if (shared_->error) std::rethrow_exception(shared_->error);
   stats_.bytes_received = comm_->bytes_received();

@@ -28,9 +28,9 @@ struct RunStats {
 
 class Executable {
  public:
-  /// Lowers `plan` for `g` and allocates the tensors that live all iteration. capacity 0 = unlimited;
-  /// threads: per-device interpreter threads (the BLAS gets one thread per device when there are
-  /// several devices). Throws partition::PlanError for a plan of another graph, OutOfMemory.
+  /// Lowers `plan` for `g` and allocates the tensors that live all iteration. capacity 0 = unlimited.
+  /// A device is one core: its worker thread runs its kernels alone (one BLAS thread).
+  /// Throws partition::PlanError for a plan of another graph, OutOfMemory.
   /// `keep`: tensors to hold after a step for reading (the loss, the model's output), besides the
   /// results no op reads.
   Executable(const graph::Graph& g, const partition::Plan& plan, int64_t capacity_per_device,

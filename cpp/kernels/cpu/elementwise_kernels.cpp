@@ -2,6 +2,7 @@
 // subset of its dimensions (a broadcast bias). The block is walked row by row over the last output
 // dimension; the per-element function is a lambda inlined into a loop the compiler vectorises when
 // every input advances by one element along the row.
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <utility>
@@ -12,11 +13,14 @@
 namespace tilewise::kernels::tile {
 namespace {
 
-/// Input `input` read with its dimension d at output dimension at[d].
+/// Input `input` read with its dimension d at output index at[d] + offset[d] (offset may be
+/// empty: all 0), or at the constant index offset[d] when at[d] is kConstant.
 struct Read {
   int input = 0;
   std::vector<int> at;
+  std::vector<int64_t> offset;
 };
+constexpr int kConstant = -1;
 
 /// Input `input` read exactly at the output index (all of its dimensions, in order).
 Read aligned(const TileCall& call, int input) {
@@ -34,32 +38,53 @@ bool pure_map(const TileCall& call, size_t inputs) {
   return true;
 }
 
-/// Corner pointers and per-output-dimension strides of the reads, checked against the regions.
+/// Corner pointers and per-dimension strides of the reads over the output block's dimensions,
+/// with dimensions that are contiguous in the output and in every read merged (an aligned
+/// element-wise op on whole rows walks one long row).
 struct Walk {
-  std::vector<const float*> base;
-  std::vector<std::vector<int64_t>> stride;  // [read][output dim]
+  std::vector<int64_t> size;                 // [dim]
+  std::vector<const float*> base;            // [read]
+  std::vector<std::vector<int64_t>> stride;  // [read][dim]
 };
 
 bool plan_walk(const TileCall& call, const std::vector<Read>& reads, Walk* w) {
   const size_t rank = call.output_vars.size();
+  for (int v : call.output_vars) w->size.push_back(call.vars[v].size());
   for (const Read& r : reads) {
     if (r.input < 0 || static_cast<size_t>(r.input) >= call.inputs.size()) return false;
     const TileIn& in = call.inputs[r.input];
     if (in.shape.size() != r.at.size()) return false;
     std::vector<Span> box;
     std::vector<int64_t> corner;
+    if (!r.offset.empty() && r.offset.size() != r.at.size()) return false;
     for (size_t d = 0; d < r.at.size(); ++d) {
-      if (r.at[d] < 0 || static_cast<size_t>(r.at[d]) >= rank) return false;
-      const Span& s = call.vars[call.output_vars[r.at[d]]];
-      if (s.hi >= in.shape[d]) return false;  // element-wise reads never fall in padding
+      const int64_t off = r.offset.empty() ? 0 : r.offset[d];
+      if (r.at[d] < kConstant || r.at[d] >= static_cast<int>(rank)) return false;
+      Span s{off, off};
+      if (r.at[d] != kConstant) {
+        const Span& v = call.vars[call.output_vars[r.at[d]]];
+        s = {v.lo + off, v.hi + off};
+      }
+      if (s.lo < 0 || s.hi >= in.shape[d]) return false;  // these reads never fall in padding
       box.push_back(s);
       corner.push_back(s.lo);
     }
     if (!holds(in, box)) return false;
     std::vector<int64_t> rs = region_strides(in), st(rank, 0);
-    for (size_t d = 0; d < r.at.size(); ++d) st[r.at[d]] += rs[d];
+    for (size_t d = 0; d < r.at.size(); ++d) {
+      if (r.at[d] != kConstant) st[r.at[d]] += rs[d];
+    }
     w->base.push_back(element(in, corner));
     w->stride.push_back(std::move(st));
+  }
+  // Merge dimension d into d + 1 where every read steps over d as over a full row of d + 1.
+  for (int d = static_cast<int>(w->size.size()) - 2; d >= 0; --d) {
+    bool merge = true;
+    for (const auto& st : w->stride) merge = merge && st[d] == st[d + 1] * w->size[d + 1];
+    if (!merge) continue;
+    w->size[d + 1] *= w->size[d];
+    w->size.erase(w->size.begin() + d);
+    for (auto& st : w->stride) st.erase(st.begin() + d);
   }
   return true;
 }
@@ -68,11 +93,11 @@ bool plan_walk(const TileCall& call, const std::vector<Read>& reads, Walk* w) {
 // one row of one element). `row` is a template argument: no indirect call per row.
 template <class Row>
 void for_rows(const TileCall& call, const Walk& w, Row&& row) {
-  const int rank = static_cast<int>(call.output_vars.size());
+  const int rank = static_cast<int>(w.size.size());
   const size_t nr = w.base.size();
   std::vector<const float*> p(w.base);
   std::vector<int64_t> inner(nr, 0);
-  const int64_t n = rank == 0 ? 1 : call.vars[call.output_vars[rank - 1]].size();
+  const int64_t n = rank == 0 ? 1 : w.size[rank - 1];
   for (size_t r = 0; r < nr; ++r) inner[r] = rank == 0 ? 0 : w.stride[r][rank - 1];
   std::vector<int64_t> idx(rank > 0 ? rank - 1 : 0, 0);
   float* out = call.out;
@@ -82,7 +107,7 @@ void for_rows(const TileCall& call, const Walk& w, Row&& row) {
     int d = rank - 1;
     while (d > 0) {
       --d;
-      int64_t size = call.vars[call.output_vars[d]].size();
+      const int64_t size = w.size[d];
       if (++idx[d] < size) {
         for (size_t r = 0; r < nr; ++r) p[r] += w.stride[r][d];
         break;
@@ -204,16 +229,27 @@ bool add_n(const TileCall& call, const Attrs&) {
   Walk w;
   if (!plan_walk(call, reads, &w)) return false;
   for_rows(call, w, [n](float* out, const float* const* p, const int64_t* inner, int64_t len) {
-    for (size_t i = 0; i < n; ++i) {
-      const float* x = p[i];
-      const int64_t s = inner[i];
-      if (i == 0) {
-        for (int64_t t = 0; t < len; ++t) out[t] = x[t * s];
-      } else if (s == 1) {
-        for (int64_t t = 0; t < len; ++t) out[t] += x[t];
-      } else {
-        for (int64_t t = 0; t < len; ++t) out[t] += x[t * s];
+    bool unit = true;
+    for (size_t i = 0; i < n; ++i) unit = unit && inner[i] == 1;
+    if (unit) {
+      // Blocks that stay in L2 while every input is added in, each input read in long runs (many
+      // short interleaved streams defeat the hardware prefetcher).
+      constexpr int64_t kBlock = 262144;
+      for (int64_t t0 = 0; t0 < len; t0 += kBlock) {
+        const int64_t m = std::min(kBlock, len - t0);
+        float* o = out + t0;
+        const float* x0 = p[0] + t0;
+        std::copy(x0, x0 + m, o);
+        for (size_t i = 1; i < n; ++i) {
+          const float* x = p[i] + t0;
+          for (int64_t t = 0; t < m; ++t) o[t] += x[t];
+        }
       }
+      return;
+    }
+    for (int64_t t = 0; t < len; ++t) out[t] = p[0][t * inner[0]];
+    for (size_t i = 1; i < n; ++i) {
+      for (int64_t t = 0; t < len; ++t) out[t] += p[i][t * inner[i]];
     }
   });
   return true;
@@ -249,6 +285,70 @@ bool mse_loss_backward(const TileCall& call, const Attrs&) {
   const float inv = static_cast<float>(1.0 / numel);
   return map<3>(call, {aligned(call, 0), aligned(call, 1), Read{2, {}}},
                 [=](float a, float b, float dy) { return 2.0f * (a - b) * dy * inv; });
+}
+
+// ---- shifted and constant reads: a time step of a sequence, the quarters of LSTM gates.
+
+// x[..., index, ...] along `axis`: that input dimension read at a constant.
+bool select(const TileCall& call, const Attrs& attrs) {
+  const int64_t axis = attrs.integer("axis", 0), index = attrs.integer("index", 0);
+  if (!attrs.ok() || !pure_map(call, 1)) return false;
+  const int nd = static_cast<int>(call.inputs[0].shape.size());
+  const int ax = static_cast<int>(axis < 0 ? axis + nd : axis);
+  if (ax < 0 || ax >= nd || nd != static_cast<int>(call.output_vars.size()) + 1) return false;
+  Read r{0, {}, std::vector<int64_t>(nd, 0)};
+  for (int d = 0; d < nd; ++d) r.at.push_back(d == ax ? kConstant : (d < ax ? d : d - 1));
+  r.offset[ax] = index;
+  return map<1>(call, {r}, [](float x) { return x; });
+}
+
+namespace {
+inline float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+
+// The LSTM ops' layout: variables b, j over (batch, hidden); `gates` (batch, 4 hidden) holds the
+// quarters i, f, g, o; hidden = the second extent of input `hidden_of`.
+bool lstm_layout(const TileCall& call, size_t inputs, int gates, int hidden_of, int64_t* hidden) {
+  if (!pure_map(call, inputs) || !vars_are(call, {"b", "j"})) return false;
+  const TileIn &g = call.inputs[gates], &h = call.inputs[hidden_of];
+  if (g.shape.size() != 2 || h.shape.size() != 2) return false;
+  *hidden = h.shape[1];
+  return g.shape[1] == 4 * *hidden;
+}
+
+// gates read at quarter q of the current column.
+Read quarter(int gates, int64_t q, int64_t hidden) { return Read{gates, {0, 1}, {0, q * hidden}}; }
+}  // namespace
+
+// c' = sigmoid(f) c + sigmoid(i) tanh(g).
+bool lstm_cell(const TileCall& call, const Attrs&) {  // (gates, c)
+  int64_t n = 0;
+  if (!lstm_layout(call, 2, 0, 1, &n)) return false;
+  return map<4>(call, {quarter(0, 1, n), aligned(call, 1), quarter(0, 0, n), quarter(0, 2, n)},
+                [](float f, float c, float i, float g) { return sigmoid(f) * c + sigmoid(i) * std::tanh(g); });
+}
+
+// h' = sigmoid(o) tanh(c').
+bool lstm_hidden(const TileCall& call, const Attrs&) {  // (gates, c_new)
+  int64_t n = 0;
+  if (!lstm_layout(call, 2, 0, 1, &n)) return false;
+  return map<2>(call, {quarter(0, 3, n), aligned(call, 1)}, [](float o, float c) { return sigmoid(o) * std::tanh(c); });
+}
+
+// dc = dy sigmoid(f).
+bool lstm_cell_grad_c(const TileCall& call, const Attrs&) {  // (dy, gates)
+  int64_t n = 0;
+  if (!lstm_layout(call, 2, 1, 0, &n)) return false;
+  return map<2>(call, {aligned(call, 0), quarter(1, 1, n)}, [](float dy, float f) { return dy * sigmoid(f); });
+}
+
+// dc' = dy sigmoid(o) (1 - tanh(c')^2).
+bool lstm_hidden_grad_c(const TileCall& call, const Attrs&) {  // (dy, gates, c_new)
+  int64_t n = 0;
+  if (!lstm_layout(call, 3, 1, 2, &n)) return false;
+  return map<3>(call, {aligned(call, 0), quarter(1, 3, n), aligned(call, 2)}, [](float dy, float o, float c) {
+    const float t = std::tanh(c);
+    return dy * sigmoid(o) * (1.0f - t * t);
+  });
 }
 
 }  // namespace tilewise::kernels::tile

@@ -186,6 +186,112 @@ bool max_pool2d(const TileCall& call, const Attrs& attrs) {
   return true;
 }
 
+// lambda b, c, h, w: Sum(i, j: [s | h + p - i] [s | w + p - j] (x[b, c, h, w] == y[b, c, oh, ow]) dy[b, c, oh, ow])
+// with oh = (h + p - i) / s, ow likewise: dy routed to the inputs equal to their window's max.
+bool max_pool2d_grad(const TileCall& call, const Attrs& attrs) {
+  const int64_t k = attrs.integer("kernel", 2), s = attrs.integer("stride", 2), p = attrs.integer("padding", 0);
+  if (!attrs.ok() || k < 1 || s < 1 || p < 0 || call.inputs.size() != 3) return false;
+  if (!vars_are(call, {"b", "c", "h", "w", "i", "j"}) || !outputs_first(call, 4)) return false;
+  if (call.extents[4] != k || call.extents[5] != k) return false;
+  const Span b = call.vars[0], c = call.vars[1], h = call.vars[2], w = call.vars[3], i = call.vars[4],
+             j = call.vars[5];
+  const TileIn &xin = call.inputs[0], &yin = call.inputs[1], &dyin = call.inputs[2];
+  if (xin.shape.size() != 4 || yin.shape.size() != 4 || dyin.shape != yin.shape) return false;
+  const Window win{s, p, 1};
+  const int64_t OH = yin.shape[2], OW = yin.shape[3];
+  const std::vector<Span> outs = {b, c, win.readers(h, i, OH), win.readers(w, j, OW)};
+  View4 x, y, dy;
+  if (!view4(xin, {b, c, h, w}, &x) || !view4(yin, outs, &y) || !view4(dyin, outs, &dy) || h.hi >= xin.shape[2] ||
+      w.hi >= xin.shape[3]) {
+    return false;
+  }
+  float* out = call.out;
+  for (int64_t bb = b.lo; bb <= b.hi; ++bb) {
+    for (int64_t cc = c.lo; cc <= c.hi; ++cc) {
+      for (int64_t hh = h.lo; hh <= h.hi; ++hh) {
+        for (int64_t ww = w.lo; ww <= w.hi; ++ww) {
+          const float xv = *x.at(bb, cc, hh, ww);
+          double acc = 0;
+          for (int64_t ii = i.lo; ii <= i.hi; ++ii) {
+            const int64_t th = hh + p - ii;
+            if (th < 0 || th % s != 0 || th / s >= OH) continue;  // reads outside y, dy are 0
+            for (int64_t jj = j.lo; jj <= j.hi; ++jj) {
+              const int64_t tw = ww + p - jj;
+              if (tw < 0 || tw % s != 0 || tw / s >= OW) continue;
+              if (xv == *y.at(bb, cc, th / s, tw / s)) acc += *dy.at(bb, cc, th / s, tw / s);
+            }
+          }
+          *out++ = static_cast<float>(acc);
+        }
+      }
+    }
+  }
+  return true;
+}
+
+// lambda b, c, y, z: Sum(i, j: x[b, c, kh y + i, kw z + j]) / (kh kw), partial over i, j.
+bool adaptive_avg_pool2d(const TileCall& call, const Attrs& attrs) {
+  const int64_t kh = attrs.integer("kernel_h", 1), kw = attrs.integer("kernel_w", 1);
+  if (!attrs.ok() || kh < 1 || kw < 1 || call.inputs.size() != 1) return false;
+  if (!vars_are(call, {"b", "c", "y", "z", "i", "j"}) || !outputs_first(call, 4)) return false;
+  if (call.extents[4] != kh || call.extents[5] != kw) return false;
+  const Span b = call.vars[0], c = call.vars[1], y = call.vars[2], z = call.vars[3], i = call.vars[4],
+             j = call.vars[5];
+  const TileIn& in = call.inputs[0];
+  if (in.shape.size() != 4) return false;
+  const Window rows{kh, 0, 1}, cols{kw, 0, 1};
+  View4 x;
+  if (!view4(in, {b, c, rows.reads(y, i, in.shape[2]), cols.reads(z, j, in.shape[3])}, &x)) return false;
+  const int64_t H = in.shape[2], W = in.shape[3];
+  const double inv = 1.0 / static_cast<double>(kh * kw);
+  float* out = call.out;
+  for (int64_t bb = b.lo; bb <= b.hi; ++bb) {
+    for (int64_t cc = c.lo; cc <= c.hi; ++cc) {
+      for (int64_t yy = y.lo; yy <= y.hi; ++yy) {
+        for (int64_t zz = z.lo; zz <= z.hi; ++zz) {
+          double acc = 0;
+          for (int64_t ii = i.lo; ii <= i.hi; ++ii) {
+            const int64_t hh = kh * yy + ii;
+            if (hh >= H) continue;
+            const int64_t w0 = kw * zz + j.lo, w1 = std::min(kw * zz + j.hi, W - 1);
+            if (w0 > w1) continue;
+            const float* row = x.at(bb, cc, hh, w0);
+            for (int64_t t = 0; t <= w1 - w0; ++t) acc += row[t];
+          }
+          *out++ = static_cast<float>(acc * inv);
+        }
+      }
+    }
+  }
+  return true;
+}
+
+// lambda b, c, y, z: dy[b, c, y / kh, z / kw] / (kh kw).
+bool adaptive_avg_pool2d_grad(const TileCall& call, const Attrs& attrs) {
+  const int64_t kh = attrs.integer("kernel_h", 1), kw = attrs.integer("kernel_w", 1);
+  if (!attrs.ok() || kh < 1 || kw < 1 || call.inputs.size() != 1) return false;
+  if (!vars_are(call, {"b", "c", "y", "z"}) || !outputs_first(call, 4)) return false;
+  const Span b = call.vars[0], c = call.vars[1], y = call.vars[2], z = call.vars[3];
+  const TileIn& in = call.inputs[0];
+  if (in.shape.size() != 4) return false;
+  View4 dy;
+  if (!view4(in, {b, c, {y.lo / kh, y.hi / kh}, {z.lo / kw, z.hi / kw}}, &dy)) return false;
+  const int64_t OH = in.shape[2], OW = in.shape[3];
+  const float inv = static_cast<float>(1.0 / static_cast<double>(kh * kw));
+  float* out = call.out;
+  for (int64_t bb = b.lo; bb <= b.hi; ++bb) {
+    for (int64_t cc = c.lo; cc <= c.hi; ++cc) {
+      for (int64_t yy = y.lo; yy <= y.hi; ++yy) {
+        for (int64_t zz = z.lo; zz <= z.hi; ++zz) {
+          const bool inside = yy / kh < OH && zz / kw < OW;
+          *out++ = inside ? *dy.at(bb, cc, yy / kh, zz / kw) * inv : 0.0f;
+        }
+      }
+    }
+  }
+  return true;
+}
+
 // ----------------------------------------------------------------------------------- batch norm
 
 // lambda b, c, h, w: (x - mean_c) / sqrt(var_c + eps) * gamma[c] + beta[c]; statistics over the

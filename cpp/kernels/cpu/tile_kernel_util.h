@@ -126,10 +126,18 @@ bool add_col(const TileCall&, const Attrs&);
 bool mul_row(const TileCall&, const Attrs&);
 bool mul_col(const TileCall&, const Attrs&);
 bool mse_loss_backward(const TileCall&, const Attrs&);
+bool select(const TileCall&, const Attrs&);
+bool lstm_cell(const TileCall&, const Attrs&);
+bool lstm_hidden(const TileCall&, const Attrs&);
+bool lstm_cell_grad_c(const TileCall&, const Attrs&);
+bool lstm_hidden_grad_c(const TileCall&, const Attrs&);
 
 // reduction_kernels.cpp: reductions, normalisation, pooling and losses.
 bool sum_axes(const TileCall&, const Attrs&);
 bool max_pool2d(const TileCall&, const Attrs&);
+bool max_pool2d_grad(const TileCall&, const Attrs&);
+bool adaptive_avg_pool2d(const TileCall&, const Attrs&);
+bool adaptive_avg_pool2d_grad(const TileCall&, const Attrs&);
 bool batch_norm_train(const TileCall&, const Attrs&);
 bool batch_norm_grad_input(const TileCall&, const Attrs&);
 bool batch_norm_grad_gamma(const TileCall&, const Attrs&);
