@@ -537,6 +537,50 @@ TEST(TileKernelElementwise, MseLossBackwardReadsAScalar) {
   }
 }
 
+double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+
+TEST(TileKernelElementwise, SelectReadsOneIndexOfAnAxis) {
+  std::mt19937 rng(24);
+  for (int trial = 0; trial < 20; ++trial) {
+    const int nd = static_cast<int>(uniform(rng, 1, 4));
+    Index shape = random_shape(rng, nd);
+    const int ax = static_cast<int>(uniform(rng, 0, nd - 1));
+    const int64_t index = uniform(rng, 0, shape[ax] - 1);
+    Index out = shape;
+    out.erase(out.begin() + ax);
+    const int64_t axis_attr = uniform(rng, 0, 1) ? ax - nd : ax;
+    OpCase c = make_case("select", numbered("i", nd - 1), iota(nd - 1), out, {shape}, rng, -1,
+                         "{\"axis\": " + std::to_string(axis_attr) + ", \"index\": " + std::to_string(index) + "}");
+    expect_native(c, [=](OpCase& c, Index& v) {
+      Index x(v.begin(), v.end());
+      x.insert(x.begin() + ax, index);
+      return c.inputs[0](x);
+    }, rng);
+  }
+}
+
+// The LSTM pieces read the gates (b, 4 H) at shifted columns: quarter q of column j is j + q H.
+TEST(TileKernelElementwise, LstmCellAndHiddenReadGateQuarters) {
+  std::mt19937 rng(25);
+  for (int trial = 0; trial < 15; ++trial) {
+    const int64_t b = uniform(rng, 1, 4), h = uniform(rng, 1, 9);
+    auto gate = [h](OpCase& c, int in, Index& v, int64_t q) { return c.inputs[in]({v[0], v[1] + q * h}); };
+    OpCase cell = make_case("lstm_cell", {"b", "j"}, {0, 1}, {b, h}, {{b, 4 * h}, {b, h}}, rng);
+    expect_native(cell, [&](OpCase& c, Index& v) {
+      return sigmoid(gate(c, 0, v, 1)) * c.inputs[1](v) + sigmoid(gate(c, 0, v, 0)) * std::tanh(gate(c, 0, v, 2));
+    }, rng);
+    OpCase hid = make_case("lstm_hidden", {"b", "j"}, {0, 1}, {b, h}, {{b, 4 * h}, {b, h}}, rng);
+    expect_native(hid, [&](OpCase& c, Index& v) { return sigmoid(gate(c, 0, v, 3)) * std::tanh(c.inputs[1](v)); }, rng);
+    OpCase gc = make_case("lstm_cell_grad_c", {"b", "j"}, {0, 1}, {b, h}, {{b, h}, {b, 4 * h}}, rng);
+    expect_native(gc, [&](OpCase& c, Index& v) { return c.inputs[0](v) * sigmoid(gate(c, 1, v, 1)); }, rng);
+    OpCase gh = make_case("lstm_hidden_grad_c", {"b", "j"}, {0, 1}, {b, h}, {{b, h}, {b, 4 * h}, {b, h}}, rng);
+    expect_native(gh, [&](OpCase& c, Index& v) {
+      const double t = std::tanh(c.inputs[2](v));
+      return c.inputs[0](v) * sigmoid(gate(c, 1, v, 3)) * (1.0 - t * t);
+    }, rng);
+  }
+}
+
 // ------------------------------------------------------------------------------------- reductions
 
 TEST(TileKernelReduction, SumAxesPartialOverEveryAxisChoice) {
@@ -597,6 +641,62 @@ TEST(TileKernelReduction, MaxPool2dPaddedAndPartialWindows) {
         }
       }
       return m;
+    }, rng);
+  }
+}
+
+// y = max_pool2d(x) (so that x == y happens), dy random: the gradient routes dy to the maxima.
+TEST(TileKernelReduction, MaxPool2dGradRoutesToTheMaxima) {
+  std::mt19937 rng(26);
+  for (int trial = 0; trial < 40; ++trial) {
+    const int64_t k = uniform(rng, 1, 3), s = uniform(rng, 1, 3), p = uniform(rng, 0, k / 2);
+    const int64_t n = uniform(rng, 1, 2), ch = uniform(rng, 1, 3), h = uniform(rng, k, 9), w = uniform(rng, k, 9);
+    const int64_t oh = (h + 2 * p - k) / s + 1, ow = (w + 2 * p - k) / s + 1;
+    char attrs[96];
+    std::snprintf(attrs, sizeof attrs, R"({"kernel": %lld, "padding": %lld, "stride": %lld})", (long long)k,
+                  (long long)p, (long long)s);
+    OpCase c = make_case("max_pool2d_grad", {"b", "c", "h", "w", "i", "j"}, {0, 1, 2, 3}, {n, ch, h, w, k, k},
+                         {{n, ch, h, w}, {n, ch, oh, ow}, {n, ch, oh, ow}}, rng, -1, attrs);
+    Tensor &x = c.inputs[0], &y = c.inputs[1];
+    for (int64_t e = 0; e < y.numel(); ++e) {
+      int64_t xx = e % ow, yy = (e / ow) % oh, cc = (e / (ow * oh)) % ch, bb = e / (ow * oh * ch);
+      double m = -kInf;
+      for (int64_t i = 0; i < k; ++i) {
+        for (int64_t j = 0; j < k; ++j) {
+          int64_t hh = s * yy + i - p, ww = s * xx + j - p;
+          if (hh >= 0 && hh < h && ww >= 0 && ww < w) m = std::max(m, x.data[((bb * ch + cc) * h + hh) * w + ww]);
+        }
+      }
+      y.data[e] = m;
+    }
+    expect_native(c, [=](OpCase& c, Index& v) {
+      const double xv = c.inputs[0]({v[0], v[1], v[2], v[3]});  // read at every output position
+      return sum_over(c, {4, 5}, v, [&] {
+        int64_t th = v[2] + p - v[4], tw = v[3] + p - v[5];
+        if (th % s != 0 || tw % s != 0) return 0.0;
+        Index at = {v[0], v[1], th / s, tw / s};
+        return (xv == c.inputs[1](at) ? 1.0 : 0.0) * c.inputs[2](at);
+      });
+    }, rng);
+  }
+}
+
+TEST(TileKernelReduction, AdaptiveAvgPoolAndItsGradient) {
+  std::mt19937 rng(27);
+  for (int trial = 0; trial < 20; ++trial) {
+    const int64_t kh = uniform(rng, 1, 4), kw = uniform(rng, 1, 4), n = uniform(rng, 1, 2), ch = uniform(rng, 1, 3);
+    const int64_t oh = uniform(rng, 1, 3), ow = uniform(rng, 1, 3);
+    const std::string attrs = "{\"kernel_h\": " + std::to_string(kh) + ", \"kernel_w\": " + std::to_string(kw) + "}";
+    OpCase c = make_case("adaptive_avg_pool2d", {"b", "c", "y", "z", "i", "j"}, {0, 1, 2, 3}, {n, ch, oh, ow, kh, kw},
+                         {{n, ch, oh * kh, ow * kw}}, rng, -1, attrs);
+    expect_native(c, [=](OpCase& c, Index& v) {
+      return sum_over(c, {4, 5}, v, [&] { return c.inputs[0]({v[0], v[1], kh * v[2] + v[4], kw * v[3] + v[5]}); }) /
+             static_cast<double>(kh * kw);
+    }, rng);
+    OpCase g = make_case("adaptive_avg_pool2d_grad", {"b", "c", "y", "z"}, {0, 1, 2, 3}, {n, ch, oh * kh, ow * kw},
+                         {{n, ch, oh, ow}}, rng, -1, attrs);
+    expect_native(g, [=](OpCase& c, Index& v) {
+      return c.inputs[0]({v[0], v[1], v[2] / kh, v[3] / kw}) / static_cast<double>(kh * kw);
     }, rng);
   }
 }

@@ -90,3 +90,38 @@ def test_cli_run_trains_and_reports(capsys):
     assert "step 2: loss" in out and "bytes moved:" in out and "(plan:" in out
     assert main(["run", "mlp-2-16", "--batch", "8", "--devices", "2", "--memory", "0.001"]) == 2
     assert "out of memory" in capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def wresnet_case():
+    """A small Wide ResNet, large enough that batch norm is well conditioned in float32 (layer4
+    normalises over 4 x 2 x 2 values; over 2 x 1 x 1, float32 rounding is amplified ~100x)."""
+    g = tw.models.wresnet(depth=50, width=1, batch=4, image=64, classes=4)
+    rng = np.random.default_rng(0)
+    feeds = {t.name: (0.1 * rng.standard_normal(t.shape)).astype(np.float32) for t in g.tensors
+             if t.producer is None}
+    return g, feeds, tw.run_reference(g, feeds)
+
+
+@pytest.mark.parametrize("algorithm", ["tofu", "data_parallel"])
+def test_partitioned_wresnet_step_matches_the_reference(wresnet_case, algorithm):
+    """Loss to 1e-5; parameters to 1e-5 of their scale for all but a few elements: float32 kernels
+    against the float64 reference disagree where a pre-activation lies within rounding of a ReLU's
+    kink, and the gradient behind it flips (measured: < 0.1 % of elements)."""
+    g, feeds, expected = wresnet_case
+    plan = tw.partition(g, devices=2, algorithm=algorithm)
+    exe = tw.compile(g, plan)
+    got = exe.step(feeds)
+    assert _close(got["loss"], expected[g.outputs["loss"].name])
+    assert exe.stats.bytes_moved == plan.comm_bytes
+    assert exe.stats.memory_error <= 0.10
+    params = exe.parameters()
+    off, total = 0, 0
+    for t in g.tensors:
+        if t.updates is not None and t.updates.role == "parameter" and t.updates.producer is None:
+            a, b = params[t.updates.name].astype(np.float64), expected[t.name]
+            err = np.abs(a - b) / max(np.abs(b).max(), 1e-6)
+            off += int((err > 1e-5).sum())
+            total += err.size
+            assert err.max() < 1e-2, t.updates.name
+    assert off <= 1e-3 * total, (off, total)

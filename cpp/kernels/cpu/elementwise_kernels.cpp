@@ -24,7 +24,7 @@ constexpr int kConstant = -1;
 
 /// Input `input` read exactly at the output index (all of its dimensions, in order).
 Read aligned(const TileCall& call, int input) {
-  Read r{input, {}};
+  Read r{input, {}, {}};
   for (size_t d = 0; d < call.output_vars.size(); ++d) r.at.push_back(static_cast<int>(d));
   return r;
 }
@@ -262,7 +262,7 @@ template <class F>
 bool broadcast(const TileCall& call, int dim, F f) {
   const int rank = static_cast<int>(call.output_vars.size());
   if (!pure_map(call, 2) || dim < 0 || dim >= rank) return false;
-  return map<2>(call, {aligned(call, 0), Read{1, {dim}}}, f);
+  return map<2>(call, {aligned(call, 0), Read{1, {dim}, {}}}, f);
 }
 const auto plus = [](float x, float b) { return x + b; };
 const auto times = [](float x, float b) { return x * b; };
@@ -283,7 +283,7 @@ bool mse_loss_backward(const TileCall& call, const Attrs&) {
   double numel = 1;
   for (int64_t e : call.inputs[0].shape) numel *= static_cast<double>(e);
   const float inv = static_cast<float>(1.0 / numel);
-  return map<3>(call, {aligned(call, 0), aligned(call, 1), Read{2, {}}},
+  return map<3>(call, {aligned(call, 0), aligned(call, 1), Read{2, {}, {}}},
                 [=](float a, float b, float dy) { return 2.0f * (a - b) * dy * inv; });
 }
 
