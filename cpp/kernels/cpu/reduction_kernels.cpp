@@ -36,6 +36,22 @@ bool view4(const TileIn& in, const std::vector<Span>& box, View4* v) {
 
 Span all(int64_t n) { return {0, n - 1}; }
 
+// sum of term(t) for t in [0, n), in double with four independent accumulators: the adds overlap
+// instead of each waiting on the last (the order differs from the interpreter's only in rounding).
+template <class F>
+double sum_of(int64_t n, F term) {
+  double a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+  int64_t t = 0;
+  for (; t + 4 <= n; t += 4) {
+    a0 += term(t);
+    a1 += term(t + 1);
+    a2 += term(t + 2);
+    a3 += term(t + 3);
+  }
+  for (; t < n; ++t) a0 += term(t);
+  return (a0 + a1) + (a2 + a3);
+}
+
 // Calls f(row, len) for the rows (over w) of channel c of a rank-4 view restricted to n x h x w.
 template <class F>
 void rows_of_channel(const View4& v, Span n, int64_t c, Span h, Span w, F&& f) {
@@ -52,11 +68,8 @@ struct Stats {
 Stats channel_stats(const View4& x, const std::vector<int64_t>& shape, int64_t c, double eps) {
   double s = 0, s2 = 0;
   rows_of_channel(x, all(shape[0]), c, all(shape[2]), all(shape[3]), [&](const float* row, int64_t len) {
-    for (int64_t t = 0; t < len; ++t) {
-      double v = row[t];
-      s += v;
-      s2 += v * v;
-    }
+    s += sum_of(len, [row](int64_t t) { return static_cast<double>(row[t]); });
+    s2 += sum_of(len, [row](int64_t t) { return static_cast<double>(row[t]) * row[t]; });
   });
   const double count = static_cast<double>(shape[0] * shape[2] * shape[3]);
   Stats st;
@@ -120,9 +133,7 @@ bool sum_axes(const TileCall& call, const Attrs& attrs) {
   while (true) {
     const float* row = base + xo;
     if (ostep == 0) {
-      double s = 0;
-      for (int64_t t = 0; t < len; ++t) s += row[t];
-      acc[oo] += s;
+      acc[oo] += sum_of(len, [row](int64_t t) { return static_cast<double>(row[t]); });
     } else {
       double* a = acc.data() + oo;
       for (int64_t t = 0; t < len; ++t) a[t] += row[t];
@@ -352,10 +363,9 @@ bool batch_norm_grad_input(const TileCall& call, const Attrs& attrs) {
     for (int64_t a = 0; a < N; ++a) {
       for (int64_t y = 0; y < H; ++y) {
         const float *xr = x.at(a, cc, y, 0), *dr = dy.at(a, cc, y, 0);
-        for (int64_t t = 0; t < W; ++t) {
-          sdy += dr[t];
-          sdyx += dr[t] * (xr[t] - st.mean);
-        }
+        const double mean = st.mean;
+        sdy += sum_of(W, [dr](int64_t t) { return static_cast<double>(dr[t]); });
+        sdyx += sum_of(W, [=](int64_t t) { return dr[t] * (xr[t] - mean); });
       }
     }
     const double mdy = sdy / count, mdyx = sdyx / count, gr = g[cc - c.lo] * st.rstd;
@@ -393,7 +403,8 @@ bool batch_norm_grad_gamma(const TileCall& call, const Attrs& attrs) {
     for (int64_t a = p.lo; a <= p.hi; ++a) {
       for (int64_t y = q.lo; y <= q.hi; ++y) {
         const float *xr = x.at(a, cc, y, r.lo), *dr = dy.at(a, cc, y, r.lo);
-        for (int64_t t = 0; t < r.size(); ++t) s += dr[t] * (xr[t] - st.mean);
+        const double mean = st.mean;
+        s += sum_of(r.size(), [=](int64_t t) { return dr[t] * (xr[t] - mean); });
       }
     }
     call.out[cc - c.lo] = static_cast<float>(s * st.rstd);
@@ -424,10 +435,11 @@ bool mse_loss(const TileCall& call, const Attrs&) {
   for (int64_t e : a.shape) numel *= static_cast<double>(e);
   int64_t oa = 0, ob = 0;
   while (true) {
-    for (int64_t t = 0; t < len; ++t) {
-      const double d = static_cast<double>(pa[oa + t]) - pb[ob + t];
-      s += d * d;
-    }
+    const float *row_a = pa + oa, *row_b = pb + ob;
+    s += sum_of(len, [=](int64_t t) {
+      const double d = static_cast<double>(row_a[t]) - row_b[t];
+      return d * d;
+    });
     int d = nd - 1;
     while (true) {
       if (--d < 0) {
