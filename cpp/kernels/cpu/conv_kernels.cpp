@@ -65,7 +65,9 @@ MatRef matrix_of(const Region4& r, int64_t a, Span r1, Span r2, Span r3, std::ve
   buf.resize(static_cast<size_t>(r1.size() * cols));
   float* dst = buf.data();
   for (int64_t i = r1.lo; i <= r1.hi; ++i) {
-    for (int64_t j = r2.lo; j <= r2.hi; ++j, dst += r3.size()) std::memcpy(dst, r.at(a, i, j, r3.lo), sizeof(float) * r3.size());
+    for (int64_t j = r2.lo; j <= r2.hi; ++j, dst += r3.size()) {
+      std::memcpy(dst, r.at(a, i, j, r3.lo), sizeof(float) * r3.size());
+    }
   }
   return {buf.data(), std::max<int64_t>(cols, 1)};
 }
@@ -169,7 +171,9 @@ bool conv2d(const TileCall& call, const Attrs& attrs) {
   std::vector<float> wbuf, col;
   const MatRef w = filter_matrix(filt, co, ci, kh, kw, wbuf);
   const int64_t k = ci.size() * kh.size() * kw.size(), n = y.size() * x.size();
-  // A 1x1 kernel at stride 1 without padding reads the data block itself as the im2col matrix.
+  if (!fits_blas({co.size(), n, k, w.ld, data.st[1]})) return false;
+  // A single kernel offset at stride 1 whose reads all lie inside the tensor reads the data block
+  // itself as the im2col matrix (a 1x1 conv on whole planes: no copy).
   const Span hs{g.in(y.lo, kh.lo), g.in(y.hi, kh.hi)}, ws{g.in(x.lo, kw.lo), g.in(x.hi, kw.hi)};
   const bool direct = kh.size() == 1 && kw.size() == 1 && g.s == 1 && hs.lo >= 0 && hs.hi < data.shape[2] &&
                       ws.lo >= 0 && ws.hi < data.shape[3] && data.exactly(2, hs) && data.exactly(3, ws);
@@ -214,10 +218,11 @@ bool conv2d_backward_data(const TileCall& call, const Attrs& attrs) {
       co.hi >= dy.shape[1] || co.hi >= filt.shape[0] || ci.hi >= filt.shape[1]) {
     return false;
   }
+  const int64_t m = ci.size() * kh.size() * kw.size(), n = ys.size() * xs.size();
+  if (!fits_blas({m, n, co.size(), filt.st[0], dy.st[1]})) return false;
   std::fill(call.out, call.out + b.size() * plane, 0.0f);
   std::vector<float> wbuf, dybuf, cols;
   const MatRef wt = filter_matrix(filt, co, ci, kh, kw, wbuf);  // |co| x m, read transposed
-  const int64_t m = ci.size() * kh.size() * kw.size(), n = ys.size() * xs.size();
   cols.resize(static_cast<size_t>(m * n));
   for (int64_t bb = b.lo; bb <= b.hi; ++bb) {
     const MatRef d = matrix_of(dy, bb, co, ys, xs, dybuf);
@@ -245,6 +250,7 @@ bool conv2d_backward_filter(const TileCall& call, const Attrs& attrs) {
     return false;
   }
   const int64_t k = y.size() * x.size(), n = ci.size() * kh.size() * kw.size();
+  if (!fits_blas({co.size(), n, k, dy.st[1]})) return false;
   std::vector<float> col(static_cast<size_t>(n * k)), dybuf;
   for (int64_t bb = b.lo; bb <= b.hi; ++bb) {
     im2col(data, bb, ci, kh, kw, y, x, g, col.data());

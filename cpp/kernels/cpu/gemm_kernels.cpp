@@ -104,7 +104,7 @@ bool make_plan(const TileCall& call, const Contraction& c, Plan* p) {
   if (!blas_layout(p->m, p->k, stride_of(p->sa, c.m), stride_of(p->sa, c.k), &p->la)) return false;
   if (!blas_layout(p->k, p->n, stride_of(p->sb, c.k), stride_of(p->sb, c.n), &p->lb)) return false;
   if (!blas_layout(p->m, p->n, stride_of(p->sc, c.m), stride_of(p->sc, c.n), &p->lc) || p->lc.trans) return false;
-  return true;
+  return fits_blas({p->m, p->n, p->k, p->la.ld, p->lb.ld, p->lc.ld});
 }
 
 // Runs the plan. accumulate: add to the output (already initialised); otherwise overwrite it.

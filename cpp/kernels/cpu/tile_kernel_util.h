@@ -13,21 +13,23 @@
 namespace tilewise::kernels::tile {
 
 /// The op's attributes, parsed from attrs_json: numbers, booleans (as 0/1) and lists of numbers.
-/// Strings, null and nested objects are skipped (no native kernel reads them); malformed JSON
-/// leaves ok() false and the call is declined.
+/// Other values (strings, null, objects, nested lists) are kept only as present: reading one sets
+/// ok() false, as does malformed JSON, and the call is declined.
 class Attrs {
  public:
   explicit Attrs(const std::string& json);
   bool ok() const { return ok_; }
-  /// A number attribute, or `fallback` when absent. Sets ok() false when present but not a number.
+  /// A number attribute, or `fallback` when absent. Sets ok() false when it is not one number.
   double num(const std::string& key, double fallback) const;
   /// An integer attribute (a number with no fraction), or `fallback` when absent.
   int64_t integer(const std::string& key, int64_t fallback) const;
-  /// A list of integers (a lone integer counts as a one-element list); empty when absent.
+  /// A list of integers (a lone integer counts as a one-element list); empty when absent. Sets ok()
+  /// false when it is something else.
   std::vector<int64_t> ints(const std::string& key) const;
 
  private:
   struct Value {
+    bool numeric = true;  ///< false: a value no kernel reads (a string, null, an object)
     bool list = false;
     std::vector<double> nums;
   };
@@ -57,6 +59,10 @@ std::vector<Span> box_of(const TileCall& call, const std::vector<int>& dim_vars)
 
 /// Pointer to the element at full-tensor coordinates `at` (inside the region) of `in`.
 const float* element(const TileIn& in, const std::vector<int64_t>& at);
+
+/// Whether every size fits the BLAS integer range, so kernels::gemm cannot refuse it after a kernel
+/// has started writing.
+bool fits_blas(std::initializer_list<int64_t> sizes);
 
 /// Elements of the output tile (product of the output variables' range sizes).
 int64_t output_size(const TileCall& call);

@@ -7,6 +7,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <new>
 #include <stdexcept>
 #include <unordered_map>
@@ -26,7 +27,13 @@ class JsonReader {
  public:
   explicit JsonReader(const std::string& s) : s_(s) {}
 
-  bool object(std::map<std::string, std::vector<double>>& nums, std::map<std::string, bool>& lists) {
+  /// Reads the object: for each key its numbers, whether they were a list, and whether the value
+  /// was numeric at all.
+  struct Entry {
+    bool numeric = true, list = false;
+    std::vector<double> nums;
+  };
+  bool object(std::map<std::string, Entry>* out) {
     skip_ws();
     if (!eat('{')) return false;
     skip_ws();
@@ -38,24 +45,21 @@ class JsonReader {
       skip_ws();
       if (!eat(':')) return false;
       skip_ws();
-      std::vector<double> v;
-      bool is_list = false;
+      Entry e;
+      const size_t start = pos_;
       if (peek() == '[') {
-        is_list = true;
-        if (!number_list(&v)) {
-          // A list of something else (strings, lists): skipped, so reading it declines the call.
-          v.clear();
-          is_list = false;
-          pos_ = list_start_;
-          if (!skip_value()) return false;
-        }
-      } else if (!scalar(&v)) {
+        e.list = number_list(&e.nums);
+        if (!e.list) e.numeric = false;
+      } else if (!scalar(&e.nums)) {
+        e.numeric = false;
+      }
+      if (!e.numeric) {
+        // Something no kernel reads (a string, null, an object, a nested list): skip it.
+        e.nums.clear();
+        pos_ = start;
         if (!skip_value()) return false;
       }
-      if (!v.empty() || is_list) {
-        nums[key] = std::move(v);
-        lists[key] = is_list;
-      }
+      (*out)[key] = std::move(e);
       skip_ws();
       if (eat(',')) continue;
       if (eat('}')) return at_end();
@@ -118,7 +122,6 @@ class JsonReader {
     return true;
   }
   bool number_list(std::vector<double>* out) {
-    list_start_ = pos_;
     if (!eat('[')) return false;
     skip_ws();
     if (eat(']')) return true;
@@ -159,23 +162,21 @@ class JsonReader {
 
   const std::string& s_;
   size_t pos_ = 0;
-  size_t list_start_ = 0;
 };
 
 }  // namespace
 
 Attrs::Attrs(const std::string& json) {
   if (json.empty()) return;
-  std::map<std::string, std::vector<double>> nums;
-  std::map<std::string, bool> lists;
-  ok_ = JsonReader(json).object(nums, lists);
-  for (auto& [k, v] : nums) values_[k] = Value{lists[k], std::move(v)};
+  std::map<std::string, JsonReader::Entry> entries;
+  ok_ = JsonReader(json).object(&entries);
+  for (auto& [k, e] : entries) values_[k] = Value{e.numeric, e.list, std::move(e.nums)};
 }
 
 double Attrs::num(const std::string& key, double fallback) const {
   auto it = values_.find(key);
   if (it == values_.end()) return fallback;
-  if (it->second.list || it->second.nums.size() != 1) {
+  if (!it->second.numeric || it->second.list || it->second.nums.size() != 1) {
     ok_ = false;
     return fallback;
   }
@@ -195,6 +196,10 @@ std::vector<int64_t> Attrs::ints(const std::string& key) const {
   auto it = values_.find(key);
   std::vector<int64_t> out;
   if (it == values_.end()) return out;
+  if (!it->second.numeric) {
+    ok_ = false;
+    return out;
+  }
   for (double v : it->second.nums) {
     if (v != std::floor(v) || std::fabs(v) > 1e15) {
       ok_ = false;
@@ -271,6 +276,13 @@ std::vector<int64_t> output_strides(const TileCall& call) {
     st *= call.vars[call.output_vars[p]].size();
   }
   return s;
+}
+
+bool fits_blas(std::initializer_list<int64_t> sizes) {
+  for (int64_t s : sizes) {
+    if (s < 0 || s > std::numeric_limits<int>::max()) return false;
+  }
+  return true;
 }
 
 int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
@@ -446,7 +458,9 @@ bool run_native(const TileCall& call) {
   try {
     return kernel(call, attrs);
   } catch (const std::invalid_argument&) {
-    return false;  // kernels::gemm refuses sizes past the BLAS integer range
+    // kernels::gemm refused its arguments: kernels check sizes first (fits_blas), so this is a
+    // last resort; what was written is overwritten by the fallback.
+    return false;
   }
 }
 
