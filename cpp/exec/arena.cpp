@@ -1,6 +1,9 @@
 #include "exec/arena.h"
 
 #include <algorithm>
+#include <numeric>
+
+#include "tdl/errors.h"
 
 namespace tilewise::exec {
 
@@ -14,18 +17,100 @@ OutOfMemory::OutOfMemory(int d, std::string w, int64_t b, int64_t u, int64_t c)
       in_use(u),
       capacity(c) {}
 
+Arena::~Arena() {
+  // Buffers still recorded as live belong to the step's owner, which releases them; nothing here.
+}
+
 float* Arena::allocate(int64_t elements, const std::string& what) {
   const int64_t bytes = elements * static_cast<int64_t>(sizeof(float));
+  if (planned_ && recording_) {
+    // Replay: the same buffers come in the same order every step.
+    TW_ASSERT(next_ < records_.size() && records_[next_].bytes == bytes, "a step allocates as the planned one did");
+    float* p = block_.get() + offsets_[next_];
+    live_[p] = next_++;
+    in_use_ += bytes;
+    peak_ = std::max(peak_, in_use_);
+    return p;
+  }
   if (capacity_ > 0 && in_use_ + bytes > capacity_) throw OutOfMemory(device_, what, bytes, in_use_, capacity_);
   in_use_ += bytes;
   peak_ = std::max(peak_, in_use_);
-  return new float[std::max<int64_t>(elements, 1)];
+  float* p = new float[std::max<int64_t>(elements, 1)];
+  if (recording_) {
+    live_[p] = records_.size();
+    records_.push_back({bytes, clock_++, -1, what});
+  }
+  return p;
 }
 
 void Arena::release(float* p, int64_t elements) {
   if (!p) return;
-  delete[] p;
   in_use_ -= elements * static_cast<int64_t>(sizeof(float));
+  const bool in_block = planned_ && p >= block_.get() && p < block_.get() + std::max<int64_t>(block_bytes_ / 4, 1);
+  auto it = live_.find(p);
+  if (it != live_.end()) {
+    if (!planned_ && recording_) records_[it->second].dies = clock_++;
+    live_.erase(it);
+  }
+  if (!in_block) delete[] p;
+}
+
+void Arena::begin_step() {
+  recording_ = true;
+  next_ = 0;
+  outside_ = in_use_;
+  if (!planned_) records_.clear(), clock_ = 0;
+}
+
+int64_t Arena::footprint() const { return planned_ ? outside_ + block_bytes_ : peak_; }
+
+void Arena::end_step() {
+  if (planned_) {
+    TW_ASSERT(next_ == records_.size(), "a step allocates as the planned one did");
+    next_ = 0;
+    return;
+  }
+  recording_ = false;
+  // Buffers alive at the end of the step (results kept for reading) live to the end.
+  for (auto& r : records_)
+    if (r.dies < 0) r.dies = clock_;
+  // Largest first; each at the lowest offset free of every placed buffer whose lifetime overlaps.
+  std::vector<size_t> order(records_.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return records_[a].bytes > records_[b].bytes; });
+  offsets_.assign(records_.size(), 0);
+  std::vector<size_t> placed;
+  int64_t top = 0;
+  std::vector<std::pair<int64_t, int64_t>> busy;
+  for (size_t i : order) {
+    const Record& r = records_[i];
+    const int64_t size = (r.bytes + 15) / 16 * 16;  // 16-byte aligned slots (SIMD loads)
+    busy.clear();
+    for (size_t j : placed) {
+      const Record& o = records_[j];
+      if (o.born < r.dies && r.born < o.dies) busy.push_back({offsets_[j] * 4, offsets_[j] * 4 + (o.bytes + 15) / 16 * 16});
+    }
+    std::sort(busy.begin(), busy.end());
+    int64_t at = 0;
+    for (const auto& [lo, hi] : busy) {
+      if (at + size <= lo) break;
+      at = std::max(at, hi);
+    }
+    offsets_[i] = at / 4;
+    top = std::max(top, at + size);
+    placed.push_back(i);
+  }
+  block_bytes_ = top;
+  // The block replaces the recorded buffers; what lives outside it (parameters, inputs) stays.
+  const int64_t outside = outside_;
+  if (capacity_ > 0 && outside + block_bytes_ > capacity_) {
+    const Record& largest = records_[order.empty() ? 0 : order.front()];
+    throw OutOfMemory(device_, "the planned block (largest buffer: " + largest.what + ")", block_bytes_, outside,
+                      capacity_);
+  }
+  block_.reset(new float[std::max<int64_t>(block_bytes_ / 4, 1)]);
+  planned_ = true;
+  next_ = 0;
 }
 
 }  // namespace tilewise::exec

@@ -157,8 +157,10 @@ void Executable::step() {
       arenas_[d]->release(tiles_[t][d], low_.tiles[t][d].volume());
       tiles_[t][d] = nullptr;
     }
+  if (failed_)
+    throw partition::PlanError("a previous step of this executable failed; compile the plan again");
   comm_->reset();
-  for (auto& a : arenas_) a->reset_peak();
+  for (auto& a : arenas_) a->reset_peak(), a->begin_step();
   shared_->barrier.reset();
   shared_->error = nullptr;
   shared_->native.assign(g_.ops().size(), 1);
@@ -172,12 +174,21 @@ void Executable::step() {
   for (auto& th : pool) th.join();
   kernels::set_blas_threads(blas_before);
   stats_.step_seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  if (shared_->error) std::rethrow_exception(shared_->error);
+  if (shared_->error) {
+    failed_ = true;
+    std::rethrow_exception(shared_->error);
+  }
+  try {
+    for (auto& a : arenas_) a->end_step();  // plans the arenas after the first step
+  } catch (...) {
+    failed_ = true;
+    throw;
+  }
   stats_.bytes_received = comm_->bytes_received();
   stats_.bytes_moved = 0;
   for (int64_t b : stats_.bytes_received) stats_.bytes_moved += b;
   stats_.peak_bytes.clear();
-  for (auto& a : arenas_) stats_.peak_bytes.push_back(a->peak());
+  for (auto& a : arenas_) stats_.peak_bytes.push_back(a->footprint());
   stats_.op_native = shared_->native;
   ++stats_.steps;
 }

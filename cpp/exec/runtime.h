@@ -19,7 +19,8 @@ namespace tilewise::exec {
 struct RunStats {
   int64_t bytes_moved = 0;                 ///< all devices, last step
   std::vector<int64_t> bytes_received;     ///< per device, last step
-  std::vector<int64_t> peak_bytes;         ///< per device, over the last step (resident tensors included)
+  std::vector<int64_t> peak_bytes;         ///< per device: resident tensors + the planned block (the
+                                           ///< first step: the dynamic peak, before planning)
   std::vector<double> op_seconds;          ///< per op, last step (wall time of the op's four phases)
   std::vector<char> op_native;             ///< per op: 1 = native kernel on every active device, 0 = interpreter
   double step_seconds = 0;                 ///< last step
@@ -61,6 +62,7 @@ class Executable {
   std::vector<int> last_use_;               ///< op after which a tensor's tiles are freed (-1: resident)
   std::vector<int> keep_;                   ///< results kept after the step (no consumers)
   RunStats stats_;
+  bool failed_ = false;
   struct Shared;
   std::unique_ptr<Shared> shared_;
 };
