@@ -98,8 +98,8 @@ def main() -> None:
     bandwidth = copy_bandwidth()
     out = {"copy_bandwidth": bandwidth, "rows": []}
     print(f"copy bandwidth {bandwidth / 1e9:.1f} GB/s")
-    print(f"{'model, algorithm':44s} {'1 dev s':>8s} {'2 dev s':>8s} {'speed-up':>8s} {'goal':>5s} {'predicted 2 dev s':>17s} "
-          f"{'error':>6s} {'MB moved':>9s} {'native ops':>10s}")
+    print(f"{'model, algorithm':44s} {'1 dev s':>8s} {'2 dev s':>8s} {'speed-up':>8s} {'goal':>5s} "
+          f"{'predicted 2 dev s':>17s} {'error':>6s} {'MB moved':>9s} {'native ops':>10s}")
     for key, label, g in models(args.quick):
         t1, plan1, s1 = run(g, 1, args.runs)
         rate = sum(plan1.flops_per_device) / t1
