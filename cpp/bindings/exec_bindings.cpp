@@ -38,8 +38,32 @@ void bind_exec(py::module_& m) {
       .def_readonly("steps", &RunStats::steps);
 
   py::class_<Executable>(m, "Executable", "A partition plan lowered for CPU devices (worker threads).")
-      .def(py::init<const graph::Graph&, const partition::Plan&, int64_t, const std::vector<int>&>(), py::arg("graph"),
-           py::arg("plan"), py::arg("capacity") = 0, py::arg("keep") = std::vector<int>{}, py::keep_alive<1, 2>())
+      .def(py::init([](const graph::Graph& g, const partition::Plan& plan, int64_t capacity,
+                       const std::vector<int>& keep, const std::vector<py::object>& opaque) {
+             // Per op: None, or fn(function id, [float64 arrays]) -> array, called with the GIL.
+             std::vector<tdl::OpaqueCall> calls(opaque.size());
+             for (size_t i = 0; i < opaque.size(); ++i) {
+               if (opaque[i].is_none()) continue;
+               auto fn = std::make_shared<py::object>(opaque[i]);
+               calls[i] = [fn](int id, const std::vector<tdl::Array>& args) {
+                 py::gil_scoped_acquire gil;
+                 py::list py_args;
+                 for (const auto& a : args) {
+                   py::array_t<double> arr(a.shape);
+                   std::copy(a.data.begin(), a.data.end(), arr.mutable_data());
+                   py_args.append(arr);
+                 }
+                 auto r = (*fn)(id, py_args).cast<py::array_t<double, py::array::c_style | py::array::forcecast>>();
+                 tdl::Array res;
+                 res.shape.assign(r.shape(), r.shape() + r.ndim());
+                 res.data.assign(r.data(), r.data() + r.size());
+                 return res;
+               };
+             }
+             return std::make_unique<Executable>(g, plan, capacity, keep, std::move(calls));
+           }),
+           py::arg("graph"), py::arg("plan"), py::arg("capacity") = 0, py::arg("keep") = std::vector<int>{},
+           py::arg("opaque") = std::vector<py::object>{}, py::keep_alive<1, 2>())
       .def("set_tensor",
            [](Executable& e, int tensor, py::array_t<float, py::array::c_style | py::array::forcecast> a) {
              e.set_tensor(tensor, a.data());

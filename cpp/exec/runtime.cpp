@@ -71,16 +71,16 @@ struct Executable::Shared {
 };
 
 Executable::Executable(const graph::Graph& g, const partition::Plan& plan, int64_t capacity,
-                       const std::vector<int>& keep)
-    : g_(g), low_(lower(g, plan)) {
+                       const std::vector<int>& keep, std::vector<tdl::OpaqueCall> opaque)
+    : g_(g), low_(lower(g, plan)), opaque_(std::move(opaque)) {
+  opaque_.resize(g.ops().size());
   const int n = low_.devices;
   for (const auto& t : g.tensors())
     if (t.dtype != "float32")
       throw partition::PlanError("the CPU runtime stores float32 tensors; '" + t.name + "' is " + t.dtype);
   for (const auto& op : g.ops())
-    if (!op.desc->opaque_names.empty())
-      throw partition::PlanError("op '" + op.name + "' (" + op.type +
-                                 ") calls an opaque function; the CPU runtime does not run opaque functions yet");
+    if (!op.desc->opaque_names.empty() && !opaque_[op.id])
+      throw partition::PlanError("op '" + op.name + "' (" + op.type + ") calls an opaque function and none was given");
   for (int d = 0; d < n; ++d) arenas_.push_back(std::make_unique<Arena>(d, capacity));
   comm_ = std::make_unique<InProcessCommunicator>(n);
   shared_ = std::make_unique<Shared>(n);
@@ -265,7 +265,7 @@ void Executable::run_device(int d) {
             views.push_back({in64[j].data(), dev.slots[j].region, shapes[j]});
           }
           std::vector<double> out64(dev.computed.volume());
-          tdl::interpret_region(*node.desc, views, call.extents, dev.vars, out64.data(), nullptr, 1);
+          tdl::interpret_region(*node.desc, views, call.extents, dev.vars, out64.data(), opaque_[op.op], 1);
           std::copy(out64.begin(), out64.end(), computed);
         }
       }

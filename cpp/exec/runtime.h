@@ -12,6 +12,7 @@
 #include "exec/lowering.h"
 #include "graph/graph.h"
 #include "partition/plan.h"
+#include "tdl/interpreter.h"
 
 namespace tilewise::exec {
 
@@ -34,8 +35,10 @@ class Executable {
   /// Throws partition::PlanError for a plan of another graph, OutOfMemory.
   /// `keep`: tensors to hold after a step for reading (the loss, the model's output), besides the
   /// results no op reads.
+  /// `opaque`: per op, the opaque functions of its description (empty when it has none); they run
+  /// in the interpreter fallback, called from the device's worker thread.
   Executable(const graph::Graph& g, const partition::Plan& plan, int64_t capacity_per_device,
-             const std::vector<int>& keep = {});
+             const std::vector<int>& keep = {}, std::vector<tdl::OpaqueCall> opaque = {});
   ~Executable();
   Executable(const Executable&) = delete;
   Executable& operator=(const Executable&) = delete;
@@ -63,6 +66,7 @@ class Executable {
   std::vector<int> keep_;                   ///< results kept after the step (no consumers)
   RunStats stats_;
   bool failed_ = false;
+  std::vector<tdl::OpaqueCall> opaque_;
   struct Shared;
   std::unique_ptr<Shared> shared_;
 };

@@ -72,12 +72,30 @@ class Executable:
         self.graph, self.plan = graph, plan
         self._results = self._result_tensors()
         self._core = _core.Executable(graph._g, plan._core, int(memory_per_device or 0),
-                                      [t.id for t in self._results.values()])
+                                      [t.id for t in self._results.values()], self._opaque_calls())
         self._fed: set[str] = set()
 
     @property
     def devices(self) -> int:
         return self._core.devices
+
+    def _opaque_calls(self) -> list:
+        """Per op: None, or the callable running its opaque functions (embedding lookups...)."""
+        calls = []
+        for gop in self.graph.ops:
+            opaques = gop.op._opaques(tuple(len(t.shape) for t in gop.inputs), gop.attrs)
+            if not opaques:
+                calls.append(None)
+                continue
+
+            def call(fid, args, opaques=opaques, name=gop.op.name):
+                f = opaques[fid]
+                if f.fn is None:
+                    raise PlanError(f"op '{name}': opaque function '{f.name}' has no implementation")
+                return np.asarray(f.fn(*args), dtype=np.float64)
+
+            calls.append(call)
+        return calls
 
     def _result_tensors(self) -> dict[str, GTensor]:
         """The graph's named outputs (loss, output), else the tensors no op reads (not updates)."""
