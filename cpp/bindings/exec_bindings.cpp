@@ -4,6 +4,7 @@
 #include <pybind11/stl.h>
 
 #include "bindings/bindings.h"
+#include "bindings/opaque_call.h"
 #include "exec/runtime.h"
 
 namespace py = pybind11;
@@ -44,21 +45,7 @@ void bind_exec(py::module_& m) {
              std::vector<tdl::OpaqueCall> calls(opaque.size());
              for (size_t i = 0; i < opaque.size(); ++i) {
                if (opaque[i].is_none()) continue;
-               auto fn = std::make_shared<py::object>(opaque[i]);
-               calls[i] = [fn](int id, const std::vector<tdl::Array>& args) {
-                 py::gil_scoped_acquire gil;
-                 py::list py_args;
-                 for (const auto& a : args) {
-                   py::array_t<double> arr(a.shape);
-                   std::copy(a.data.begin(), a.data.end(), arr.mutable_data());
-                   py_args.append(arr);
-                 }
-                 auto r = (*fn)(id, py_args).cast<py::array_t<double, py::array::c_style | py::array::forcecast>>();
-                 tdl::Array res;
-                 res.shape.assign(r.shape(), r.shape() + r.ndim());
-                 res.data.assign(r.data(), r.data() + r.size());
-                 return res;
-               };
+               calls[i] = opaque_from_python(opaque[i]);
              }
              return std::make_unique<Executable>(g, plan, capacity, keep, std::move(calls));
            }),

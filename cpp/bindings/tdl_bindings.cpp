@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "bindings/bindings.h"
+#include "bindings/opaque_call.h"
 #include "tdl/errors.h"
 #include "tdl/interpreter.h"
 #include "tdl/op_cost.h"
@@ -248,20 +249,7 @@ void bind_tdl(py::module_& m) {
              Shape out_shape;
              for (int v : op.output_vars) out_shape.push_back(ext[v]);
              py::array_t<double> result(out_shape);
-             OpaqueCall call = [&opaque_fn](int id, const std::vector<Array>& args) {
-               py::gil_scoped_acquire gil;
-               py::list py_args;
-               for (const auto& a : args) {
-                 py::array_t<double> arr(a.shape);
-                 std::copy(a.data.begin(), a.data.end(), arr.mutable_data());
-                 py_args.append(arr);
-               }
-               auto r = opaque_fn(id, py_args).cast<py::array_t<double, py::array::c_style | py::array::forcecast>>();
-               Array res;
-               res.shape.assign(r.shape(), r.shape() + r.ndim());
-               res.data.assign(r.data(), r.data() + r.size());
-               return res;
-             };
+             OpaqueCall call = opaque_from_python(opaque_fn);
              if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
              double* dst = result.mutable_data();
              {
