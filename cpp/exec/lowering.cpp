@@ -148,6 +148,11 @@ Lowered lower(const graph::Graph& g, const partition::Plan& plan) {
         }
       }
     });
+    for (int d = 0; d < n; ++d) {
+      op.reduces = op.reduces || !op.devices[d].reduce_in.empty();
+      for (const Transfer& tr : op.devices[d].result_in) op.remote_results = op.remote_results || tr.src != d;
+    }
+    op.remote_results = op.remote_results || op.reduces;
     low.ops.push_back(std::move(op));
   }
   return low;

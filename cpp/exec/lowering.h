@@ -43,6 +43,8 @@ struct DeviceOp {
 
 struct OpPlan {
   int op = -1;
+  bool reduces = false;       ///< some device combines partials (phase C does something)
+  bool remote_results = false;  ///< some device reads another's computed buffer (C or D)
   std::vector<int64_t> extents;               ///< every variable's full extent
   tdl::Reducer reducer = tdl::Reducer::kSum;  ///< combines partials of reduce steps
   std::vector<DeviceOp> devices;

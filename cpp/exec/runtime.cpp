@@ -270,7 +270,8 @@ void Executable::run_device(int d) {
         }
       }
       sh.computed[d] = computed;
-      if (!sh.barrier.wait()) return;
+      // Only needed when others read this buffer (an op computed where it is held skips it).
+      if (op.remote_results && !sh.barrier.wait()) return;
       // C: owners combine the other classes' partial sums.
       if (!dev.reduce_in.empty()) {
         int64_t staged = 0;
@@ -284,7 +285,7 @@ void Executable::run_device(int d) {
         }
         arena.release(stage, total);
       }
-      if (!sh.barrier.wait()) return;
+      if (op.reduces && !sh.barrier.wait()) return;
       // D: every holder gets its tile's final values.
       for (const Transfer& tr : dev.result_in)
         comm_->receive(tr.src, sh.computed[tr.src], op.devices[tr.src].computed, d, tiles_[out_t][d], dev.tile, tr.what);
