@@ -7,6 +7,8 @@ and reports what it measured beside what the plan predicted (docs/RUNTIME.md).
 
 from __future__ import annotations
 
+import functools
+import time
 from collections.abc import Mapping
 
 import numpy as np
@@ -18,6 +20,35 @@ from ._partition import Plan, PlanError
 OutOfMemory = _core.OutOfMemory
 BACKENDS = ("cpu",)
 _RESIDENT = ("input", "label", "parameter", "optimizer_state", "constant")
+
+
+@functools.lru_cache(maxsize=1)
+def calibration() -> dict[str, float]:
+    """This machine's figures for the step-time prediction, measured once per process: one device's
+    (one core's) float32 GEMM rate, through the runtime itself on a 512^3 matmul, and the copy
+    bandwidth between buffers (NumPy copy of 32 MiB)."""
+    import tdl_ops
+
+    g = Graph("calibration")
+    tdl_ops.matmul(g.input("a", (512, 512)), g.input("b", (512, 512)))
+    from ._partition import partition
+
+    exe = Executable(g, partition(g, devices=1, algorithm="tofu"))
+    ones = np.ones((512, 512), np.float32)
+    exe.step({"a": ones, "b": ones})
+    times = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        exe.step()
+        times.append(time.perf_counter() - t0)
+    a = np.ones(32 * 2**20 // 4, np.float32)
+    b = np.empty_like(a)
+    np.copyto(b, a)  # first touch of b's pages is not the bandwidth
+    t0 = time.perf_counter()
+    for _ in range(3):
+        np.copyto(b, a)
+    copy = (time.perf_counter() - t0) / 3
+    return {"flops_per_second": 2 * 512**3 / min(times), "bytes_per_second": a.nbytes / copy}
 
 
 class ExecStats:
@@ -36,6 +67,16 @@ class ExecStats:
         self.interpreted_ops = len(core.op_native) - self.native_ops
         self.predicted_bytes = plan.comm_bytes
         self.predicted_memory_per_device = list(plan.memory_per_device)
+        self._plan = plan
+
+    @property
+    def predicted_step_seconds(self) -> float:
+        """The cost model's step time (approximate): the busiest device's FLOPs at this machine's
+        GEMM rate plus its share of the plan's bytes at the copy bandwidth (``calibration()``).
+        Kernels slower than GEMM, barriers and local copies are not modelled: expect it low."""
+        cal = calibration()
+        share = self._plan.comm_bytes / max(len(self.peak_memory_per_device), 1)
+        return max(self._plan.flops_per_device) / cal["flops_per_second"] + share / cal["bytes_per_second"]
 
     @property
     def memory_error(self) -> float:
@@ -47,7 +88,8 @@ class ExecStats:
         return dict(steps=self.steps, bytes_moved=self.bytes_moved, predicted_bytes=self.predicted_bytes,
                     bytes_per_device=self.bytes_per_device, peak_memory_per_device=self.peak_memory_per_device,
                     predicted_memory_per_device=self.predicted_memory_per_device, memory_error=self.memory_error,
-                    step_seconds=self.step_seconds, native_ops=self.native_ops,
+                    step_seconds=self.step_seconds, predicted_step_seconds=self.predicted_step_seconds,
+                    native_ops=self.native_ops,
                     interpreted_ops=self.interpreted_ops)
 
     def summary(self) -> str:
@@ -56,7 +98,8 @@ class ExecStats:
         return "\n".join([
             f"bytes moved: {self.bytes_moved:,} (plan: {self.predicted_bytes:,})",
             f"peak memory per device (MiB): {mem} (plan: {pred}; largest error {self.memory_error:.1%})",
-            f"step: {self.step_seconds:.3f} s; ops on native kernels: {self.native_ops}, "
+            f"step: {self.step_seconds:.3f} s (plan, calibrated: {self.predicted_step_seconds:.3f} s); "
+            f"ops on native kernels: {self.native_ops}, "
             f"on the interpreter: {self.interpreted_ops}",
         ])
 
