@@ -58,8 +58,8 @@ MemoryEstimate estimate_memory(const graph::Graph& g, const std::vector<OpView>&
     auto classes = partial_classes(splits[o], parts, steps);
     const auto& out = g.tensor(op.output);
     auto out_tiles = device_tiles(out.shape, tilings[out.id], parts, steps);
-    std::vector<int64_t> received, partials(n, 0);
-    if (!outputs_are_disjoint(splits[o])) conversion_elements(computed, classes, out_tiles, &received, &partials);
+    std::vector<int64_t> partials(n, 0);  // staged by owners before combining (none without a reduction)
+    if (!outputs_are_disjoint(splits[o])) conversion_elements(computed, classes, out_tiles, nullptr, &partials);
     bool partial = std::any_of(splits[o].begin(), splits[o].end(),
                                [](const tdl::Strategy& s) { return s.kind == tdl::StrategyKind::kReduce; });
     int64_t out_bpe = graph::dtype_size(out.dtype);

@@ -17,10 +17,6 @@ OutOfMemory::OutOfMemory(int d, std::string w, int64_t b, int64_t u, int64_t c)
       in_use(u),
       capacity(c) {}
 
-Arena::~Arena() {
-  // Buffers still recorded as live belong to the step's owner, which releases them; nothing here.
-}
-
 float* Arena::allocate(int64_t elements, const std::string& what) {
   const int64_t bytes = elements * static_cast<int64_t>(sizeof(float));
   if (planned_ && recording_) {

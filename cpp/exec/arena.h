@@ -30,7 +30,6 @@ class Arena {
  public:
   /// capacity 0 = unlimited.
   Arena(int device, int64_t capacity) : device_(device), capacity_(capacity) {}
-  ~Arena();
   Arena(const Arena&) = delete;
   Arena& operator=(const Arena&) = delete;
   /// A buffer of `elements` floats for `what` (a tensor or buffer name, for the error message).

@@ -51,7 +51,7 @@ void for_each_cell(const Box& within, const std::vector<const Box*>& boxes, Cell
 }  // namespace
 
 Lowered lower(const graph::Graph& g, const partition::Plan& plan) {
-  partition::evaluate(g, plan, 1);  // validates the plan against the graph (throws PlanError)
+  partition::validate(g, plan);
   Lowered low;
   low.parts = plan.parts;
   const int steps = static_cast<int>(plan.parts.size());

@@ -108,6 +108,26 @@ Executable::Executable(const graph::Graph& g, const partition::Plan& plan, int64
         tiles_[t.id][d] = arenas_[d]->allocate(low_.tiles[t.id][d].volume(), t.name);
         std::fill(tiles_[t.id][d], tiles_[t.id][d] + low_.tiles[t.id][d].volume(), 0.0f);
       }
+  // Kernel calls: everything but the buffers is known now; a step fills in the pointers.
+  calls_.resize(g.ops().size());
+  for (const OpPlan& op : low_.ops) {
+    const auto& node = g.op(op.op);
+    calls_[op.op].resize(n);
+    for (int d = 0; d < n; ++d) {
+      const DeviceOp& dev = op.devices[d];
+      if (!dev.active) continue;
+      kernels::TileCall& call = calls_[op.op][d];
+      call.type = node.type;
+      call.attrs_json = node.attrs_json;
+      for (const auto& v : node.desc->vars) call.var_names.push_back(v.name);
+      call.output_vars = node.desc->output_vars;
+      call.extents = op.extents;
+      for (const auto& r : dev.vars) call.vars.push_back(span(r));
+      for (size_t j = 0; j < node.inputs.size(); ++j)
+        call.inputs.push_back({nullptr, spans(dev.slots[j].region), g.tensor(node.inputs[j]).shape});
+      call.output_shape = g.tensor(node.output).shape;
+    }
+  }
   stats_.op_seconds.assign(g.ops().size(), 0);
   stats_.op_native.assign(g.ops().size(), 1);
 }
@@ -241,18 +261,8 @@ void Executable::run_device(int d) {
           computed_size = dev.computed.volume();
           computed = arena.allocate(computed_size, g_.tensor(node.output).name + " (computed by " + node.name + ")");
         }
-        kernels::TileCall call;
-        call.type = node.type;
-        call.attrs_json = node.attrs_json;
-        for (const auto& v : node.desc->vars) call.var_names.push_back(v.name);
-        call.output_vars = node.desc->output_vars;
-        std::vector<tdl::Shape> shapes;
-        for (int t : node.inputs) shapes.push_back(g_.tensor(t).shape);
-        call.extents = op.extents;
-        for (const auto& r : dev.vars) call.vars.push_back(span(r));
-        for (size_t j = 0; j < node.inputs.size(); ++j)
-          call.inputs.push_back({in_data[j], spans(dev.slots[j].region), shapes[j]});
-        call.output_shape = g_.tensor(node.output).shape;
+        kernels::TileCall& call = calls_[op.op][d];  // prepared once; this device's entry only
+        for (size_t j = 0; j < node.inputs.size(); ++j) call.inputs[j].data = in_data[j];
         call.out = computed;
         if (!kernels::run_native(call)) {
           sh.native[op.op] = 0;
@@ -262,7 +272,7 @@ void Executable::run_device(int d) {
           for (size_t j = 0; j < node.inputs.size(); ++j) {
             int64_t m = dev.slots[j].region.volume();
             in64[j].assign(in_data[j] ? in_data[j] : nullptr, in_data[j] ? in_data[j] + m : nullptr);
-            views.push_back({in64[j].data(), dev.slots[j].region, shapes[j]});
+            views.push_back({in64[j].data(), dev.slots[j].region, call.inputs[j].shape});
           }
           std::vector<double> out64(dev.computed.volume());
           tdl::interpret_region(*node.desc, views, call.extents, dev.vars, out64.data(), opaque_[op.op], 1);
@@ -274,8 +284,6 @@ void Executable::run_device(int d) {
       if (op.remote_results && !sh.barrier.wait()) return;
       // C: owners combine the other classes' partial sums.
       if (!dev.reduce_in.empty()) {
-        int64_t staged = 0;
-        for (const Transfer& tr : dev.reduce_in) staged = std::max(staged, tr.what.volume());
         int64_t total = 0;
         for (const Transfer& tr : dev.reduce_in) total += tr.what.volume();
         float* stage = arena.allocate(total, g_.tensor(node.output).name + " (partials for " + node.name + ")");

@@ -11,6 +11,7 @@
 #include "exec/communicator.h"
 #include "exec/lowering.h"
 #include "graph/graph.h"
+#include "kernels/cpu/tile_kernels.h"
 #include "partition/plan.h"
 #include "tdl/interpreter.h"
 
@@ -67,6 +68,7 @@ class Executable {
   RunStats stats_;
   bool failed_ = false;
   std::vector<tdl::OpaqueCall> opaque_;
+  std::vector<std::vector<kernels::TileCall>> calls_;  ///< [op][device], inputs' and output's buffers set per step
   struct Shared;
   std::unique_ptr<Shared> shared_;
 };

@@ -90,12 +90,13 @@ Plan partition(const graph::Graph& g, int devices, const std::string& algorithm,
   plan.algorithm = algorithm;
   plan.devices = devices;
   plan.parts = parts;
-  if (algorithm == "brute_force") plan.step_bytes = evaluate(g, plan, options.threads).step_bytes;
+  if (algorithm == "brute_force")
+    plan.step_bytes = step_deltas(prefix_bytes(p, plan.assignment, static_cast<int>(parts.size()), options.threads));
   plan.search_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return plan;
 }
 
-PlanCost evaluate(const graph::Graph& g, const Plan& plan, int threads) {
+void validate(const graph::Graph& g, const Plan& plan) {
   const auto& a = plan.assignment;
   const int m = static_cast<int>(plan.parts.size());
   if (cost::device_count(plan.parts) != plan.devices)
@@ -116,8 +117,6 @@ PlanCost evaluate(const graph::Graph& g, const Plan& plan, int threads) {
         throw PlanError("tensor '" + t.name + "' is cut along dimension " + std::to_string(c) + " but has rank " +
                         std::to_string(t.shape.size()));
   }
-  Policy any;
-  Problem p = make_problem(g, plan.parts, any);
   for (const auto& op : g.ops()) {
     const auto& split = a.splits[op.id];
     if (static_cast<int>(split.size()) != m)
@@ -128,12 +127,20 @@ PlanCost evaluate(const graph::Graph& g, const Plan& plan, int threads) {
         throw PlanError("op '" + op.name + "' splits variable " + std::to_string(s.var) + " of " +
                         std::to_string(op.desc->vars.size()));
   }
+}
+
+PlanCost evaluate(const graph::Graph& g, const Plan& plan, int threads) {
+  validate(g, plan);
+  const auto& a = plan.assignment;
+  const int m = static_cast<int>(plan.parts.size());
+  Policy any;
+  Problem p = make_problem(g, plan.parts, any);
   PlanCost pc;
   const int no = static_cast<int>(g.ops().size());
   for (int o = 0; o < no; ++o) pc.per_op.push_back(op_bytes(p, o, a, m));
-  int64_t before = 0;
-  for (int64_t b : prefix_bytes(p, a, m, threads)) pc.step_bytes.push_back(b - before), before = b;
-  pc.comm_bytes = before;
+  auto prefix = prefix_bytes(p, a, m, threads);
+  pc.step_bytes = step_deltas(prefix);
+  pc.comm_bytes = prefix.empty() ? 0 : prefix.back();
   pc.memory = cost::estimate_memory(g, p.ops, a.tilings, a.splits, plan.parts);
   // Arithmetic per device: each op's FLOPs in proportion to the device's share of its iteration space.
   const int64_t n = cost::device_count(plan.parts);

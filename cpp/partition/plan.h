@@ -59,6 +59,10 @@ struct PlanCost {
   std::vector<int64_t> flops_per_device;  ///< arithmetic of each device's share of the work
 };
 
+/// Throws PlanError when the plan does not fit the graph (tensor/op counts, step counts, a cut or
+/// strategy out of range, parts that do not multiply to its devices).
+void validate(const graph::Graph& g, const Plan& plan);
+
 /// Recomputes bytes (in total, per step and per op) and memory of `plan` on `g`. Throws PlanError
 /// when the plan does not fit the graph (tensor/op counts, cut or strategy out of range).
 PlanCost evaluate(const graph::Graph& g, const Plan& plan, int threads = 0);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <functional>
 #include <map>
 #include <numeric>
 #include <thread>
@@ -162,70 +163,56 @@ bool same_split(const cost::OpSplit& a, const cost::OpSplit& b) {
   return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), same_strategy);
 }
 
-// Every combination of choices for the block's steps, each step's choices given the ones before it.
-void tensor_block_values(const Problem& p, const Policy& policy, int t, const cost::Tiling& current,
-                         const std::vector<int>& steps, size_t i, cost::Tiling& chosen,
-                         std::vector<cost::Tiling>& out) {
-  if (i == steps.size()) {
-    out.push_back(chosen);
-    return;
-  }
-  cost::Tiling prefix(current.begin(), current.begin() + steps[i]);
-  for (size_t j = 0; j < i; ++j) prefix[steps[j]] = chosen[j];
-  for (int c : tensor_choices(p, policy, t, prefix, steps[i])) {
-    chosen.push_back(c);
-    tensor_block_values(p, policy, t, current, steps, i + 1, chosen, out);
-    chosen.pop_back();
-  }
-}
-
-void op_block_values(const Problem& p, const Policy& policy, int o, const cost::OpSplit& current,
-                     const std::vector<int>& steps, size_t i, cost::OpSplit& chosen, std::vector<cost::OpSplit>& out) {
-  if (i == steps.size()) {
-    out.push_back(chosen);
-    return;
-  }
-  cost::OpSplit prefix(current.begin(), current.begin() + steps[i]);
-  for (size_t j = 0; j < i; ++j) prefix[steps[j]] = chosen[j];
-  for (const Strategy& s : op_choices(p, policy, o, prefix, steps[i])) {
-    chosen.push_back(s);
-    op_block_values(p, policy, o, current, steps, i + 1, chosen, out);
-    chosen.pop_back();
-  }
-}
-
 bool revising(const Assignment& a, const std::vector<int>& steps) {
   return !a.tilings.empty() && a.tilings[0].size() > static_cast<size_t>(steps.back());
 }
 
+// Every combination of values for the block's steps, each step's choices given the ones before it.
+// When revising, only combinations that keep the whole sequence valid, the current one first (ties
+// keep it).
+template <class Seq, class Choices, class Valid, class Same>
+std::vector<Seq> block_values(const Seq& current, const std::vector<int>& steps, bool revise, Choices choices,
+                              Valid valid, Same same) {
+  std::vector<Seq> all;
+  Seq chosen;
+  std::function<void(size_t)> extend = [&](size_t i) {
+    if (i == steps.size()) {
+      all.push_back(chosen);
+      return;
+    }
+    Seq prefix(current.begin(), current.begin() + steps[i]);
+    for (size_t j = 0; j < i; ++j) prefix[steps[j]] = chosen[j];
+    for (const auto& c : choices(prefix, steps[i])) {
+      chosen.push_back(c);
+      extend(i + 1);
+      chosen.pop_back();
+    }
+  };
+  extend(0);
+  if (!revise) return all;
+  Seq now;
+  for (int s : steps) now.push_back(current[s]);
+  std::vector<Seq> kept{now};
+  for (auto& v : all)
+    if (valid(with_steps(current, steps, v)) && !same(v, now)) kept.push_back(std::move(v));
+  return kept;
+}
+
 std::vector<cost::Tiling> tensor_values(const Problem& p, const Policy& policy, const Assignment& a, int rep,
                                         const std::vector<int>& steps) {
-  const auto& cur = a.tilings[rep];
-  cost::Tiling chosen;
-  std::vector<cost::Tiling> all, kept;
-  tensor_block_values(p, policy, rep, cur, steps, 0, chosen, all);
-  if (!revising(a, steps)) return all;
-  cost::Tiling now;
-  for (int s : steps) now.push_back(cur[s]);
-  for (auto& v : all)
-    if (valid_tiling(p.graph->tensor(rep).shape, with_steps(cur, steps, v), p.parts) && v != now) kept.push_back(v);
-  kept.insert(kept.begin(), now);  // the current choice first: ties keep it
-  return kept;
+  const auto& shape = p.graph->tensor(rep).shape;
+  return block_values(
+      a.tilings[rep], steps, revising(a, steps),
+      [&](const cost::Tiling& prefix, int step) { return tensor_choices(p, policy, rep, prefix, step); },
+      [&](const cost::Tiling& t) { return valid_tiling(shape, t, p.parts); }, std::equal_to<cost::Tiling>());
 }
 
 std::vector<cost::OpSplit> op_values(const Problem& p, const Policy& policy, const Assignment& a, int rep,
                                      const std::vector<int>& steps) {
-  const auto& cur = a.splits[rep];
-  cost::OpSplit chosen;
-  std::vector<cost::OpSplit> all, kept;
-  op_block_values(p, policy, rep, cur, steps, 0, chosen, all);
-  if (!revising(a, steps)) return all;
-  cost::OpSplit now;
-  for (int s : steps) now.push_back(cur[s]);
-  for (auto& v : all)
-    if (valid_split(p.ops[rep].extents, with_steps(cur, steps, v), p.parts) && !same_split(v, now)) kept.push_back(v);
-  kept.insert(kept.begin(), now);
-  return kept;
+  return block_values(
+      a.splits[rep], steps, revising(a, steps),
+      [&](const cost::OpSplit& prefix, int step) { return op_choices(p, policy, rep, prefix, step); },
+      [&](const cost::OpSplit& s) { return valid_split(p.ops[rep].extents, s, p.parts); }, same_split);
 }
 
 }  // namespace
@@ -331,6 +318,13 @@ void apply_step(const Problem& p, const StepProblem& sp, const std::vector<int>&
       a.tilings[t] = with_steps(a.tilings[t], sp.steps, sp.tensor_domain[c][values[sp.tensor_var(c)]]);
   for (size_t c = 0; c < p.class_ops.size(); ++c)
     for (int o : p.class_ops[c]) a.splits[o] = with_steps(a.splits[o], sp.steps, sp.op_domain[c][values[sp.op_var(c)]]);
+}
+
+std::vector<int64_t> step_deltas(const std::vector<int64_t>& prefix) {
+  std::vector<int64_t> d;
+  int64_t before = 0;
+  for (int64_t b : prefix) d.push_back(b - before), before = b;
+  return d;
 }
 
 std::vector<int64_t> prefix_bytes(const Problem& p, const Assignment& a, int steps, int threads) {

@@ -97,6 +97,9 @@ void apply_step(const Problem& p, const StepProblem& sp, const std::vector<int>&
 /// Bytes of the plan's first 1, 2, ..., `steps` steps (each a whole plan on fewer, larger devices).
 std::vector<int64_t> prefix_bytes(const Problem& p, const Assignment& a, int steps, int threads);
 
+/// The bytes each step adds: prefix[i] - prefix[i-1] (Tofu's delta_i).
+std::vector<int64_t> step_deltas(const std::vector<int64_t>& prefix);
+
 /// Whether every cut leaves each part at least one element per part count (shares >= parts).
 bool valid_tiling(const cost::Shape& shape, const cost::Tiling& cuts, const std::vector<int>& parts);
 bool valid_split(const std::vector<int64_t>& extents, const cost::OpSplit& split, const std::vector<int>& parts);

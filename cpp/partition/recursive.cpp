@@ -43,16 +43,6 @@ std::string block_name(const std::vector<int>& block) {
   return s;
 }
 
-bool nondecreasing_steps(const std::vector<int64_t>& prefix) {
-  int64_t before = 0, last = 0;
-  for (size_t i = 0; i < prefix.size(); ++i) {
-    int64_t d = prefix[i] - before;
-    if (i > 0 && d < last) return false;
-    last = d, before = prefix[i];
-  }
-  return true;
-}
-
 void permute_steps(Assignment& a, const std::vector<int>& order) {
   for (auto& t : a.tilings) {
     cost::Tiling n;
@@ -64,13 +54,6 @@ void permute_steps(Assignment& a, const std::vector<int>& order) {
     for (int i : order) n.push_back(s[i]);
     s = n;
   }
-}
-
-std::vector<int64_t> deltas(const std::vector<int64_t>& prefix) {
-  std::vector<int64_t> d;
-  int64_t before = 0;
-  for (int64_t b : prefix) d.push_back(b - before), before = b;
-  return d;
 }
 
 // Orders of the steps that keep part counts non-increasing (only equal counts swap).
@@ -101,7 +84,7 @@ void order_steps(const Problem& p, Assignment& a, int64_t total, int threads) {
     permute_steps(t, order);
     auto prefix = prefix_bytes(p, t, m, threads);
     if (prefix.back() != total) continue;
-    auto d = deltas(prefix);
+    auto d = step_deltas(prefix);
     bool mono = std::is_sorted(d.begin(), d.end());
     if (best.empty() || (mono && !best_mono) || (mono == best_mono && d < best_d))
       best = order, best_d = d, best_mono = mono;
@@ -160,15 +143,15 @@ Plan plan_recursive(const Problem& p, const Policy& policy, const SearchOptions&
   }
   plan.comm_bytes = total;
   auto prefix = prefix_bytes(p, plan.assignment, m, options.threads);
-  if (!nondecreasing_steps(prefix)) {
+  auto steps_now = step_deltas(prefix);
+  if (!std::is_sorted(steps_now.begin(), steps_now.end())) {
     // Put the cheapest steps first, as Tofu's Theorem 1 orders them, so that the first cut can go
     // across the slowest link.
     order_steps(p, plan.assignment, total, options.threads);
     prefix = prefix_bytes(p, plan.assignment, m, options.threads);
   }
   TW_ASSERT(m == 0 || prefix.back() == total, "the searched total and the recount of the plan agree");
-  int64_t before = 0;
-  for (int64_t b : prefix) plan.step_bytes.push_back(b - before), before = b;
+  plan.step_bytes = step_deltas(prefix);
   return plan;
 }
 
