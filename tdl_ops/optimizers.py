@@ -4,6 +4,8 @@ The updates are not differentiated (they run after the backward pass): they have
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 import tilewise as tw
@@ -45,17 +47,36 @@ def adam_v(v, g, beta2=0.999):
     return _each(v, lambda *i: beta2 * v[i] + (1.0 - beta2) * g[i] * g[i])
 
 
-def _adam_ref(w, m, v, lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8, step=1, weight_decay=0.0):
+@tw.op(reference=lambda t: t + 1.0)
+def step_count(t):
+    """The optimizer's step counter t' = t + 1 (a (1,) optimizer-state tensor, zero before the first step)."""
+    return _each(t, lambda *i: t[i] + 1.0)
+
+
+def _bias_correction(beta, t):
+    """1 / (1 - beta**t) for the step t read from the counter (beta**t = exp(t log beta)); 1 when beta is 0."""
+    if beta == 0.0:
+        return 1.0
+    return 1.0 / (1.0 - tw.exp(t[0] * math.log(beta)))
+
+
+def _adam_ref(w, m, v, t, lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0):
+    step = t[0]
     m_hat = m / (1.0 - beta1**step)
     v_hat = v / (1.0 - beta2**step)
     return w - lr * (m_hat / (np.sqrt(v_hat) + eps) + weight_decay * w)
 
 
 @tw.op(reference=_adam_ref)
-def adam_weight(w, m, v, lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8, step=1, weight_decay=0.0):
-    """w - lr * (m_hat / (sqrt(v_hat) + eps) + weight_decay * w), bias corrections from step (AdamW decay)."""
-    c1, c2 = 1.0 / (1.0 - beta1**step), 1.0 / (1.0 - beta2**step)
-    return _each(w, lambda *i: w[i] - lr * (m[i] * c1 / (tw.sqrt(v[i] * c2) + eps) + weight_decay * w[i]))
+def adam_weight(w, m, v, t, lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0):
+    """w - lr * (m_hat / (sqrt(v_hat) + eps) + weight_decay * w) (AdamW decay), with the bias corrections
+    m_hat = m / (1 - beta1**t), v_hat = v / (1 - beta2**t) of step t = t[0], the updated step counter: read
+    at run time, so one graph runs every step as torch.optim.Adam does."""
+    def body(*i):
+        c1, c2 = _bias_correction(beta1, t), _bias_correction(beta2, t)
+        return w[i] - lr * (m[i] * c1 / (tw.sqrt(v[i] * c2) + eps) + weight_decay * w[i])
+
+    return _each(w, body)
 
 
 @tw.op(reference=lambda s, g, alpha=0.99: alpha * s + (1.0 - alpha) * g * g)
@@ -81,7 +102,7 @@ def _(g, x, mask, out, p):
     return dropout(g, mask, p=p), None  # the mask is sampled, not learned
 
 
-ELEMENTWISE = ("sgd", "momentum_velocity", "momentum_weight", "adam_m", "adam_v", "adam_weight", "rmsprop_sq",
+ELEMENTWISE = ("sgd", "momentum_velocity", "momentum_weight", "adam_m", "adam_v", "step_count", "rmsprop_sq",
                "rmsprop_weight", "dropout")
 
 CASES = [
@@ -91,10 +112,13 @@ CASES = [
     Case("momentum_weight", [(5, 6), (5, 6)], {"lr": 0.1}),
     Case("adam_m", [(5, 6), (5, 6)], {"beta1": 0.8}),
     Case("adam_v", [(5, 6), (5, 6)], {"beta2": 0.95}, ("positive",)),
-    Case("adam_weight", [(5, 6), (5, 6), (5, 6)], {"lr": 0.01, "step": 3}, ("normal", "normal", "positive")),
-    Case("adam_weight", [(4, 3), (4, 3), (4, 3)], {"lr": 0.01, "beta1": 0.85, "beta2": 0.99, "eps": 1e-6,
-                                                   "step": 10, "weight_decay": 0.1},
-         ("normal", "normal", "positive"), name="adamw_weight"),
+    Case("step_count", [(1,)]),
+    Case("adam_weight", [(5, 6), (5, 6), (5, 6), (1,)], {"lr": 0.01}, ("normal", "normal", "positive", "positive")),
+    Case("adam_weight", [(4, 3), (4, 3), (4, 3), (1,)], {"lr": 0.01, "beta1": 0.85, "beta2": 0.99, "eps": 1e-6,
+                                                         "weight_decay": 0.1},
+         ("normal", "normal", "positive", "positive"), name="adamw_weight"),
+    Case("adam_weight", [(3,), (3,), (3,), (1,)], {"beta1": 0.0}, ("normal", "normal", "positive", "positive"),
+         name="adam_weight_beta1_zero"),
     Case("rmsprop_sq", [(5, 6), (5, 6)], {"alpha": 0.9}, ("positive",)),
     Case("rmsprop_weight", [(5, 6), (5, 6), (5, 6)], {"lr": 0.1}, ("normal", "normal", "positive")),
     Case("dropout", [(5, 6), (5, 6)], {"p": 0.3}, ("normal", "mask")),

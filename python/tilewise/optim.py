@@ -6,7 +6,8 @@
 Each update is a graph op from tdl_ops/optimizers.py whose output is marked as replacing the
 parameter (``graph.mark_update``); momentum and Adam moments are optimizer-state tensors
 (``graph.state``) with their own update ops. State starts at zero: feed zeros for the first step.
-A graph describes one step, so Adam's bias correction takes the step number as an attribute.
+Adam counts its steps in a state tensor of its own (``optimizer.step``, shape (1,)), so one graph
+runs every step with the bias corrections torch.optim.Adam applies at that step.
 """
 
 from __future__ import annotations
@@ -24,12 +25,14 @@ class Optimizer:
         """Append the update ops; ``grads`` is ``tw.grad``'s {name: gradient}, a {parameter: gradient}
         mapping or (parameter, gradient) pairs. Returns {parameter name: updated parameter}."""
         new = {}
+        pairs = _pairs(graph, grads)
         with graph.phase("update"):
-            for p, g in _pairs(graph, grads):
+            shared = self._shared_state(graph)
+            for p, g in pairs:
                 # State is named after its parameter ("fc.weight.velocity"), update ops after the update.
                 state = [graph.state(f"{p.name}.{what}", p.shape, p.dtype) for what in self.state_names]
                 with graph.scope(f"update/{p.name}"):
-                    w = self._update(graph, p, g, *state)
+                    w = self._update(graph, p, g, *state, *shared)
                 graph.mark_update(w, of=p)
                 new[p.name] = w
         return new
@@ -41,6 +44,10 @@ class Optimizer:
 
     def _update(self, graph: Graph, p: GTensor, g: GTensor, *state: GTensor) -> GTensor:
         raise NotImplementedError
+
+    def _shared_state(self, graph: Graph) -> tuple[GTensor, ...]:
+        """State shared by every parameter's update (Adam's step counter), updated once per step."""
+        return ()
 
     @staticmethod
     def _new_state(graph: Graph, op, inputs, attrs, state: GTensor) -> GTensor:
@@ -92,42 +99,52 @@ class Momentum(Optimizer):
 class Adam(Optimizer):
     """Adam (Kingma & Ba) as torch.optim.Adam without weight decay.
 
-    ``step`` is the 1-based number of the step this graph performs; it fixes the bias corrections
-    1 / (1 - beta**step) (an attribute of the update op: a graph is one step, build another for
-    another step number, or keep step=1 when only the structure matters).
+    The step number t of the bias corrections 1 / (1 - beta**t) is an optimizer-state tensor,
+    ``optimizer.step`` (shape (1,), zero before the first step), that the update adds one to
+    before every use: the same graph runs step after step as torch.optim.Adam does. float32
+    counts steps exactly up to 2**24.
     """
 
     weight_decay = 0.0
+    step_state = "optimizer.step"
 
-    def __init__(self, lr: float = 1e-3, betas: tuple = (0.9, 0.999), eps: float = 1e-8, step: int = 1):
+    def __init__(self, lr: float = 1e-3, betas: tuple = (0.9, 0.999), eps: float = 1e-8):
         self.lr = _number("lr", lr)
         if not isinstance(betas, (tuple, list)) or len(betas) != 2:
             raise GraphError(f"betas must be a pair (beta1, beta2), got {betas!r}")
         self.betas = (_number("betas[0]", betas[0]), _number("betas[1]", betas[1]))
+        for name, beta in zip(("betas[0]", "betas[1]"), self.betas):
+            if not 0.0 <= beta < 1.0:
+                raise GraphError(f"{name} must lie in [0, 1), got {beta!r}")
         self.eps = _number("eps", eps)
-        if not isinstance(step, int) or step < 1:
-            raise GraphError(f"step must be a positive int (the 1-based step number), got {step!r}")
-        self.step = step
 
     state_names = ("adam_m", "adam_v")
 
-    def _update(self, graph, p, g, m, v):
+    def _shared_state(self, graph):
+        import tdl_ops
+
+        if any(t.name == self.step_state for t in graph.tensors):
+            raise GraphError(f"the graph already has '{self.step_state}': apply one Adam optimizer per graph")
+        count = graph.state(self.step_state, (1,), "float32")
+        with graph.scope("update"):
+            return (self._new_state(graph, tdl_ops.step_count, [count], {}, count),)
+
+    def _update(self, graph, p, g, m, v, t):
         import tdl_ops
 
         b1, b2 = self.betas
         m_new = self._new_state(graph, tdl_ops.adam_m, [m, g], {"beta1": b1}, m)
         v_new = self._new_state(graph, tdl_ops.adam_v, [v, g], {"beta2": b2}, v)
-        attrs = {"lr": self.lr, "beta1": b1, "beta2": b2, "eps": self.eps, "step": self.step,
-                 "weight_decay": self.weight_decay}
-        return graph.apply(tdl_ops.adam_weight, [p, m_new, v_new], attrs, dtype=p.dtype)
+        attrs = {"lr": self.lr, "beta1": b1, "beta2": b2, "eps": self.eps, "weight_decay": self.weight_decay}
+        return graph.apply(tdl_ops.adam_weight, [p, m_new, v_new, t], attrs, dtype=p.dtype)
 
 
 class AdamW(Adam):
     """Adam with decoupled weight decay (torch.optim.AdamW): w - lr (m_hat / (sqrt(v_hat) + eps) + wd w)."""
 
     def __init__(self, lr: float = 1e-3, betas: tuple = (0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0.01, step: int = 1):
-        super().__init__(lr, betas, eps, step)
+                 weight_decay: float = 0.01):
+        super().__init__(lr, betas, eps)
         self.weight_decay = _number("weight_decay", weight_decay)
 
 

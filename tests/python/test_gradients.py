@@ -22,7 +22,7 @@ _NO_GRADIENT = {("batch_norm_inference", 1), ("batch_norm_inference", 2), ("bce_
 # Forward ops of the library that have no rule on purpose: opaque linear algebra (no model uses
 # it), optimizer updates and statistics updates (they run after the backward pass).
 _WITHOUT_RULE = {"batch_cholesky", "batch_inverse", "batch_solve", "sort_rows", "running_stat_update", "sgd",
-                 "momentum_velocity", "momentum_weight", "adam_m", "adam_v", "adam_weight", "rmsprop_sq",
+                 "momentum_velocity", "momentum_weight", "adam_m", "adam_v", "adam_weight", "step_count", "rmsprop_sq",
                  "rmsprop_weight", "sum_product"}
 _FAMILIES_WITH_RULES = ("elementwise", "activations", "linalg", "conv", "pooling", "normalization", "reductions",
                         "shape", "embedding", "rnn", "losses", "optimizers")

@@ -139,3 +139,43 @@ def test_partitioned_wresnet_step_matches_the_reference(wresnet_case, algorithm)
             total += err.size
             assert err.max() < 1e-2, t.updates.name
     assert off <= 1e-3 * total, (off, total)
+
+
+@pytest.mark.parametrize("algorithm, devices", [("tofu", 2), ("data_parallel", 4), ("kcuts", 4)])
+def test_adam_training_matches_torch_over_five_steps(algorithm, devices):
+    # The README's MLP with Adam, one compiled graph stepped five times against torch.optim.Adam:
+    # the bias corrections follow the step counter (a fixed step drifted 15 % after 5 steps).
+    torch = pytest.importorskip("torch")
+
+    class MLP(tw.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1, self.fc2 = tw.nn.Linear(20, 16), tw.nn.Linear(16, 5)
+
+        def forward(self, x):
+            return self.fc2(tw.nn.functional.relu(self.fc1(x)))
+
+    g = tw.trace(MLP(), tw.placeholder((8, 20)), loss=tw.nn.functional.cross_entropy,
+                 optimizer=tw.optim.Adam(lr=0.05, betas=(0.8, 0.99)))
+    exe = tw.compile(g, tw.partition(g, devices=devices, algorithm=algorithm)).initialize(seed=3)
+    ref = torch.nn.Sequential(torch.nn.Linear(20, 16), torch.nn.ReLU(), torch.nn.Linear(16, 5))
+    start = exe.parameters()
+    with torch.no_grad():
+        for i, layer in ((0, "fc1"), (2, "fc2")):
+            ref[i].weight.copy_(torch.from_numpy(start[f"{layer}.weight"]))
+            ref[i].bias.copy_(torch.from_numpy(start[f"{layer}.bias"]))
+    opt = torch.optim.Adam(ref.parameters(), lr=0.05, betas=(0.8, 0.99))
+    rng = np.random.default_rng(0)
+    for step in range(5):
+        x = rng.standard_normal((8, 20)).astype(np.float32)
+        label = np.eye(5, dtype=np.float32)[rng.integers(0, 5, 8)]
+        loss = exe.step({"input": x, "label": label})["loss"]
+        opt.zero_grad()
+        want = torch.nn.functional.cross_entropy(ref(torch.from_numpy(x)), torch.from_numpy(label))
+        want.backward()
+        opt.step()
+        assert abs(float(loss) - want.item()) <= 1e-5 * max(1.0, abs(want.item())), step
+    got = exe.parameters()
+    for i, layer in ((0, "fc1"), (2, "fc2")):
+        for what in ("weight", "bias"):
+            assert _close(got[f"{layer}.{what}"], getattr(ref[i], what).detach().numpy(), rtol=1e-4), (layer, what)
