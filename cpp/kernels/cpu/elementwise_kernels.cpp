@@ -164,7 +164,8 @@ bool neg(const TileCall& call, const Attrs&) {
 }
 
 bool relu(const TileCall& call, const Attrs&) {
-  return map_aligned<1>(call, [](float x) { return x > 0.0f ? x : 0.0f; });
+  // NaN passes through, as in the interpreter's max(x, 0) and torch.relu.
+  return map_aligned<1>(call, [](float x) { return x > 0.0f || std::isnan(x) ? x : 0.0f; });
 }
 
 bool relu_grad(const TileCall& call, const Attrs&) {  // (dy, x)

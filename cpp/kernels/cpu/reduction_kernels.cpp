@@ -186,7 +186,7 @@ bool max_pool2d(const TileCall& call, const Attrs& attrs) {
             for (int64_t jj = j.lo; jj <= j.hi; ++jj) {
               const int64_t w = s * xx + jj - p;
               const float val = (h >= 0 && h < H && w >= 0 && w < W) ? *v.at(bb, cc, h, w) : outside;
-              m = std::max(m, val);
+              m = (val > m || std::isnan(val)) && !std::isnan(m) ? val : m;  // NaN wins, as in torch
             }
           }
           *out++ = m;
