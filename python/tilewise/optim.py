@@ -3,10 +3,10 @@
     grads = tw.grad(g, loss)
     new = tw.optim.Adam(lr=1e-3).apply(g, grads)       # {parameter name: updated parameter}
 
-Each update is a graph op from tdl_ops/optimizers.py whose output is marked as replacing the
-parameter (``graph.mark_update``); momentum and Adam moments are optimizer-state tensors
-(``graph.state``) with their own update ops. State starts at zero: feed zeros for the first step.
-A graph describes one step, so Adam's bias correction takes the step number as an attribute.
+Each update is a graph op from tdl_ops/optimizers.py, found by name in the op registry, whose
+output is marked as replacing the parameter (``graph.mark_update``); momentum and Adam moments are
+optimizer-state tensors (``graph.state``) with their own update ops. State starts at zero: feed
+zeros for the first step. A graph describes one step, so Adam's bias correction takes the step number as an attribute.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from ._core import GraphError
-from ._graph import Graph, GTensor
+from .graph.graph import Graph, GTensor
+from .tdl.registry import ops
 
 
 class Optimizer:
@@ -62,9 +63,7 @@ class SGD(Optimizer):
         self.weight_decay = _number("weight_decay", weight_decay)
 
     def _update(self, graph, p, g):
-        import tdl_ops
-
-        return graph.apply(tdl_ops.sgd, [p, g], {"lr": self.lr, "weight_decay": self.weight_decay}, dtype=p.dtype)
+        return graph.apply(ops.sgd, [p, g], {"lr": self.lr, "weight_decay": self.weight_decay}, dtype=p.dtype)
 
 
 class Momentum(Optimizer):
@@ -82,11 +81,9 @@ class Momentum(Optimizer):
     state_names = ("velocity",)
 
     def _update(self, graph, p, g, v):
-        import tdl_ops
-
-        v_new = self._new_state(graph, tdl_ops.momentum_velocity, [v, g],
+        v_new = self._new_state(graph, ops.momentum_velocity, [v, g],
                                 {"momentum": self.momentum, "dampening": self.dampening}, v)
-        return graph.apply(tdl_ops.momentum_weight, [p, v_new], {"lr": self.lr}, dtype=p.dtype)
+        return graph.apply(ops.momentum_weight, [p, v_new], {"lr": self.lr}, dtype=p.dtype)
 
 
 class Adam(Optimizer):
@@ -112,14 +109,12 @@ class Adam(Optimizer):
     state_names = ("adam_m", "adam_v")
 
     def _update(self, graph, p, g, m, v):
-        import tdl_ops
-
         b1, b2 = self.betas
-        m_new = self._new_state(graph, tdl_ops.adam_m, [m, g], {"beta1": b1}, m)
-        v_new = self._new_state(graph, tdl_ops.adam_v, [v, g], {"beta2": b2}, v)
+        m_new = self._new_state(graph, ops.adam_m, [m, g], {"beta1": b1}, m)
+        v_new = self._new_state(graph, ops.adam_v, [v, g], {"beta2": b2}, v)
         attrs = {"lr": self.lr, "beta1": b1, "beta2": b2, "eps": self.eps, "step": self.step,
                  "weight_decay": self.weight_decay}
-        return graph.apply(tdl_ops.adam_weight, [p, m_new, v_new], attrs, dtype=p.dtype)
+        return graph.apply(ops.adam_weight, [p, m_new, v_new], attrs, dtype=p.dtype)
 
 
 class AdamW(Adam):
