@@ -7,9 +7,9 @@ import pytest
 
 import tilewise as tw
 from tilewise import _core
+from tilewise.cli import main
 from tilewise.plan.search import ALGORITHMS
 from tilewise.plan.tiling import UnknownNameError, device_coords, tile_box
-from tilewise.cli import main
 
 
 @pytest.fixture(scope="module")

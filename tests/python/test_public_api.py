@@ -4,7 +4,6 @@ and ``compile`` stay attributes without shadowing builtins in ``from tilewise im
 import builtins
 
 import tdl_ops
-
 import tilewise as tw
 
 # tw.__all__ before the package was split into stages (issue 10), less the names that shadowed
