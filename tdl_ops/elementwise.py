@@ -275,7 +275,7 @@ def _add_n_shape(*shapes):
     for k, s in enumerate(shapes):
         if tuple(s) != first:
             raise ShapeError(f"op 'add_{len(shapes)}': input x{k} has shape {tuple(s)}, x0 has {first}; "
-                                "the summed tensors must have one shape")
+                             "the summed tensors must have one shape")
     return first
 
 

@@ -149,7 +149,7 @@ def _concat_shape(*shapes, axis=0):
     for k, s in enumerate(shapes):
         if len(s) != len(first) or any(a != b for d, (a, b) in enumerate(zip(s, first)) if d != ax):
             raise ShapeError(f"op 'concat_{len(shapes)}': input x{k} has shape {tuple(s)}, which does not "
-                                f"match x0 {first} outside axis {axis}")
+                             f"match x0 {first} outside axis {axis}")
     return first[:ax] + (sum(s[ax] for s in shapes),) + first[ax + 1:]
 
 
@@ -202,7 +202,7 @@ def concat_op(n: int) -> tw.Op:
 def _split_heads_shape(x, heads=1, dim_head=1, piece=0, pieces=1):
     if x[2] != pieces * heads * dim_head:
         raise ShapeError(f"op 'split_heads': last extent {x[2]} is not pieces * heads * dim_head = "
-                            f"{pieces} * {heads} * {dim_head}")
+                         f"{pieces} * {heads} * {dim_head}")
     return (x[0] * heads, x[1], dim_head)
 
 
@@ -294,7 +294,7 @@ def _sum_leading_grad(g, x, out=None, lead=1):
 def _window_shape(x, kernel_h=1, kernel_w=1):
     if x[2] % kernel_h or x[3] % kernel_w:
         raise ShapeError(f"op 'adaptive_avg_pool2d': input {x[2]}x{x[3]} does not divide into "
-                            f"{kernel_h}x{kernel_w} windows")
+                         f"{kernel_h}x{kernel_w} windows")
     return (x[0], x[1], x[2] // kernel_h, x[3] // kernel_w)
 
 

@@ -58,7 +58,7 @@ def run_plan(args: argparse.Namespace) -> int:
     built = time.perf_counter() - t0
     try:
         plan = partition(g, args.devices, args.algorithm, time_limit=args.time_limit, threads=args.threads,
-                            progress=args.progress)
+                         progress=args.progress)
     except (SearchTimeout, SearchTooLarge, ImportError) as e:  # ValueErrors (PlanError) go to cli.main
         return _fail(str(e))
     print(f"{args.model}: graph built in {built:.3f} s ({g._g.num_ops} ops), plan found in "

@@ -60,4 +60,4 @@ def build(model: Callable, inputs: Sequence[tuple], *, label: tuple | None, loss
 def _trace(model, inputs, label, loss_fn, optimizer, name) -> Graph:
     phs = [placeholder(s, name=n) for n, s in inputs]
     return trace(model, *phs, loss=loss_fn, label=placeholder(label, name="label"),
-                    optimizer=make_optimizer(optimizer), name=name)
+                 optimizer=make_optimizer(optimizer), name=name)

@@ -26,7 +26,7 @@ from .. import _core
 from .._core import PlanError
 from .._util import check_int, fmt_bytes
 from ..graph.graph import GOp, Graph, GTensor
-from .tiling import Cut, UnknownNameError, device_coords, lookup, tile_box, tiling_str  # noqa: F401 - Plan API
+from .tiling import Cut, device_coords, lookup, tile_box, tiling_str
 
 FORMAT = "tilewise.plan/1"
 _KINDS = ("output", "reduce", "replicate")
