@@ -4,9 +4,16 @@ ALL maps op name -> op object (each with a NumPy reference); CASES lists the tes
 (tdl_ops._cases.Case) used by tests/python/test_tdl_ops.py; ELEMENTWISE names the ops that read
 every input exactly at the output index. NARY holds the n-ary families, one op per arity
 (``add_n(3)`` is the op ``add_3``), made on first use; ``nary_op(name)`` makes one from its name.
+
+Importing this package fills the op registry (``tilewise.tdl.registry``): every op registers itself
+when ``@tw.op`` makes it, and the n-ary families are registered below. The registry imports this
+package by name on a lookup miss, which is how the layers below it (graph, optim, exec) reach its
+ops. It imports ``tilewise.tdl`` (the language), never the ``tilewise`` façade.
 """
 
 from __future__ import annotations
+
+from tilewise.tdl import registry
 
 from . import (
     activations,
@@ -52,16 +59,14 @@ ALL, CASES, ELEMENTWISE = _collect()
 
 # n-ary families: name prefix -> maker of the member of arity n (the op "<prefix>_<n>").
 NARY = {"add": elementwise.add_n, "concat": models.concat_op, "stack": models.stack_op}
+for _prefix, _make in NARY.items():
+    registry.register_family(_prefix, _make)
 
 
 def nary_op(name: str):
     """The member of an n-ary family called ``name`` ("add_7" is ``add_n(7)``), made (and so
     registered for tw.Graph.from_json) if new; None when ``name`` names no member."""
-    prefix, _, n = name.rpartition("_")
-    make = NARY.get(prefix)
-    if make is None or not (n.isascii() and n.isdigit()) or n[0] == "0":  # no "add_0", "add_07"
-        return None
-    return make(int(n))
+    return registry.family_member(name)
 
 
 __all__ = ["ALL", "CASES", "ELEMENTWISE", "FAMILIES", "NARY", "Case", "make_input", "make_inputs", "nary_op"]

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-import tilewise as tw
+import tilewise.tdl as tw
 
 from ._cases import Case
 from ._util import np_erf, np_log_softmax, np_sigmoid, np_softmax

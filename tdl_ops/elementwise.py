@@ -9,8 +9,9 @@ import math
 
 import numpy as np
 
-import tdl_ops
-import tilewise as tw
+import tilewise.tdl as tw
+from tilewise._core import GraphError, ShapeError
+from tilewise.tdl.registry import ops
 
 from ._cases import Case
 from ._util import leading, nary, np_erf
@@ -273,8 +274,8 @@ def _add_n_shape(*shapes):
     first = tuple(shapes[0])
     for k, s in enumerate(shapes):
         if tuple(s) != first:
-            raise tw.ShapeError(f"op 'add_{len(shapes)}': input x{k} has shape {tuple(s)}, x0 has {first}; "
-                                "the summed tensors must have one shape")
+            raise ShapeError(f"op 'add_{len(shapes)}': input x{k} has shape {tuple(s)}, x0 has {first}; "
+                             "the summed tensors must have one shape")
     return first
 
 
@@ -302,7 +303,7 @@ def add_n(n: int) -> tw.Op:
         [2.0, 3.0]
     """
     if not isinstance(n, int) or isinstance(n, bool) or n < 1:
-        raise tw.GraphError(f"add_n sums at least one tensor, got {n!r}")
+        raise GraphError(f"add_n sums at least one tensor, got {n!r}")
     op = _ADDS.get(n)
     if op is None:
         name = f"add_{n}"
@@ -332,7 +333,7 @@ def add_row(x, r):
 
 @add_row.def_grad
 def _(g, x, r, out):
-    return g, tdl_ops.sum_axes(g, axes=(0,))
+    return g, ops.sum_axes(g, axes=(0,))
 
 
 @tw.op(reference=lambda x, c: x + c[:, None])
@@ -343,7 +344,7 @@ def add_col(x, c):
 
 @add_col.def_grad
 def _(g, x, c, out):
-    return g, tdl_ops.sum_axes(g, axes=(1,))
+    return g, ops.sum_axes(g, axes=(1,))
 
 
 @tw.op(reference=lambda x, r: x * r[None, :])
@@ -354,7 +355,7 @@ def mul_row(x, r):
 
 @mul_row.def_grad
 def _(g, x, r, out):
-    return mul_row(g, r), tdl_ops.sum_axes(mul(g, x), axes=(0,))
+    return mul_row(g, r), ops.sum_axes(mul(g, x), axes=(0,))
 
 
 @tw.op(reference=lambda x, c: x * c[:, None])
@@ -365,7 +366,7 @@ def mul_col(x, c):
 
 @mul_col.def_grad
 def _(g, x, c, out):
-    return mul_col(g, c), tdl_ops.sum_axes(mul(g, x), axes=(1,))
+    return mul_col(g, c), ops.sum_axes(mul(g, x), axes=(1,))
 
 
 @tw.op(reference=lambda x, b: x + b)
@@ -376,7 +377,7 @@ def bias_add(x, b):
 
 @bias_add.def_grad
 def _(g, x, b, out):
-    return g, (tdl_ops.sum_axes(g, axes=leading(x.ndim)) if x.ndim > 1 else g)
+    return g, (ops.sum_axes(g, axes=leading(x.ndim)) if x.ndim > 1 else g)
 
 
 @tw.op(reference=lambda x, b: x + b.reshape((1, -1) + (1,) * (x.ndim - 2)))
@@ -387,7 +388,7 @@ def bias_add_channel(x, b):
 
 @bias_add_channel.def_grad
 def _(g, x, b, out):
-    return g, tdl_ops.sum_axes(g, axes=(0,) + tuple(range(2, x.ndim)))
+    return g, ops.sum_axes(g, axes=(0,) + tuple(range(2, x.ndim)))
 
 
 @tw.op(reference=lambda x, s: x * s[0])

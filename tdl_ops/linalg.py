@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-import tdl_ops
-import tilewise as tw
+import tilewise.tdl as tw
+from tilewise.tdl.registry import ops
 
 from ._cases import Case
 from ._util import leading
@@ -109,7 +109,7 @@ def _linear_input_and_weight_grads(g, x, w):
 @linear.def_grad
 def _(g, x, w, b, out):
     dx, dw = _linear_input_and_weight_grads(g, x, w)
-    return dx, dw, tdl_ops.sum_axes(g, axes=leading(g.ndim)) if g.ndim > 1 else g
+    return dx, dw, ops.sum_axes(g, axes=leading(g.ndim)) if g.ndim > 1 else g
 
 
 @tw.op(reference=lambda x, w: x @ w.T)

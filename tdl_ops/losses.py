@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-import tdl_ops
-import tilewise as tw
+import tilewise.tdl as tw
+from tilewise.tdl.registry import ops
 
 from ._cases import Case
 from ._util import np_log_softmax, np_sigmoid, np_softmax, scalar
@@ -35,7 +35,7 @@ def cross_entropy(logits, target):
 
 @cross_entropy.def_grad
 def _(g, logits, target, out):
-    return cross_entropy_backward(logits, target, g), nll_loss_backward(tdl_ops.log_softmax(logits), g)
+    return cross_entropy_backward(logits, target, g), nll_loss_backward(ops.log_softmax(logits), g)
 
 
 @tw.op(reference=lambda logits, target: (np_softmax(logits) - target) / logits.shape[0])

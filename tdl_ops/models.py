@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 
-import tilewise as tw
+import tilewise.tdl as tw
+from tilewise._core import GraphError, ShapeError
 
 from ._cases import Case
 from ._util import insert, nary, norm_axis
@@ -37,7 +38,7 @@ from ._util import insert, nary, norm_axis
 def _select_shape(x, axis=0, index=0):
     ax = norm_axis(axis, len(x))
     if not 0 <= index < x[ax]:
-        raise tw.ShapeError(f"op 'select': index {index} is outside axis {axis} of extent {x[ax]}")
+        raise ShapeError(f"op 'select': index {index} is outside axis {axis} of extent {x[ax]}")
     return tuple(x[:ax]) + tuple(x[ax + 1:])
 
 
@@ -59,9 +60,9 @@ def _unselect_ref(g, axis=0, index=0, size=1, inner=1):
 
 def _unselect_shape(g, axis=0, index=0, size=1, inner=1):
     if not g:
-        raise tw.ShapeError("op 'unselect': the gradient must have at least one dimension (its rows are shifted)")
+        raise ShapeError("op 'unselect': the gradient must have at least one dimension (its rows are shifted)")
     if g[-1] != inner:
-        raise tw.ShapeError(f"op 'unselect': inner={inner} must be the last extent of the gradient {tuple(g)}")
+        raise ShapeError(f"op 'unselect': inner={inner} must be the last extent of the gradient {tuple(g)}")
     return insert(tuple(g), norm_axis(axis, len(g) + 1), size)
 
 
@@ -104,7 +105,7 @@ def _stack_shape(*shapes, axis=0, inner=1):
     first = tuple(shapes[0])
     for k, s in enumerate(shapes):
         if tuple(s) != first:
-            raise tw.ShapeError(f"op 'stack_{len(shapes)}': input x{k} has shape {tuple(s)}, x0 has {first}")
+            raise ShapeError(f"op 'stack_{len(shapes)}': input x{k} has shape {tuple(s)}, x0 has {first}")
     return insert(first, norm_axis(axis, len(first) + 1), len(shapes))
 
 
@@ -128,7 +129,7 @@ def stack_op(n: int) -> tw.Op:
         [[1.0, 1.0], [0.0, 0.0], [1.0, 1.0]]
     """
     if not isinstance(n, int) or n < 1:
-        raise tw.GraphError(f"stack needs at least one tensor, got {n!r}")
+        raise GraphError(f"stack needs at least one tensor, got {n!r}")
     op = _STACKS.get(n)
     if op is None:
         name = f"stack_{n}"
@@ -147,8 +148,8 @@ def _concat_shape(*shapes, axis=0):
     ax = norm_axis(axis, len(first))
     for k, s in enumerate(shapes):
         if len(s) != len(first) or any(a != b for d, (a, b) in enumerate(zip(s, first)) if d != ax):
-            raise tw.ShapeError(f"op 'concat_{len(shapes)}': input x{k} has shape {tuple(s)}, which does not "
-                                f"match x0 {first} outside axis {axis}")
+            raise ShapeError(f"op 'concat_{len(shapes)}': input x{k} has shape {tuple(s)}, which does not "
+                             f"match x0 {first} outside axis {axis}")
     return first[:ax] + (sum(s[ax] for s in shapes),) + first[ax + 1:]
 
 
@@ -172,7 +173,7 @@ def concat_op(n: int) -> tw.Op:
         [1.0, 0.0, 0.0, 1.0]
     """
     if not isinstance(n, int) or n < 1:
-        raise tw.GraphError(f"concat needs at least one tensor, got {n!r}")
+        raise GraphError(f"concat needs at least one tensor, got {n!r}")
     op = _CONCATS.get(n)
     if op is None:
         name = f"concat_{n}"
@@ -200,8 +201,8 @@ def concat_op(n: int) -> tw.Op:
 
 def _split_heads_shape(x, heads=1, dim_head=1, piece=0, pieces=1):
     if x[2] != pieces * heads * dim_head:
-        raise tw.ShapeError(f"op 'split_heads': last extent {x[2]} is not pieces * heads * dim_head = "
-                            f"{pieces} * {heads} * {dim_head}")
+        raise ShapeError(f"op 'split_heads': last extent {x[2]} is not pieces * heads * dim_head = "
+                         f"{pieces} * {heads} * {dim_head}")
     return (x[0] * heads, x[1], dim_head)
 
 
@@ -221,7 +222,7 @@ def split_heads(x, heads=1, dim_head=1, piece=0, pieces=1):
 
 def _merge_heads_shape(x, heads=1, dim_head=1, piece=0, pieces=1):
     if x[0] % heads or x[2] != dim_head:
-        raise tw.ShapeError(f"op 'merge_heads': shape {tuple(x)} is not (b*{heads}, s, {dim_head})")
+        raise ShapeError(f"op 'merge_heads': shape {tuple(x)} is not (b*{heads}, s, {dim_head})")
     return (x[0] // heads, x[1], pieces * heads * dim_head)
 
 
@@ -292,8 +293,8 @@ def _sum_leading_grad(g, x, out=None, lead=1):
 
 def _window_shape(x, kernel_h=1, kernel_w=1):
     if x[2] % kernel_h or x[3] % kernel_w:
-        raise tw.ShapeError(f"op 'adaptive_avg_pool2d': input {x[2]}x{x[3]} does not divide into "
-                            f"{kernel_h}x{kernel_w} windows")
+        raise ShapeError(f"op 'adaptive_avg_pool2d': input {x[2]}x{x[3]} does not divide into "
+                         f"{kernel_h}x{kernel_w} windows")
     return (x[0], x[1], x[2] // kernel_h, x[3] // kernel_w)
 
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-import tdl_ops
-import tilewise as tw
+import tilewise.tdl as tw
+from tilewise.tdl.registry import ops
 
 from ._cases import Case
 from ._util import leading
@@ -54,7 +54,7 @@ def layer_norm(x, gamma, beta, eps=1e-5):
 @layer_norm.def_grad
 def _(g, x, gamma, beta, out, eps):
     return (layer_norm_grad_input(g, x, gamma, eps=eps), layer_norm_grad_gamma(g, x, eps=eps),
-            tdl_ops.sum_axes(g, axes=leading(g.ndim)))
+            ops.sum_axes(g, axes=leading(g.ndim)))
 
 
 @tw.op(reference=lambda x, gamma, eps=1e-6: x / np.sqrt((x * x).mean(axis=-1, keepdims=True) + eps) * gamma)
@@ -114,7 +114,7 @@ def batch_norm_train(x, gamma, beta, eps=1e-5):
 @batch_norm_train.def_grad
 def _(g, x, gamma, beta, out, eps):
     return (batch_norm_grad_input(g, x, gamma, eps=eps), batch_norm_grad_gamma(g, x, eps=eps),
-            tdl_ops.sum_axes(g, axes=(0, 2, 3)))
+            ops.sum_axes(g, axes=(0, 2, 3)))
 
 
 @tw.op(reference=_bn_infer_ref)
@@ -127,7 +127,7 @@ def batch_norm_inference(x, mean, var, gamma, beta, eps=1e-5):
 def _(g, x, mean, var, gamma, beta, out, eps):
     # mean and var are running statistics (buffers, not trained): no gradient.
     return (batch_norm_inference_grad_input(g, var, gamma, eps=eps), None, None,
-            batch_norm_inference_grad_gamma(g, x, mean, var, eps=eps), tdl_ops.sum_axes(g, axes=(0, 2, 3)))
+            batch_norm_inference_grad_gamma(g, x, mean, var, eps=eps), ops.sum_axes(g, axes=(0, 2, 3)))
 
 
 @tw.op(reference=lambda r, s, momentum=0.1: (1.0 - momentum) * r + momentum * s)

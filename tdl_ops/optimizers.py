@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-import tilewise as tw
+import tilewise.tdl as tw
 
 from ._cases import Case
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-import tilewise as tw
+import tilewise.tdl as tw
 
 from ._cases import Case
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-import tdl_ops
-import tilewise as tw
+import tilewise.tdl as tw
+from tilewise.tdl.registry import ops
 
 from ._cases import Case
 from ._util import insert, norm_axis, replace
@@ -26,7 +26,7 @@ def reduce_sum(x, axis=-1):
 
 @reduce_sum.def_grad
 def _(g, x, out, axis):
-    return (tdl_ops.broadcast_to(g, shape=x.shape, new_axes=(norm_axis(axis, x.ndim),)),)
+    return (ops.broadcast_to(g, shape=x.shape, new_axes=(norm_axis(axis, x.ndim),)),)
 
 
 @tw.op(reference=lambda x, axis=-1: x.mean(axis=axis))
@@ -136,7 +136,7 @@ def sum_rows(x):
 
 @sum_rows.def_grad
 def _(g, x, out):
-    return (tdl_ops.broadcast_to(g, shape=x.shape, new_axes=(0,)),)
+    return (ops.broadcast_to(g, shape=x.shape, new_axes=(0,)),)
 
 
 def _kept(ndim, axes):
@@ -168,7 +168,7 @@ def sum_axes(x, axes=()):
 
 @sum_axes.def_grad
 def _(g, x, out, axes):
-    return (tdl_ops.broadcast_to(g, shape=x.shape, new_axes=tuple(sorted({norm_axis(a, x.ndim) for a in axes}))),)
+    return (ops.broadcast_to(g, shape=x.shape, new_axes=tuple(sorted({norm_axis(a, x.ndim) for a in axes}))),)
 
 
 # ---------------------------------------------------------------- gradients

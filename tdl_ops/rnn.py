@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-import tdl_ops
-import tilewise as tw
+import tilewise.tdl as tw
+from tilewise.tdl.registry import ops
 
 from ._cases import Case
 from ._util import np_sigmoid
@@ -41,8 +41,8 @@ def lstm_gates(x, h, w_ih, w_hh, b_ih, b_hh):
 
 @lstm_gates.def_grad
 def _(g, x, h, w_ih, w_hh, b_ih, b_hh, out):
-    db = tdl_ops.sum_axes(g, axes=(0,))
-    return (tdl_ops.matmul(g, w_ih), tdl_ops.matmul(g, w_hh), tdl_ops.matmul_tn(g, x), tdl_ops.matmul_tn(g, h),
+    db = ops.sum_axes(g, axes=(0,))
+    return (ops.matmul(g, w_ih), ops.matmul(g, w_hh), ops.matmul_tn(g, x), ops.matmul_tn(g, h),
             db, db)
 
 
@@ -80,9 +80,9 @@ def rnn_tanh_cell(x, h, w_ih, w_hh, b):
 
 @rnn_tanh_cell.def_grad
 def _(g, x, h, w_ih, w_hh, b, out):
-    dz = tdl_ops.tanh_grad(g, out)  # the gradient of the pre-activation, shared by every input
-    return (tdl_ops.matmul(dz, w_ih), tdl_ops.matmul(dz, w_hh), tdl_ops.matmul_tn(dz, x), tdl_ops.matmul_tn(dz, h),
-            tdl_ops.sum_axes(dz, axes=(0,)))
+    dz = ops.tanh_grad(g, out)  # the gradient of the pre-activation, shared by every input
+    return (ops.matmul(dz, w_ih), ops.matmul(dz, w_hh), ops.matmul_tn(dz, x), ops.matmul_tn(dz, h),
+            ops.sum_axes(dz, axes=(0,)))
 
 
 # ---------------------------------------------------------------- gradients

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-import tdl_ops
-import tilewise as tw
+import tilewise.tdl as tw
+from tilewise.tdl.registry import ops
 
 from ._cases import Case
 from ._util import insert, norm_axis, replace
@@ -63,7 +63,7 @@ def broadcast_to(x, shape=(), new_axes=()):
 @broadcast_to.def_grad
 def _(g, x, out, shape, new_axes):
     axes = _new_axes(x.ndim, shape, new_axes)
-    return (tdl_ops.sum_axes(g, axes=axes) if axes else g,)
+    return (ops.sum_axes(g, axes=axes) if axes else g,)
 
 
 def _concat_shape(a, b, axis=0):

@@ -7,27 +7,36 @@
         return lambda b, co, x: tw.Sum(lambda ci, dx: data[b, ci, x + dx] * filters[ci, co, dx])
 
     conv1d.strategies(parts=2, data=(8, 16, 34), filters=(16, 32, 3))
+
+This module is the façade: it re-exports the public names of the stages (subpackages ``tdl``,
+``graph``, ``plan``, ``exec``, ``nn``, ``models``, ``frontends``, and ``optim``) and the operator
+library ``tdl_ops`` as ``tw.ops``. Nothing inside the package imports it (docs/ARCHITECTURE.md).
 """
 
 from ._build_info import preload_blas as _preload_blas
 
 _preload_blas()
 
-from . import _core, optim  # noqa: E402,F401
-from ._autodiff import grad  # noqa: E402
+import tdl_ops as ops  # noqa: E402 - the operator library; importing it fills the op registry
+
+from . import _core, models, nn, optim, tdl  # noqa: E402,F401
 from ._build_info import build_info  # noqa: E402
-from ._coarsen import CoarseGraph, coarsen  # noqa: E402
-from ._core import GraphError, ShapeError, TDLError  # noqa: E402
-from ._from_torch._api import from_torch  # noqa: E402,F401
-from ._graph import GOp, Graph, GTensor  # noqa: E402
-from ._partition import Cut, Plan, PlanCost, PlanError, SearchTimeout, SearchTooLarge, evaluate, partition  # noqa: E402
-from ._reference import run_reference  # noqa: E402
-from ._runtime import ExecStats, Executable, OutOfMemory, compile  # noqa: E402, A004
-from ._tdl_op import Op, Strategy, op  # noqa: E402
-from ._tdl_trace import (  # noqa: E402
+from ._core import GraphError, PlanError, SearchTimeout, SearchTooLarge, ShapeError, TDLError  # noqa: E402
+from .exec.executable import ExecStats, Executable, OutOfMemory, compile  # noqa: E402,F401
+from .frontends.torch import from_torch  # noqa: E402
+from .graph.autodiff import grad  # noqa: E402
+from .graph.coarsen import CoarseGraph, coarsen  # noqa: E402
+from .graph.graph import GOp, Graph, GTensor  # noqa: E402
+from .graph.reference import run_reference  # noqa: E402
+from .graph.trace import placeholder, trace  # noqa: E402
+from .plan.plan import Cut, Plan, PlanCost, evaluate  # noqa: E402
+from .plan.search import partition  # noqa: E402
+from .tdl import (  # noqa: E402,F401 - abs, max, min: attributes, not in __all__
     Max,
     Min,
+    Op,
     Prod,
+    Strategy,
     Sum,
     abs,
     compute,
@@ -37,38 +46,25 @@ from ._tdl_trace import (  # noqa: E402
     log,
     max,
     min,
+    op,
     opaque,
     sigmoid,
     sqrt,
     tanh,
     where,
 )
-from ._trace import placeholder, trace  # noqa: E402
 
 __version__ = "0.1.0"
 
+# ``max``, ``min``, ``abs`` (TDL's) and ``compile`` are attributes (``tw.max``, ``tw.compile``) but not in
+# ``__all__``: ``from tilewise import *`` must not shadow the builtins.
 __all__ = [
-    "compile",
     "Executable",
     "ExecStats",
     "OutOfMemory",
     "CoarseGraph", "Cut", "GOp", "GTensor", "Graph", "GraphError", "Max", "Min", "Op", "Plan", "PlanCost",
-    "PlanError", "Prod", "SearchTimeout", "SearchTooLarge", "ShapeError", "Strategy", "Sum", "TDLError", "abs",
-    "build_info", "coarsen", "compute", "erf", "evaluate", "exp", "from_torch", "grad", "index_value", "log", "max",
-    "min", "models", "nn", "op", "opaque", "ops", "optim", "partition", "placeholder", "run_reference", "sigmoid",
-    "sqrt", "tanh", "trace", "where",
+    "PlanError", "Prod", "SearchTimeout", "SearchTooLarge", "ShapeError", "Strategy", "Sum", "TDLError",
+    "build_info", "coarsen", "compute", "erf", "evaluate", "exp", "from_torch", "grad", "index_value", "log",
+    "models", "nn", "op", "opaque", "ops", "optim", "partition", "placeholder", "run_reference", "sigmoid",
+    "sqrt", "tanh", "tdl", "trace", "where",
 ]
-
-
-def __getattr__(name):
-    # The operator library is imported on first use: it imports tilewise itself.
-    if name == "ops":
-        import tdl_ops
-
-        return tdl_ops
-    # nn and models build graphs from tdl_ops ops: imported on first use for the same reason.
-    if name in ("nn", "models"):
-        import importlib
-
-        return importlib.import_module(f"{__name__}.{name}")
-    raise AttributeError(f"module 'tilewise' has no attribute {name!r}")

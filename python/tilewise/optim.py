@@ -3,11 +3,11 @@
     grads = tw.grad(g, loss)
     new = tw.optim.Adam(lr=1e-3).apply(g, grads)       # {parameter name: updated parameter}
 
-Each update is a graph op from tdl_ops/optimizers.py whose output is marked as replacing the
-parameter (``graph.mark_update``); momentum and Adam moments are optimizer-state tensors
-(``graph.state``) with their own update ops. State starts at zero: feed zeros for the first step.
-Adam counts its steps in a state tensor of its own (``optimizer.step``, shape (1,)), so one graph
-runs every step with the bias corrections torch.optim.Adam applies at that step.
+Each update is a graph op from tdl_ops/optimizers.py, found by name in the op registry, whose
+output is marked as replacing the parameter (``graph.mark_update``); momentum and Adam moments are
+optimizer-state tensors (``graph.state``) with their own update ops. State starts at zero: feed
+zeros for the first step. Adam counts its steps in a state tensor of its own (``optimizer.step``,
+shape (1,)), so one graph runs every step with the bias corrections torch.optim.Adam applies then.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from ._core import GraphError
-from ._graph import Graph, GTensor
+from .graph.graph import Graph, GTensor
+from .tdl.registry import ops
 
 
 class Optimizer:
@@ -69,9 +70,7 @@ class SGD(Optimizer):
         self.weight_decay = _number("weight_decay", weight_decay)
 
     def _update(self, graph, p, g):
-        import tdl_ops
-
-        return graph.apply(tdl_ops.sgd, [p, g], {"lr": self.lr, "weight_decay": self.weight_decay}, dtype=p.dtype)
+        return graph.apply(ops.sgd, [p, g], {"lr": self.lr, "weight_decay": self.weight_decay}, dtype=p.dtype)
 
 
 class Momentum(Optimizer):
@@ -89,11 +88,9 @@ class Momentum(Optimizer):
     state_names = ("velocity",)
 
     def _update(self, graph, p, g, v):
-        import tdl_ops
-
-        v_new = self._new_state(graph, tdl_ops.momentum_velocity, [v, g],
+        v_new = self._new_state(graph, ops.momentum_velocity, [v, g],
                                 {"momentum": self.momentum, "dampening": self.dampening}, v)
-        return graph.apply(tdl_ops.momentum_weight, [p, v_new], {"lr": self.lr}, dtype=p.dtype)
+        return graph.apply(ops.momentum_weight, [p, v_new], {"lr": self.lr}, dtype=p.dtype)
 
 
 class Adam(Optimizer):
@@ -121,22 +118,18 @@ class Adam(Optimizer):
     state_names = ("adam_m", "adam_v")
 
     def _shared_state(self, graph):
-        import tdl_ops
-
         if any(t.name == self.step_state for t in graph.tensors):
             raise GraphError(f"the graph already has '{self.step_state}': apply one Adam optimizer per graph")
         count = graph.state(self.step_state, (1,), "float32")
         with graph.scope("update"):
-            return (self._new_state(graph, tdl_ops.step_count, [count], {}, count),)
+            return (self._new_state(graph, ops.step_count, [count], {}, count),)
 
     def _update(self, graph, p, g, m, v, t):
-        import tdl_ops
-
         b1, b2 = self.betas
-        m_new = self._new_state(graph, tdl_ops.adam_m, [m, g], {"beta1": b1}, m)
-        v_new = self._new_state(graph, tdl_ops.adam_v, [v, g], {"beta2": b2}, v)
+        m_new = self._new_state(graph, ops.adam_m, [m, g], {"beta1": b1}, m)
+        v_new = self._new_state(graph, ops.adam_v, [v, g], {"beta2": b2}, v)
         attrs = {"lr": self.lr, "beta1": b1, "beta2": b2, "eps": self.eps, "weight_decay": self.weight_decay}
-        return graph.apply(tdl_ops.adam_weight, [p, m_new, v_new, t], attrs, dtype=p.dtype)
+        return graph.apply(ops.adam_weight, [p, m_new, v_new, t], attrs, dtype=p.dtype)
 
 
 class AdamW(Adam):

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 import tdl_ops
 import tilewise as tw
-from tilewise._coarsen import is_linear_graph, is_series_parallel
+from tilewise.graph.coarsen import is_linear_graph, is_series_parallel
 
 # ----- hand-built training graphs --------------------------------------------------------
 

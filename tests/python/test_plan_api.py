@@ -7,8 +7,9 @@ import pytest
 
 import tilewise as tw
 from tilewise import _core
-from tilewise._partition import ALGORITHMS, UnknownNameError, device_coords, tile_box
 from tilewise.cli import main
+from tilewise.plan.search import ALGORITHMS
+from tilewise.plan.tiling import UnknownNameError, device_coords, tile_box
 
 
 @pytest.fixture(scope="module")
@@ -97,7 +98,7 @@ def test_brute_force_is_no_worse_than_tofu(mlp):
 
 
 def test_algorithm_names_match_the_core_and_the_cli():
-    from tilewise._cli_plan import ALGORITHMS as CLI_ALGORITHMS
+    from tilewise.cli.plan import ALGORITHMS as CLI_ALGORITHMS
 
     assert ALGORITHMS == CLI_ALGORITHMS == tuple(_core.partition_algorithms())
     assert "tofu" in ALGORITHMS and "data_parallel" in ALGORITHMS
@@ -132,12 +133,12 @@ def test_data_parallel_replicates_parameters_and_splits_the_batch(mlp, resnet):
 
 
 def test_tiling_strings_name_rows_and_columns():
-    from tilewise._partition import _tiling_str
+    from tilewise.plan.tiling import tiling_str
 
-    assert _tiling_str([0, 1, -1], 2) == "R C r"
-    assert _tiling_str([1, 3], 4) == "P1 P3"
-    assert _tiling_str([0], 1) == "P0"
-    assert _tiling_str([-1, -1], 0) == "r r"
+    assert tiling_str([0, 1, -1], 2) == "R C r"
+    assert tiling_str([1, 3], 4) == "P1 P3"
+    assert tiling_str([0], 1) == "P0"
+    assert tiling_str([-1, -1], 0) == "r r"
 
 
 def test_reduce_strategies_print_their_reducer(resnet, kcuts4):

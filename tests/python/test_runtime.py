@@ -60,7 +60,7 @@ def test_partitioned_training_matches_the_reference(model, devices, algorithm):
 
 
 def test_stats_predict_the_step_time_from_a_calibration():
-    from tilewise._runtime import calibration
+    from tilewise.exec.calibration import calibration
 
     cal = calibration()
     assert cal["flops_per_second"] > 1e8 and cal["bytes_per_second"] > 1e7

@@ -1,28 +1,24 @@
-"""From a zoo module to a graph: the training graph through ``tw.trace`` when it exists, else forward (+ loss).
+"""From a zoo module to a graph: the training graph through ``tw.trace``, or the forward graph.
 
 Every zoo function ends in :func:`build`. ``train=False`` gives the forward graph (inputs,
 parameters, activations). ``train=True`` gives forward, loss, backward and optimizer updates
-through ``tw.trace``; until autodiff is available it gives the forward graph with the loss.
+through ``tw.trace``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from .. import _graph
+from .. import optim
 from .._core import GraphError
+from ..graph.graph import Graph
+from ..graph.trace import placeholder, trace
 from ..nn import functional as F
 
 
-def _tw():
-    import tilewise
-
-    return tilewise
-
-
 def has_autodiff() -> bool:
-    """True when ``tw.trace`` exists (zoo functions then return training graphs)."""
-    return hasattr(_tw(), "trace")
+    """True: zoo functions return training graphs with ``train=True`` (kept for callers that ask)."""
+    return True
 
 
 LOSSES = {"cross_entropy": F.cross_entropy, "mse": F.mse_loss}
@@ -33,13 +29,10 @@ def make_optimizer(optimizer):
     if optimizer is None:
         optimizer = "sgd"
     if isinstance(optimizer, str):
-        optim = getattr(_tw(), "optim", None)
         makers = {"sgd": lambda o: o.SGD(lr=0.01), "momentum": lambda o: o.Momentum(lr=0.01),
                   "adam": lambda o: o.Adam()}
         if optimizer.lower() not in makers:
             raise GraphError(f"unknown optimizer {optimizer!r} (valid: {', '.join(makers)}, or a tw.optim object)")
-        if optim is None:
-            raise GraphError("tw.optim is not available in this build")
         return makers[optimizer.lower()](optim)
     if not callable(getattr(optimizer, "apply", None)):
         raise GraphError(f"optimizer must be a name or a tw.optim object, got {optimizer!r}")
@@ -47,7 +40,7 @@ def make_optimizer(optimizer):
 
 
 def build(model: Callable, inputs: Sequence[tuple], *, label: tuple | None, loss: str | Callable, train: bool,
-          optimizer=None, name: str = "model") -> _graph.Graph:
+          optimizer=None, name: str = "model") -> Graph:
     """Graph of ``model`` applied to ``inputs`` = [(name, shape), ...].
 
     ``label`` is the label shape for the loss (role "label"); ``loss`` a key of LOSSES or
@@ -56,7 +49,7 @@ def build(model: Callable, inputs: Sequence[tuple], *, label: tuple | None, loss
     loss_fn = LOSSES[loss] if isinstance(loss, str) else loss
     if train and has_autodiff():
         return _trace(model, inputs, label, loss_fn, optimizer, name)
-    g = _graph.Graph(name)
+    g = Graph(name)
     xs = [g.input(n, s) for n, s in inputs]
     out = model(*xs)
     if train:
@@ -64,8 +57,7 @@ def build(model: Callable, inputs: Sequence[tuple], *, label: tuple | None, loss
     return g
 
 
-def _trace(model, inputs, label, loss_fn, optimizer, name) -> _graph.Graph:
-    tw = _tw()
-    phs = [tw.placeholder(s, name=n) for n, s in inputs]
-    return tw.trace(model, *phs, loss=loss_fn, label=tw.placeholder(label, name="label"),
-                    optimizer=make_optimizer(optimizer), name=name)
+def _trace(model, inputs, label, loss_fn, optimizer, name) -> Graph:
+    phs = [placeholder(s, name=n) for n, s in inputs]
+    return trace(model, *phs, loss=loss_fn, label=placeholder(label, name="label"),
+                 optimizer=make_optimizer(optimizer), name=name)

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 import tdl_ops
 
 from .._core import GraphError, ShapeError
-from .._graph import GTensor
+from ..graph.graph import GTensor
 
 __all__ = [
     "adaptive_avg_pool2d", "add", "avg_pool2d", "batch_norm", "cat", "conv2d", "cross_entropy", "dropout",

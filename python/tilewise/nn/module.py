@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from .._core import GraphError
-from .._graph import Graph, GTensor
+from ..graph.graph import Graph, GTensor
 
 
 class Parameter:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import tdl_ops
 
 from .._core import GraphError, ShapeError
-from .._graph import GTensor
+from ..graph.graph import GTensor
 from . import functional as F
 from .module import Module, Parameter
 

@@ -7,7 +7,7 @@
     g.torch_import.feeds(model, torch.randn(8, 16))   # name -> array: inputs, parameters, constants
 
 The module is captured with ``torch.export`` (see ``_capture`` for why not fx), each ATen node is
-mapped onto TDL ops by the rule table in ``_rules`` (``TABLE`` lists it), and anything that cannot
+mapped onto TDL ops by the rule table of ``_rules*`` (``_table.TABLE`` lists it), and anything that cannot
 be mapped is reported in one ``tw.GraphError`` listing every op kind, how often it occurs and
 where. Parameters keep their torch names (``layer1.0.conv1.weight``); ops are named by the module
 they come from (``layer1.0.conv1.conv2d``).

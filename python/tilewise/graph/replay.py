@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ._core import GraphError
-from ._graph import GOp, Graph, GTensor
+from .._core import GraphError
+from .graph import GOp, Graph, GTensor
 
 
 class _ScratchGraph(Graph):

@@ -7,48 +7,19 @@ and reports what it measured beside what the plan predicted (docs/RUNTIME.md).
 
 from __future__ import annotations
 
-import functools
-import time
 from collections.abc import Mapping
 
 import numpy as np
 
-from . import _core
-from ._graph import Graph, GTensor
-from ._partition import Plan, PlanError
+from .. import _core
+from .._core import PlanError
+from ..graph.graph import Graph, GTensor
+from ..plan.plan import Plan
+from .calibration import calibration
 
 OutOfMemory = _core.OutOfMemory
 BACKENDS = ("cpu",)
 _RESIDENT = ("input", "label", "parameter", "optimizer_state", "constant")
-
-
-@functools.lru_cache(maxsize=1)
-def calibration() -> dict[str, float]:
-    """This machine's figures for the step-time prediction, measured once per process: one device's
-    (one core's) float32 GEMM rate, through the runtime itself on a 512^3 matmul, and the copy
-    bandwidth between buffers (NumPy copy of 32 MiB)."""
-    import tdl_ops
-
-    g = Graph("calibration")
-    tdl_ops.matmul(g.input("a", (512, 512)), g.input("b", (512, 512)))
-    from ._partition import partition
-
-    exe = Executable(g, partition(g, devices=1, algorithm="tofu"))
-    ones = np.ones((512, 512), np.float32)
-    exe.step({"a": ones, "b": ones})
-    times = []
-    for _ in range(3):
-        t0 = time.perf_counter()
-        exe.step()
-        times.append(time.perf_counter() - t0)
-    a = np.ones(32 * 2**20 // 4, np.float32)
-    b = np.empty_like(a)
-    np.copyto(b, a)  # first touch of b's pages is not the bandwidth
-    t0 = time.perf_counter()
-    for _ in range(3):
-        np.copyto(b, a)
-    copy = (time.perf_counter() - t0) / 3
-    return {"flops_per_second": 2 * 512**3 / min(times), "bytes_per_second": a.nbytes / copy}
 
 
 class ExecStats:

@@ -7,7 +7,7 @@ import sys
 import time
 from typing import Any
 
-from ._cli_plan import ALGORITHMS
+from .plan import ALGORITHMS
 
 
 def add_run(subparsers: Any) -> None:
@@ -40,18 +40,21 @@ def _fail(message: str) -> int:
 def run_run(args: argparse.Namespace) -> int:
     import numpy as np
 
-    import tilewise as tw
+    from .._core import OutOfMemory
+    from ..exec.executable import compile as compile_plan
+    from ..models import get
+    from ..plan.search import partition
 
     if args.steps < 1:
         return _fail(f"--steps must be at least 1, got {args.steps}")
     kwargs = {"batch": args.batch}
     if args.image is not None:
         kwargs["image"] = args.image
-    g = tw.models.get(args.model, **kwargs)
-    plan = tw.partition(g, args.devices, args.algorithm)
+    g = get(args.model, **kwargs)
+    plan = partition(g, args.devices, args.algorithm)
     memory = int(args.memory * 2**20) if args.memory else None
     try:
-        exe = tw.compile(g, plan, memory_per_device=memory).initialize(args.seed)
+        exe = compile_plan(g, plan, memory_per_device=memory).initialize(args.seed)
         rng = np.random.default_rng(args.seed)
         batch = next((t.shape[0] for t in g.tensors if t.role == "input" and t.shape), 1)
         print(f"{args.model}: {g._g.num_ops} ops, {args.algorithm} on {args.devices} CPU devices "
@@ -64,7 +67,7 @@ def run_run(args: argparse.Namespace) -> int:
             seconds = time.perf_counter() - t0
             loss = float(np.asarray(out["loss"]).sum()) if "loss" in out else float("nan")
             print(f"step {step + 1}: loss {loss:.6g}, {seconds:.3f} s, {batch / seconds:.1f} samples/s")
-    except tw.OutOfMemory as e:
+    except OutOfMemory as e:
         return _fail(str(e))
     print(exe.stats.summary())
     return 0

@@ -12,7 +12,8 @@ matplotlib is imported here only (it is optional: ``pip install 'tilewise[plot]'
 
 from __future__ import annotations
 
-from ._partition import _fmt_bytes, _lookup, device_coords, tile_box
+from .._util import check_int, fmt_bytes
+from .tiling import device_coords, lookup, tile_box
 
 #: Op types drawn by default: those with a weight, where Fig. 11 shows the choices that matter.
 DRAWN_TYPES = frozenset({
@@ -116,17 +117,15 @@ def _draw_tensor(ax, plan, tensor, x, y, colors):
 
 
 def _select(plan, ops, max_ops):
-    from ._partition import _check_int
-
-    max_ops = _check_int("max_ops", max_ops, minimum=1)
+    max_ops = check_int("max_ops", max_ops, minimum=1)
     if ops is None:
         selected = default_ops(plan, max_ops)
     else:
         if isinstance(ops, str):
             ops = [ops]
-        selected = [_lookup(plan.graph, o, "op") for o in ops]
+        selected = [lookup(plan.graph, o, "op") for o in ops]
     if not selected:
-        from ._core import PlanError
+        from .._core import PlanError
 
         raise PlanError(f"graph {plan.graph.name!r} has no op to draw")
     return selected
@@ -155,7 +154,7 @@ def render(plan, ax, ops) -> None:
     ax.axis("off")
     parts = " x ".join(map(str, plan.parts)) or "1"
     ax.set_title(f"{plan.graph.name}: {plan.algorithm} on {plan.devices} devices ({parts}), "
-                 f"{_fmt_bytes(plan.comm_bytes)} moved per iteration", fontsize=9)
+                 f"{fmt_bytes(plan.comm_bytes)} moved per iteration", fontsize=9)
     if plan.devices <= 20:
         handles = [Patch(facecolor=colors[d], edgecolor="black", lw=0.5, label=f"device {d}")
                    for d in range(plan.devices)]

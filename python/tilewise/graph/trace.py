@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ._autodiff import grad
-from ._core import GraphError
-from ._graph import Graph, GTensor
-from ._replay import Scratch
+from .._core import GraphError
+from ..tdl.registry import ops
+from .autodiff import grad
+from .graph import Graph, GTensor
+from .replay import Scratch
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,5 @@ def _named_loss(g: Graph, loss, out: GTensor, target: GTensor) -> GTensor:
     if value.shape != ():
         raise GraphError(f"loss(output, label) must return a 0-d tensor (a scalar), got shape {value.shape}")
     if value.producer is None:  # the loss returned one of its arguments: copy it to name it
-        import tdl_ops
-
-        value = tdl_ops.identity(value)
+        value = ops.identity(value)
     return s.copy([value], names=["loss"])[0]

@@ -30,7 +30,8 @@ def add_graph(subparsers: Any) -> None:
 def run_graph(args: argparse.Namespace) -> int:
     import pathlib
 
-    import tilewise as tw
+    from ..graph.coarsen import coarsen
+    from ..models import get
 
     if args.batch is not None and args.batch < 1:
         raise SystemExit(f"tilewise graph: --batch must be positive, got {args.batch}")
@@ -38,10 +39,10 @@ def run_graph(args: argparse.Namespace) -> int:
     kwargs = {"train": not args.forward_only}
     if not args.forward_only:
         kwargs["optimizer"] = args.optimizer
-    g = tw.models.get(args.model, batch=args.batch, **kwargs)
+    g = get(args.model, batch=args.batch, **kwargs)
     built = time.perf_counter() - t0
     t0 = time.perf_counter()
-    coarse = tw.coarsen(g)
+    coarse = coarsen(g)
     coarsened = time.perf_counter() - t0
     print(f"{args.model}: built in {built:.3f} s, coarsened in {coarsened * 1000:.1f} ms")
     print(g.summary(), end="")

@@ -11,8 +11,8 @@ from collections.abc import Iterable, Mapping
 
 import numpy as np
 
-from ._core import GraphError, ShapeError, TDLError
-from ._graph import Graph, GTensor
+from .._core import GraphError, ShapeError, TDLError
+from .graph import Graph, GTensor
 
 
 def run_reference(graph: Graph, feeds: Mapping, outputs: Iterable[str] | None = None,

@@ -1,159 +1,36 @@
 """Partition plans (Tofu §5.2, SoyBean §4): which device holds which tile of every tensor, and how
 every op splits its work.
 
-    plan = tw.partition(g, devices=8, algorithm="tofu")     # g: a training graph
+    plan = tw.partition(g, devices=8, algorithm="tofu")     # g: a training graph (plan/search.py)
     plan.comm_bytes                                        # bytes moved per iteration, all devices
     plan.tiling("layer1.0.conv1.weight")                   # 'P0 P1 r': one token per recursion step
     plan.strategies("layer1.0.conv1.conv2d")               # ['output b/2', 'reduce ci/2 (Sum)', ...]
     print(plan.summary()); plan.draw(); plan.save("plan.json")
 
-The search runs in C++ (``_core.partition``, GIL released) over ``k = k1*k2*...`` devices, one
-recursion step per factor, the first step most significant in a device's mixed-radix coordinates.
-A tensor's tiling has one cut per step: a dimension split into ``k_i`` parts like
-``numpy.array_split``, or ``r`` (replicated at that step). An op's split has one basic strategy per
-step (Tofu §4.2): split an output variable, split a reduction variable (partial outputs combined
-with the reducer), or replicate. Every figure comes from one cost model (``cpp/cost``), so
-``tw.evaluate(g, plan)`` recomputes any plan's bytes, per op and per device, from the tilings alone.
+A plan covers ``k = k1*k2*...`` devices, one recursion step per factor, the first step most
+significant in a device's mixed-radix coordinates. A tensor's tiling has one cut per step: a
+dimension split into ``k_i`` parts like ``numpy.array_split``, or ``r`` (replicated at that step).
+An op's split has one basic strategy per step (Tofu §4.2): split an output variable, split a
+reduction variable (partial outputs combined with the reducer), or replicate. Every figure comes
+from one cost model (``cpp/cost``), so ``tw.evaluate(g, plan)`` recomputes any plan's bytes, per op
+and per device, from the tilings alone.
 """
 
 from __future__ import annotations
 
-import difflib
 import html
 import json
-import math
-import numbers
-import operator
 import pathlib
-from collections.abc import Callable
-from dataclasses import dataclass
 
-from . import _core
-from ._core import PlanError, SearchTimeout, SearchTooLarge  # noqa: F401 - re-exported by tilewise
-from ._graph import GOp, Graph, GTensor
-
-#: The planners ``partition`` knows (``_core.partition_algorithms()``).
-ALGORITHMS: tuple[str, ...] = tuple(_core.partition_algorithms())
+from .. import _core
+from .._core import PlanError
+from .._util import check_int, fmt_bytes
+from ..graph.graph import GOp, Graph, GTensor
+from .tiling import Cut, device_coords, lookup, tile_box, tiling_str
 
 FORMAT = "tilewise.plan/1"
 _KINDS = ("output", "reduce", "replicate")
 _REDUCERS = ("Sum", "Max", "Min", "Prod")
-_INT_MAX = 2**31 - 1
-
-
-class UnknownNameError(PlanError, KeyError):
-    """No tensor or op of that name in the plan's graph: both a ``tw.PlanError`` and a ``KeyError``."""
-
-    __str__ = BaseException.__str__  # KeyError's str() would quote the whole message
-
-
-@dataclass(frozen=True)
-class Cut:
-    """One recursion step of a tiling: ``dim`` is split into ``parts`` pieces (None: replicated)."""
-
-    dim: int | None
-    parts: int
-
-    @property
-    def replicated(self) -> bool:
-        return self.dim is None
-
-
-# ----- helpers ------------------------------------------------------------------------------------
-
-
-def _did_you_mean(name: str, names) -> str:
-    near = difflib.get_close_matches(name, list(names), n=3, cutoff=0.6)
-    return f" (did you mean {' or '.join(repr(n) for n in near)}?)" if near else ""
-
-
-def _tiling_str(cuts, rank: int) -> str:
-    """As cost::tiling_str: "R C" for matrices, "P0 P2" for other ranks, "r" for replication."""
-    tokens = []
-    for c in cuts:
-        if c < 0:
-            tokens.append("r")
-        elif rank == 2:
-            tokens.append("R" if c == 0 else "C")
-        else:
-            tokens.append(f"P{c}")
-    return " ".join(tokens)
-
-
-def device_coords(d: int, parts) -> list[int]:
-    """Mixed-radix coordinates of device ``d`` over ``parts``, the first step most significant."""
-    coords = [0] * len(parts)
-    for i in range(len(parts) - 1, -1, -1):
-        coords[i] = d % parts[i]
-        d //= parts[i]
-    return coords
-
-
-def _split_range(n: int, k: int, w: int) -> tuple[int, int]:
-    base, extra = divmod(n, k)
-    start = w * base + min(w, extra)
-    return start, start + base + (1 if w < extra else 0) - 1
-
-
-def tile_box(shape, cuts, parts, coords) -> tuple[tuple[int, int], ...]:
-    """The tile (inclusive ``(lo, hi)`` per dimension) a device with ``coords`` owns, as
-    ``cost::tile_box``: each cut splits the current range of its dimension like numpy.array_split;
-    replicated steps keep it."""
-    box = [(0, s - 1) for s in shape]
-    for i, c in enumerate(coords):
-        dim = cuts[i]
-        if dim < 0:
-            continue
-        lo, hi = box[dim]
-        a, b = _split_range(hi - lo + 1, parts[i], c)
-        box[dim] = (lo + a, lo + b)
-    return tuple(box)
-
-
-def _fmt_bytes(b: float) -> str:
-    """Decimal units (1 GB = 1e9 bytes), as network bandwidths are quoted."""
-    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
-        if abs(b) >= scale:
-            return f"{b / scale:.3g} {unit}"
-    return f"{int(b)} B"
-
-
-def _check_int(name: str, value, *, minimum: int, maximum: int = _INT_MAX) -> int:
-    if isinstance(value, bool):
-        raise TypeError(f"{name} must be an int, not bool")
-    try:
-        v = operator.index(value)
-    except TypeError:
-        raise TypeError(f"{name} must be an int, not {type(value).__name__} ({value!r})") from None
-    if not minimum <= v <= maximum:
-        raise PlanError(f"{name} must be an int from {minimum} to {maximum}, got {v}")
-    return v
-
-
-def _lookup(graph: Graph, item, what: str):
-    """A GTensor / GOp of ``graph`` from a handle or a name, with close matches for unknown names."""
-    cls = GTensor if what == "tensor" else GOp
-    if isinstance(item, cls):
-        if item.graph is not graph:
-            raise PlanError(f"{item!r} belongs to graph {item.graph.name!r}, not to the plan's graph {graph.name!r}")
-        return item
-    if isinstance(item, str):
-        find = graph._g.find_tensor if what == "tensor" else graph._g.find_op
-        i = find(item)
-        if i >= 0:
-            return cls(graph, i)
-        n = graph._g.num_tensors if what == "tensor" else graph._g.num_ops
-        node = graph._g.tensor if what == "tensor" else graph._g.op
-        hint = _did_you_mean(item, (node(k).name for k in range(n)))
-        if not hint and what == "tensor" and graph._g.find_op(item) >= 0:
-            hint = " (there is an op of that name: plan.strategies / plan.splits take ops)"
-        if not hint and what == "op" and graph._g.find_tensor(item) >= 0:
-            hint = " (there is a tensor of that name: plan.tiling / plan.cuts take tensors)"
-        raise UnknownNameError(f"no {what} named {item!r} in graph {graph.name!r}{hint}")
-    article = "a tensor" if what == "tensor" else "an op"
-    if isinstance(item, GOp if what == "tensor" else GTensor):
-        raise TypeError(f"expected {article} (a name or a {cls.__name__}), got {item!r}")
-    raise TypeError(f"expected {article} name or a {cls.__name__}, not {type(item).__name__}")
 
 
 def _strategy_dict(op: GOp, s, parts: int) -> dict:
@@ -211,7 +88,7 @@ class PlanCost:
         """``per_op`` sorted by bytes, largest first (graph order among equals); ``top`` keeps the first."""
         rows = sorted(self.per_op, key=lambda r: -r["bytes"])  # stable: graph order among ties
         if top is not None:
-            rows = rows[:_check_int("top", top, minimum=0)]
+            rows = rows[:check_int("top", top, minimum=0)]
         return [dict(r, inputs=dict(r["inputs"])) for r in rows]  # copies: the cached figures stay intact
 
     def to_dict(self) -> dict:
@@ -227,7 +104,7 @@ class PlanCost:
 
     def __repr__(self):
         mem = self.memory_per_device
-        peak = f", peak memory {_fmt_bytes(max(mem))}/device" if mem else ""
+        peak = f", peak memory {fmt_bytes(max(mem))}/device" if mem else ""
         return f"<tw.PlanCost of {self.graph.name!r}: {self.comm_bytes:,} bytes moved{peak}>"
 
 
@@ -239,7 +116,7 @@ def evaluate(graph: Graph, plan: Plan, *, threads: int | None = None) -> PlanCos
         raise TypeError(f"evaluate takes a tw.Graph, not {type(graph).__name__}")
     if not isinstance(plan, Plan):
         raise TypeError(f"evaluate takes a tw.Plan (from tw.partition or Plan.load), not {type(plan).__name__}")
-    threads = 0 if threads is None else _check_int("threads", threads, minimum=1, maximum=4096)
+    threads = 0 if threads is None else check_int("threads", threads, minimum=1, maximum=4096)
     if graph is not plan.graph:
         _check_graph(plan._graph_description(), graph)
     return PlanCost(graph, _core.evaluate_plan(graph._g, plan._core, threads))
@@ -266,6 +143,15 @@ class Plan:
         self._evaluated = core.evaluated if evaluated is None else evaluated
         self._duplication_used = core.duplication_used if duplication_used is None else duplication_used
         self._cost: PlanCost | None = None
+
+    @classmethod
+    def one_device(cls, graph: Graph) -> Plan:
+        """The trivial plan: one device holds every tensor whole and runs every op (no recursion step,
+        nothing moved); what a one-device search returns, without searching."""
+        g = graph._g
+        core = _core.Plan("one_device", 1, [], [[] for _ in range(g.num_tensors)], [[] for _ in range(g.num_ops)],
+                          [], 0, 0.0)
+        return cls(graph, core)
 
     # ----- figures -----
 
@@ -335,18 +221,18 @@ class Plan:
 
     def cuts(self, tensor: str | GTensor) -> list[Cut]:
         """The tensor's cut at each recursion step."""
-        t = _lookup(self.graph, tensor, "tensor")
+        t = lookup(self.graph, tensor, "tensor")
         return [Cut(None if c < 0 else c, k) for c, k in zip(self._tilings[t.id], self._core.parts)]
 
     def tiling(self, tensor: str | GTensor) -> str:
         """One token per step: "R"/"C" (rows/columns) for rank-2 tensors, "P<dim>" for other ranks,
         "r" where the step replicates the tensor; e.g. "R C r". Empty for one device."""
-        t = _lookup(self.graph, tensor, "tensor")
-        return _tiling_str(self._tilings[t.id], len(t.shape))
+        t = lookup(self.graph, tensor, "tensor")
+        return tiling_str(self._tilings[t.id], len(t.shape))
 
     def tiles(self, tensor: str | GTensor) -> list[tuple[tuple[int, int], ...]]:
         """The tile each device holds: per device, an inclusive ``(lo, hi)`` range per dimension."""
-        t = _lookup(self.graph, tensor, "tensor")
+        t = lookup(self.graph, tensor, "tensor")
         parts = self._core.parts
         return [tile_box(t.shape, self._tilings[t.id], parts, device_coords(d, parts)) for d in range(self.devices)]
 
@@ -354,7 +240,7 @@ class Plan:
         """Per step: ``{"kind", "var", "index", "parts", "reducer"}``; ``var`` is the split variable's
         name in the op's description (``index`` its position), None when replicated; ``reducer`` only
         for "reduce"."""
-        o = _lookup(self.graph, op, "op")
+        o = lookup(self.graph, op, "op")
         return [_strategy_dict(o, s, k) for s, k in zip(self._splits[o.id], self._core.parts)]
 
     def strategies(self, op: str | GOp) -> list[str]:
@@ -373,14 +259,14 @@ class Plan:
 
     def summary(self, top: int = 10) -> str:
         """Algorithm, devices, bytes (total and per step), search time, memory, the ``top`` ops by bytes."""
-        top = _check_int("top", top, minimum=0)
+        top = check_int("top", top, minimum=0)
         cost = self.evaluate()
         g = self.graph
         lines = [f"Plan: {self.algorithm} on {self.devices} devices (parts {self._parts_str()}), graph "
                  f"{g.name!r} ({g._g.num_ops} ops, {g._g.num_tensors} tensors)"]
         lines.append(f"  communication: {self.comm_bytes / 1e9:.3f} GB per iteration ({self.comm_bytes:,} bytes)")
         if self.step_bytes:
-            steps = ", ".join(f"{i + 1}: {_fmt_bytes(b)}" for i, b in enumerate(self.step_bytes))
+            steps = ", ".join(f"{i + 1}: {fmt_bytes(b)}" for i, b in enumerate(self.step_bytes))
             lines.append(f"  by step: {steps}")
         search = f"  search: {self.search_seconds:.3f} s"
         if self.largest_table:
@@ -388,19 +274,19 @@ class Plan:
         if self.evaluated:
             search += f", {self.evaluated:,} assignments tried"
         if self.duplication_used:
-            search += f", {_fmt_bytes(self.duplication_used)} per device on replicas"
+            search += f", {fmt_bytes(self.duplication_used)} per device on replicas"
         lines.append(search)
         mem, res = cost.memory_per_device, cost.resident_per_device
         if mem:
-            lines.append(f"  peak memory per device: min {_fmt_bytes(min(mem))}, max {_fmt_bytes(max(mem))} "
-                         f"(resident: min {_fmt_bytes(min(res))}, max {_fmt_bytes(max(res))})")
+            lines.append(f"  peak memory per device: min {fmt_bytes(min(mem))}, max {fmt_bytes(max(mem))} "
+                         f"(resident: min {fmt_bytes(min(res))}, max {fmt_bytes(max(res))})")
         rows = [r for r in cost.breakdown(top) if r["bytes"] > 0]
         if rows:
             lines.append(f"  top {len(rows)} ops by bytes:")
-            width = max(len(_fmt_bytes(r["bytes"])) for r in rows)
+            width = max(len(fmt_bytes(r["bytes"])) for r in rows)
             for r in rows:
                 share = 100 * r["bytes"] / self.comm_bytes if self.comm_bytes else 0
-                lines.append(f"    {_fmt_bytes(r['bytes']):>{width}} {share:5.1f}%  {r['op']} ({r['type']}): "
+                lines.append(f"    {fmt_bytes(r['bytes']):>{width}} {share:5.1f}%  {r['op']} ({r['type']}): "
                              f"{', '.join(self.strategies(r['op'])) or 'whole'}")
         return "\n".join(lines) + "\n"
 
@@ -423,7 +309,7 @@ class Plan:
         and its input activation (bottom row), tiles coloured by device; returns the Axes.
         ``ops``: names or GOps (default: forward convolutions / linear / matmul ops, evenly sampled
         up to ``max_ops``)."""
-        from ._plan_plot import draw_plan
+        from .plot import draw_plan
 
         return draw_plan(self, ax=ax, ops=ops, max_ops=max_ops)
 
@@ -442,7 +328,7 @@ class Plan:
         for tid, cuts in enumerate(self._tilings):
             node = g.tensor(tid)
             tensors.append({"tensor": node.name, "shape": list(node.shape), "cuts": list(cuts),
-                            "tiling": _tiling_str(cuts, len(node.shape))})
+                            "tiling": tiling_str(cuts, len(node.shape))})
         ops = []
         for oid, split in enumerate(self._splits):
             op = GOp(self.graph, oid)
@@ -562,83 +448,3 @@ def _check_graph(desc: dict, graph: Graph) -> None:
         node = g.op(oid)
         if node.name != name or list(node.desc.var_names) != list(var_names):
             raise PlanError(f"op {oid} is {name!r} in the plan but {node.name!r} in graph {graph.name!r}: {made_for}")
-
-
-# ----- the search ---------------------------------------------------------------------------------
-
-
-def _progress_bar():
-    """A (callback, close) pair driving one tqdm.auto bar from the C++ (what, done, total) reports."""
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:
-        raise ImportError("progress=True needs tqdm: pip install 'tilewise[progress]' (or tqdm)") from None
-    bar = tqdm(total=1, desc="partition", leave=False)
-
-    def report(what: str, done: int, total: int) -> None:
-        if total != bar.total:
-            bar.reset(total=total)
-        bar.set_description(what, refresh=False)
-        bar.n = done
-        bar.refresh()
-
-    return report, bar.close
-
-
-def partition(graph: Graph, devices: int, algorithm: str = "tofu", *, time_limit: float | None = None,
-              progress: bool | Callable[[str, int, int], None] = False, threads: int | None = None,
-              duplication_budget: int = 0, replication: bool = False) -> Plan:
-    """Find a partition plan of ``graph`` over ``devices`` devices.
-
-    ``algorithm``: tofu, kcuts, spartan, data_parallel, allrow_greedy, equal_chop, icml18 or
-    brute_force (``_partition.ALGORITHMS``; "data-parallel" works too).
-    ``time_limit``: seconds (None: no limit); past it ``tw.SearchTimeout``. ``progress``: True for a
-    tqdm progress bar, or a callable ``(what, done, total)``. ``threads``: None for every core.
-    ``duplication_budget``: spartan's extra bytes per device for replicated tensors.
-    ``replication``: brute_force also tries replicating tensors (the oracle for kcuts).
-    Raises PlanError for bad arguments, SearchTooLarge when an exact search cannot fit.
-
-        plan = tw.partition(tw.models.mlp(), devices=8, algorithm="tofu")
-    """
-    if not isinstance(graph, Graph):
-        raise TypeError(f"partition takes a tw.Graph, not {type(graph).__name__}")
-    devices = _check_int("devices", devices, minimum=1)
-    if not isinstance(algorithm, str):
-        raise TypeError(f"algorithm must be a str (one of {', '.join(ALGORITHMS)}), not {type(algorithm).__name__}")
-    name = algorithm.strip().lower().replace("-", "_")
-    if name not in ALGORITHMS:
-        raise PlanError(f"unknown partition algorithm {algorithm!r}{_did_you_mean(name, ALGORITHMS)}; "
-                        f"valid: {', '.join(ALGORITHMS)}")
-    if time_limit is None:
-        limit = 0.0
-    else:
-        if isinstance(time_limit, bool) or not isinstance(time_limit, numbers.Real):
-            raise TypeError(f"time_limit must be a number of seconds or None, not {type(time_limit).__name__}")
-        if math.isnan(time_limit) or time_limit <= 0:
-            raise PlanError(f"time_limit must be a positive number of seconds (or None for no limit), got {time_limit}")
-        limit = 0.0 if math.isinf(time_limit) else float(time_limit)
-    threads = 0 if threads is None else _check_int("threads", threads, minimum=1, maximum=4096)
-    duplication_budget = _check_int("duplication_budget", duplication_budget, minimum=0, maximum=2**63 - 1)
-    if duplication_budget and name != "spartan":
-        raise PlanError(f"duplication_budget applies to spartan only, not {name}")
-    if not isinstance(replication, bool):
-        raise TypeError(f"replication must be a bool, not {type(replication).__name__}")
-    if replication and name != "brute_force":
-        raise PlanError(f"replication=True applies to brute_force only (kcuts always may replicate), not {name}")
-    close = None
-    if progress is True:
-        report, close = _progress_bar()
-    elif progress is False or progress is None:
-        report = None
-    elif callable(progress):
-        report = progress
-    else:
-        raise TypeError(f"progress must be a bool or a callable (what, done, total), not {type(progress).__name__}")
-    try:
-        core = _core.partition(graph._g, devices, name, threads=threads, time_limit=limit,
-                               duplication_budget=duplication_budget, brute_force_replication=replication,
-                               progress=report)
-    finally:
-        if close is not None:
-            close()
-    return Plan(graph, core)

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._core import GraphError
-from .._graph import Graph
+from ..._core import GraphError
+from ...graph.graph import Graph
 
 
 @dataclass
@@ -95,12 +94,12 @@ def from_torch(module, example_inputs, *, name: str | None = None, loss=None, op
         import torch  # noqa: F401
     except ImportError:
         raise GraphError("from_torch needs PyTorch: pip install torch") from None
-    from . import _capture, _convert, _rules
+    from . import _capture, _convert, _table
 
     captured = _capture.capture(module, example_inputs)
     info = TorchImport(type(module).__name__, bool(module.training))
     graph = Graph(name or type(module).__name__)
-    conv = _convert.Converter(captured, graph, _rules.RULES, info=info)
+    conv = _convert.Converter(captured, graph, _table.RULES, info=info)
     outputs = conv.run()
     err = conv.error()
     if err is not None:
@@ -116,25 +115,20 @@ def from_torch(module, example_inputs, *, name: str | None = None, loss=None, op
 
 def _training_graph(graph, captured, info, loss, optimizer):
     """The training graph through tw.trace (autodiff + optimizer), replaying the import on its inputs."""
-    import tilewise as tw
+    from ...graph.trace import placeholder, trace
 
-    trace = getattr(tw, "trace", None)
-    if trace is None:
-        warnings.warn("from_torch: this tilewise has no tw.trace (autodiff) yet; returning the forward graph "
-                      "without loss or optimizer", stacklevel=3)
-        return graph
     if loss is None:
         raise GraphError("from_torch: optimizer= needs loss=")
-    from . import _convert, _rules
+    from . import _convert, _table
 
     def forward(*inputs):
         g = inputs[0].graph
-        conv = _convert.Converter(captured, g, _rules.RULES, inputs=list(inputs))
+        conv = _convert.Converter(captured, g, _table.RULES, inputs=list(inputs))
         outs = [t for t in conv.run() if t is not None]
         # The loss is taken of the first tensor output (a model's logits or last hidden state).
         return outs[0]
 
-    placeholders = [tw.placeholder(tuple(graph.tensor(n).shape), name=n, dtype=graph.tensor(n).dtype)
+    placeholders = [placeholder(tuple(graph.tensor(n).shape), name=n, dtype=graph.tensor(n).dtype)
                     for n in info.inputs]
     trained = trace(forward, *placeholders, loss=loss, optimizer=optimizer, name=graph.name)
     trained.torch_import = info

@@ -27,9 +27,10 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterable
 
-from ._core import GraphError, ShapeError, TDLError
-from ._graph import GOp, Graph, GTensor
-from ._replay import Scratch
+from .._core import GraphError, ShapeError, TDLError
+from ..tdl.registry import nary, ops
+from .graph import GOp, Graph, GTensor
+from .replay import Scratch
 
 
 def grad(graph: Graph, loss: GTensor, wrt: Iterable[GTensor] | None = None) -> dict[str, GTensor]:
@@ -45,8 +46,6 @@ def grad(graph: Graph, loss: GTensor, wrt: Iterable[GTensor] | None = None) -> d
     Raises GraphError for a non-scalar loss, a ``wrt`` tensor the loss does not depend on, and
     an op on the way without a gradient rule.
     """
-    import tdl_ops  # the op library imports tilewise: import it on first use
-
     loss_op = _check_loss(graph, loss)
     forward = [op for op in graph.ops[: loss_op.id + 1] if op.phase == "forward"]
     reaches = _reaching(forward, loss)
@@ -55,7 +54,7 @@ def grad(graph: Graph, loss: GTensor, wrt: Iterable[GTensor] | None = None) -> d
     active = [op for op in forward if op.output.id in origin and op.output.id in reaches]
 
     with graph.phase("backward", forward_op=loss_op), graph.scope(f"grad/{loss_op.name}"):
-        seed = tdl_ops.fill_like(loss, value=1.0, name="seed")
+        seed = ops.fill_like(loss, value=1.0, name="seed")
     graph.mark_gradient(seed, of=loss)
     total: dict[int, GTensor] = {loss.id: seed}  # tensor id -> its whole gradient, once every part exists
     acc = _Parts(graph, active, origin)
@@ -75,7 +74,7 @@ def grad(graph: Graph, loss: GTensor, wrt: Iterable[GTensor] | None = None) -> d
             g = _own(graph, t, total[t.id], owned)
         else:
             with graph.phase("backward"), graph.scope(f"grad/{t.name}"):
-                g = tdl_ops.fill_like(t, value=0.0, name="zeros")
+                g = ops.fill_like(t, value=0.0, name="zeros")
         graph.mark_gradient(g, of=t)
         owned.add(g.id)
         result[t.name] = g
@@ -218,19 +217,17 @@ class _Parts:
         return done
 
     def _total(self, t: GTensor, parts: list) -> GTensor:
-        import tdl_ops
-
         graph = self.graph
         part, op, k = parts[-1]
         if len(parts) > 1:
             with graph.phase("backward"), graph.scope(f"grad/{t.name}"), _unrolled(graph, op, f"/sum{k}"):
-                s = tdl_ops.elementwise.add_n(len(parts))(*[p for p, _, _ in parts], name="sum")
+                s = nary("add", len(parts))(*[p for p, _, _ in parts], name="sum")
             graph.mark_gradient(s, of=t)
             return s
         if (part.id, op.id) in self.kept:  # the rule gave it to another input of op, which keeps it
             with graph.phase("backward", forward_op=op), graph.scope(f"grad/{op.name}"), \
                     _unrolled(graph, op, f"/copy{k}"):
-                part = tdl_ops.identity(part, name=f"copy_{op.op.inputs[k]}")
+                part = ops.identity(part, name=f"copy_{op.op.inputs[k]}")
         else:
             self.kept.add((part.id, op.id))
         if part.grad_of is None:  # else the gradient of op's output, passed through (add, bias_add)
@@ -253,7 +250,5 @@ def _own(graph: Graph, t: GTensor, g: GTensor, owned: set[int]) -> GTensor:
     producer = g.producer
     if g.id not in owned and producer is not None and producer.phase == "backward":
         return g
-    import tdl_ops
-
     with graph.phase("backward"), graph.scope(f"grad/{t.name}"):
-        return tdl_ops.identity(g, name="copy")
+        return ops.identity(g, name="copy")

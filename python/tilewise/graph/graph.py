@@ -7,7 +7,8 @@
 
 The C++ core (``_core.Graph``) holds tensors and ops, infers shapes from the TDL descriptions
 and writes summaries, DOT and JSON; this module adds naming scopes, phases (forward, backward,
-update), time-step tags for unrolled RNNs, and loading JSON back (re-tracing each op).
+update), time-step tags for unrolled RNNs, and loading JSON back (re-tracing each op, found by
+name in the op registry, ``tilewise.tdl.registry``).
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ import json
 import pathlib
 from collections.abc import Iterator, Sequence
 
-from . import _core
-from ._core import GraphError, ShapeError
+from .. import _core
+from .._core import GraphError, ShapeError
+from ..tdl.registry import lookup
 
 ROLES = ("input", "label", "parameter", "constant", "activation", "gradient", "optimizer_state")
 PHASES = ("forward", "backward", "update")
@@ -104,7 +106,7 @@ class GTensor:
                 f"{op_name} of '{self.name}' {self.shape} and '{other.name}' {other.shape}: shapes differ; "
                 "use tw.nn.functional for broadcasting"
             )
-        return registered_op(op_name)(self, other)
+        return lookup(op_name)(self, other)
 
     def __add__(self, other):
         return self._binary(other, "add")
@@ -119,12 +121,12 @@ class GTensor:
         return self._binary(other, "div")
 
     def __neg__(self):
-        return registered_op("neg")(self)
+        return lookup("neg")(self)
 
     def __matmul__(self, other):
         if not isinstance(other, GTensor):
             raise GraphError(f"@: both operands must be graph tensors, got {type(other).__name__}")
-        return registered_op("matmul" if self.ndim == 2 else "batch_matmul")(self, other)
+        return lookup("matmul" if self.ndim == 2 else "batch_matmul")(self, other)
 
 
 class GOp:
@@ -183,7 +185,7 @@ class GOp:
     @property
     def op(self):
         """The tw.Op this node applies (the very object called, even if another op has its name)."""
-        return self.graph._op_objects.get(self.id) or registered_op(self.type)
+        return self.graph._op_objects.get(self.id) or lookup(self.type)
 
     def __eq__(self, other):
         return isinstance(other, GOp) and other.graph is self.graph and other.id == self.id
@@ -207,38 +209,6 @@ def _tuples(v):
 
 def _attrs_from_json(text: str) -> dict:
     return {k: _tuples(v) for k, v in json.loads(text).items()}
-
-
-_REGISTRY: dict = {}
-
-
-def register_op(op) -> None:
-    """Make an op loadable by name (``@tw.op`` does this).
-
-    The operator library's ops keep their names: a user op named like one (a test's own
-    ``matmul``) is not what a saved graph's "matmul" loads. Among other ops the first keeps the name.
-    """
-    current = _REGISTRY.get(op.name)
-    if current is None or (_is_library(op) and not _is_library(current)):
-        _REGISTRY[op.name] = op
-
-
-def _is_library(op) -> bool:
-    return getattr(op.fn, "__module__", "").startswith("tdl_ops")
-
-
-def registered_op(name: str):
-    """The op registered under ``name``; imports the library tdl_ops first, which also makes a member
-    of its n-ary families (``add_12``, ``concat_70``) on demand: a saved graph may use any arity."""
-    if name not in _REGISTRY:
-        import tdl_ops  # registers the library's ops
-
-        tdl_ops.nary_op(name)  # registers the op if name is "<family>_<n>"
-
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise GraphError(f"no TDL op named '{name}' is registered (define it with @tw.op before loading)") from None
 
 
 class Graph:
@@ -459,7 +429,7 @@ class Graph:
                 g._g.add_tensor(t["name"], t["shape"], t["role"], t["dtype"])
                 continue
             o = ops[p]
-            op = registered_op(o["type"])
+            op = lookup(o["type"])
             attrs = _attrs_from_json(json.dumps(o["attrs"]))
             shapes = [tuple(tensors[k]["shape"]) for k in o["inputs"]]
             desc = op._desc_for(shapes, {**op.attrs, **attrs})

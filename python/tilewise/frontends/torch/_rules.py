@@ -8,7 +8,8 @@ A rule that cannot express its arguments raises ``Unsupported(reason)``. The tor
 is looked up by overload (``aten.add.Tensor``), then by packet (``aten.add``); in-place variants
 (``aten.relu_``) use their functional rule and rebind the mutated tensor.
 
-``TABLE`` (used for the docs and the report) lists every target with a one-line summary.
+``_table.TABLE`` (used for the docs and the report) lists every target with a one-line summary;
+``_table`` also imports the other rule families, so take the complete table from there.
 """
 
 from __future__ import annotations
@@ -587,9 +588,3 @@ def _like(ctx, a):
     fill = 1.0 if "ones" in name else (getattr(a, "fill_value", 0.0) if "full" in name else 0.0)
     value = torch.full(ctx.out_shape, fill, dtype=ctx.out_dtype)
     return Const(value, ctx.out_shape, ctx.out_dtype)
-
-
-# The other families register their rules on import.
-from . import _rules_layers, _rules_shape  # noqa: E402,F401
-
-TABLE = RULES.summary

@@ -11,10 +11,10 @@ from typing import Any
 
 import numpy as np
 
-from . import _core
-from ._core import ShapeError, TDLError
-from ._graph import register_op
-from ._tdl_trace import Tensor, _as_value, _Compute, _lambda_arity, _Tracer, _Tracing
+from .. import _core
+from .._core import ShapeError, TDLError
+from . import registry
+from .trace import Compute, Tensor, Tracer, Tracing, as_value, lambda_arity
 
 Region = tuple  # tuple of inclusive (lo, hi) pairs, one per dimension; None when nothing is read
 
@@ -79,7 +79,7 @@ class Strategy:
 
     def draw(self, ax=None):
         """Plot what each worker reads and writes (matplotlib); returns the Axes."""
-        from ._plot import draw_strategy
+        from .plot import draw_strategy
 
         return draw_strategy(self, ax)
 
@@ -225,18 +225,18 @@ class Op:
         return entry
 
     def _trace(self, ranks, attrs):
-        tracer = _Tracer(self.name)
-        with _Tracing(tracer):
+        tracer = Tracer(self.name)
+        with Tracing(tracer):
             tensors = []
             for i, (n, r) in enumerate(zip(self.inputs, ranks)):
                 t = Tensor(tracer, n, i, r)
                 tracer.tensors.append(t)
                 tensors.append(t)
             out = self.fn(*tensors, **attrs)
-            if isinstance(out, _Compute):
+            if isinstance(out, Compute):
                 names, fn = [f"i{k}" for k in range(out.ndim)], out.fn
             elif callable(out) and not isinstance(out, Tensor):
-                names, _ = _lambda_arity(out, f"the lambda returned by '{self.name}'", None)
+                names, _ = lambda_arity(out, f"the lambda returned by '{self.name}'", None)
                 fn = out
             else:
                 raise TDLError(
@@ -249,7 +249,7 @@ class Op:
                 out_vars.append(tracer.new_var(n, True))
                 tracer.in_scope.append(n)
             out_ids = list(range(first, first + len(out_vars)))
-            body = _as_value(fn(*out_vars))
+            body = as_value(fn(*out_vars))
         inputs = [(t.name, -1 if t._ndim is None else t._ndim) for t in tensors]
         desc = _core.OpDesc(
             self.name,
@@ -415,14 +415,15 @@ class Op:
 
     def __call__(self, *tensors, name: str | None = None, out=None, **attrs):
         """Apply the op to graph tensors: adds a node to their graph and returns its output."""
-        from ._graph import GTensor
-
-        if not tensors or not isinstance(tensors[0], GTensor):
+        # The graph layer sits above this one: a graph tensor (tw.GTensor) is recognised by the graph
+        # it carries, which applies ops, rather than by importing its class.
+        graph = getattr(tensors[0], "graph", None) if tensors else None
+        if not callable(getattr(graph, "apply", None)):
             raise TDLError(
                 f"op '{self.name}' is applied to graph tensors (tw.Graph); to compute on arrays use "
                 f"{self.name}.evaluate(...)"
             )
-        return tensors[0].graph.apply(self, tensors, attrs, name=name, out=out)
+        return graph.apply(self, tensors, attrs, name=name, out=out)
 
     def reference(self, *arrays, **attrs) -> np.ndarray:
         """The NumPy reference implementation given with ``@tw.op(reference=...)``."""
@@ -465,7 +466,7 @@ def op(fn: Callable | None = None, *, name: str | None = None, reference: Callab
         if not callable(f):
             raise TDLError("@tw.op decorates a function")
         new = Op(f, name or f.__name__, reference, out_shape, grad_fn=grad)
-        register_op(new)
+        registry.register(new)
         return new
 
     return wrap(fn) if fn is not None else wrap

@@ -21,7 +21,7 @@ import logging
 import warnings
 from dataclasses import dataclass, field
 
-from .._core import GraphError
+from ..._core import GraphError
 
 
 @dataclass

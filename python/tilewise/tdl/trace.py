@@ -11,13 +11,13 @@ import inspect
 import numbers
 import threading
 
-from . import _core
-from ._core import ShapeError, TDLError
+from .. import _core
+from .._core import ShapeError, TDLError
 
 _state = threading.local()
 
 
-class _Tracer:
+class Tracer:
     """Collects the variables, tensors and opaque functions of one op being traced."""
 
     def __init__(self, op_name: str):
@@ -56,7 +56,7 @@ class _Tracer:
         return len(self.opaques) - 1
 
 
-def _tracer() -> _Tracer:
+def _tracer() -> Tracer:
     t = getattr(_state, "tracer", None)
     if t is None:
         raise TDLError("TDL expressions can only be built while an @tw.op description is traced")
@@ -68,10 +68,10 @@ def _error(message: str) -> TDLError:
     return t.error(message) if t is not None else TDLError(message)
 
 
-class _Tracing:
+class Tracing:
     """Context manager installing a tracer for the current thread."""
 
-    def __init__(self, tracer: _Tracer):
+    def __init__(self, tracer: Tracer):
         self.tracer = tracer
 
     def __enter__(self):
@@ -255,7 +255,7 @@ class Index(_Traced):
         )
 
 
-def _as_value(x) -> Value:
+def as_value(x) -> Value:
     if isinstance(x, Value):
         return x
     if isinstance(x, Index):
@@ -271,7 +271,7 @@ def index_value(x) -> Value:
     """Use an index expression as a value (for masks and iota): ``tw.index_value(i) <= tw.index_value(j)``."""
     if not isinstance(x, Index) and not _is_int(x):
         raise _error(f"tw.index_value expects an index expression, got {type(x).__name__}")
-    return _as_value(Index._coerce(x))
+    return as_value(Index._coerce(x))
 
 
 class Value(_Traced):
@@ -282,7 +282,7 @@ class Value(_Traced):
 
     @staticmethod
     def _binary(op, a, b):
-        va, vb = _as_value(a), _as_value(b)
+        va, vb = as_value(a), as_value(b)
         node = _core.expr_binary(op, va._node, vb._node)
         text = f"{op}({va._text}, {vb._text})" if op in ("max", "min") else f"({va._text} {op} {vb._text})"
         return Value(node, text)
@@ -351,7 +351,7 @@ class Value(_Traced):
 
 
 def _unary(name, x, exponent=0.0):
-    v = _as_value(x)
+    v = as_value(x)
     return Value(_core.expr_unary(name, v._node, exponent), f"{name}({v._text})")
 
 
@@ -402,7 +402,7 @@ def min(a, b):  # noqa: A001 - TDL's binary min, used as tw.min
 
 def where(cond, a, b):
     """``a`` where ``cond`` is non-zero, else ``b``."""
-    c, va, vb = _as_value(cond), _as_value(a), _as_value(b)
+    c, va, vb = as_value(cond), as_value(a), as_value(b)
     return Value(_core.expr_select(c._node, va._node, vb._node), f"where({c._text}, {va._text}, {vb._text})")
 
 
@@ -432,7 +432,7 @@ class _ShapeProxy:
 class Tensor:
     """An input tensor inside a description: index it, slice it, or ask its shape."""
 
-    def __init__(self, tracer: _Tracer, name: str, tid: int, ndim: int | None):
+    def __init__(self, tracer: Tracer, name: str, tid: int, ndim: int | None):
         self._tracer = tracer
         self.name = name
         self.id = tid
@@ -534,7 +534,7 @@ class Slice:
         return self.tensor[tuple(filled)]
 
 
-def _lambda_arity(fn, what: str, ndim):
+def lambda_arity(fn, what: str, ndim):
     try:
         params = list(inspect.signature(fn).parameters.values())
     except (TypeError, ValueError):
@@ -577,7 +577,7 @@ class _Reducer:
             body_fn = fn.__getitem__
             call = lambda *vs: body_fn(tuple(vs))  # noqa: E731
         elif callable(fn):
-            names, n = _lambda_arity(fn, f"{self.name}(...)'s argument", ndim)
+            names, n = lambda_arity(fn, f"{self.name}(...)'s argument", ndim)
             call = fn
         else:
             raise _error(f"tw.{self.name} expects a lambda or a slice, got {type(fn).__name__}")
@@ -602,7 +602,7 @@ class _Reducer:
         names_bound = [v._text for v in variables]
         tracer.in_scope.extend(names_bound)
         try:
-            body = _as_value(call(*variables))
+            body = as_value(call(*variables))
         finally:
             del tracer.in_scope[len(tracer.in_scope) - len(names_bound):]
         text = f"{self.name}({', '.join(v._text for v in variables)}: {body._text})"
@@ -706,7 +706,7 @@ def opaque(name: str, fn=None, shape=None) -> OpaqueFunction:
     return OpaqueFunction(name, fn, shape)
 
 
-class _Compute:
+class Compute:
     """``tw.compute(ndim, lambda *idx: ...)``: an output lambda with ndim variables."""
 
     def __init__(self, ndim: int, fn):
@@ -718,6 +718,6 @@ class _Compute:
         self.fn = fn
 
 
-def compute(ndim: int, fn) -> _Compute:
+def compute(ndim: int, fn) -> Compute:
     """An output lambda of ``ndim`` index variables, for rank-polymorphic ops."""
-    return _Compute(ndim, fn)
+    return Compute(ndim, fn)

@@ -22,8 +22,8 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 
-from .._core import GraphError
-from .._graph import Graph, GTensor
+from ..._core import GraphError
+from ...graph.graph import Graph, GTensor
 
 _DTYPES = {"float32": "float32", "float64": "float64", "float16": "float16", "bfloat16": "float16",
            "int64": "int64", "int32": "int32", "int16": "int32", "int8": "int32", "uint8": "int32",
@@ -387,7 +387,7 @@ class Converter:
             n = len(e.nodes)
             lines.append(f"  {e.target} ({n} node{'s' if n > 1 else ''}): {e.reason}; e.g. node '{name}'"
                          + (f" {where}" if where else ""))
-        lines.append("Rewrite these parts of the model, or add a rule to tilewise/_from_torch/_rules.py "
+        lines.append("Rewrite these parts of the model, or add a rule to tilewise/frontends/torch/_rules.py "
                      "(and a TDL op to tdl_ops/torch_extra.py if none fits).")
         err = GraphError("\n".join(lines))
         err.unmapped = [(e.target, e.reason, len(e.nodes), e.nodes[0][0]) for e in entries]

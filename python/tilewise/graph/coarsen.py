@@ -18,9 +18,9 @@ import json
 from collections import Counter
 from collections.abc import Sequence
 
-from . import _core
-from ._core import GraphError
-from ._graph import GOp, Graph, GTensor
+from .. import _core
+from .._core import GraphError
+from .graph import GOp, Graph, GTensor
 
 KINDS = ("op", "tensor", "merged")
 

@@ -45,19 +45,21 @@ def _fail(message: str) -> int:
 def run_plan(args: argparse.Namespace) -> int:
     import pathlib
 
-    import tilewise as tw
+    from .._core import SearchTimeout, SearchTooLarge
+    from ..models import get
+    from ..plan.search import partition
 
     if args.batch is not None and args.batch < 1:
         return _fail(f"--batch must be positive, got {args.batch}")
     if args.top < 0:
         return _fail(f"--top must be at least 0, got {args.top}")
     t0 = time.perf_counter()
-    g = tw.models.get(args.model, batch=args.batch, optimizer=args.optimizer)
+    g = get(args.model, batch=args.batch, optimizer=args.optimizer)
     built = time.perf_counter() - t0
     try:
-        plan = tw.partition(g, args.devices, args.algorithm, time_limit=args.time_limit, threads=args.threads,
-                            progress=args.progress)
-    except (tw.SearchTimeout, tw.SearchTooLarge, ImportError) as e:  # ValueErrors (PlanError) go to cli.main
+        plan = partition(g, args.devices, args.algorithm, time_limit=args.time_limit, threads=args.threads,
+                         progress=args.progress)
+    except (SearchTimeout, SearchTooLarge, ImportError) as e:  # ValueErrors (PlanError) go to cli.main
         return _fail(str(e))
     print(f"{args.model}: graph built in {built:.3f} s ({g._g.num_ops} ops), plan found in "
           f"{plan.search_seconds:.3f} s")
@@ -67,7 +69,7 @@ def run_plan(args: argparse.Namespace) -> int:
             plan.save(args.json)
             print(f"wrote {args.json}")
         if args.draw:
-            from ._plan_plot import plan_figure
+            from ..plan.plot import plan_figure
 
             plan_figure(plan).savefig(pathlib.Path(args.draw), dpi=120)
             print(f"wrote {args.draw}")

@@ -1,0 +1,1 @@
+"""Frontends: models from other frameworks as tilewise graphs. ``torch/``: ``tw.from_torch``."""

@@ -1,0 +1,7 @@
+"""The planning stage: partition plans of graphs over devices.
+
+Modules: ``tiling`` (device coordinates, tiles, ``Cut``, finding tensors and ops by name),
+``plan`` (``Plan``, ``PlanCost``, ``tw.evaluate``, JSON), ``search`` (``tw.partition``: the C++
+search driver and its arguments), ``plot`` (pictures of tilings, Tofu Fig. 11). The public names
+are the façade's: ``tw.partition``, ``tw.Plan`` ...
+"""
