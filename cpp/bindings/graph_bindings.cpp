@@ -67,8 +67,7 @@ void bind_graph(py::module_& m) {
       .def_property_readonly("num_parameters", &Graph::num_parameters)
       .def("bytes", [](const Graph& g, const std::string& role) { return g.bytes(role_from(role)); })
       .def("summary", &Graph::summary)
-      .def("to_dot", &Graph::to_dot)
-      .def("to_json", &Graph::to_json);
+      .def("to_dot", &Graph::to_dot);
 }
 
 }  // namespace tilewise::bindings

@@ -189,7 +189,8 @@ std::string human_bytes(int64_t b) {
   s << std::fixed << v << " " << units[u];
   return s.str();
 }
-std::string json_escape(const std::string& s) {
+// Quotes and backslashes escaped for a DOT label.
+std::string dot_escape(const std::string& s) {
   std::string o;
   for (char c : s) {
     if (c == '"' || c == '\\') o += '\\', o += c;
@@ -197,11 +198,6 @@ std::string json_escape(const std::string& s) {
     else o += c;
   }
   return o;
-}
-std::string shape_json(const Shape& s) {
-  std::string o = "[";
-  for (size_t i = 0; i < s.size(); ++i) o += (i ? ", " : "") + std::to_string(s[i]);
-  return o + "]";
 }
 }  // namespace
 
@@ -240,38 +236,15 @@ std::string Graph::to_dot() const {
     std::string shape;
     for (size_t i = 0; i < t.shape.size(); ++i) shape += (i ? "x" : "") + std::to_string(t.shape[i]);
     s << "  t" << t.id << " [shape=ellipse, style=filled, fillcolor=" << colour.at(t.role) << ", label=\""
-      << json_escape(t.name) << "\\n" << shape << "\"];\n";
+      << dot_escape(t.name) << "\\n" << shape << "\"];\n";
   }
   for (const auto& op : ops_) {
     s << "  o" << op.id << " [shape=box, style=filled, fillcolor=" << (op.phase == Phase::kForward ? "lightgreen" : op.phase == Phase::kBackward ? "salmon" : "khaki")
-      << ", label=\"" << json_escape(op.name) << "\\n(" << json_escape(op.type) << ")\"];\n";
+      << ", label=\"" << dot_escape(op.name) << "\\n(" << dot_escape(op.type) << ")\"];\n";
     for (int t : op.inputs) s << "  t" << t << " -> o" << op.id << ";\n";
     s << "  o" << op.id << " -> t" << op.output << ";\n";
   }
   s << "}\n";
-  return s.str();
-}
-
-std::string Graph::to_json() const {
-  std::ostringstream s;
-  s << "{\n  \"format\": \"tilewise.graph/1\",\n  \"tensors\": [\n";
-  for (size_t i = 0; i < tensors_.size(); ++i) {
-    const auto& t = tensors_[i];
-    s << "    {\"name\": \"" << json_escape(t.name) << "\", \"shape\": " << shape_json(t.shape) << ", \"dtype\": \""
-      << t.dtype << "\", \"role\": \"" << name_of(t.role) << "\", \"producer\": " << t.producer
-      << ", \"grad_of\": " << t.grad_of << ", \"updates\": " << t.updates << "}" << (i + 1 < tensors_.size() ? "," : "")
-      << "\n";
-  }
-  s << "  ],\n  \"ops\": [\n";
-  for (size_t i = 0; i < ops_.size(); ++i) {
-    const auto& op = ops_[i];
-    s << "    {\"type\": \"" << json_escape(op.type) << "\", \"name\": \"" << json_escape(op.name)
-      << "\", \"attrs\": " << op.attrs_json << ", \"inputs\": [";
-    for (size_t k = 0; k < op.inputs.size(); ++k) s << (k ? ", " : "") << op.inputs[k];
-    s << "], \"output\": " << op.output << ", \"phase\": \"" << name_of(op.phase) << "\", \"forward_op\": " << op.forward_op
-      << ", \"unroll_key\": \"" << json_escape(op.unroll_key) << "\"}" << (i + 1 < ops_.size() ? "," : "") << "\n";
-  }
-  s << "  ]\n}\n";
   return s.str();
 }
 

@@ -92,9 +92,6 @@ class Graph {
   std::string summary() const;
   /// Graphviz DOT: tensors as ellipses coloured by role, ops as boxes.
   std::string to_dot() const;
-  /// JSON with every tensor and op (attributes as given); loaded back by Python, which
-  /// re-traces each op's description.
-  std::string to_json() const;
 
  private:
   std::string unique_check(const std::string& name, bool is_op) const;

@@ -402,11 +402,23 @@ class Graph:
         return self._g.to_dot()
 
     def to_json(self) -> str:
-        text = self._g.to_json()
-        if not self.outputs:
-            return text
-        named = {k: (t.id if t is not None else -1) for k, t in self.outputs.items()}
-        return text.rstrip()[:-1].rstrip() + ',\n  "outputs": ' + json.dumps(named) + "\n}\n"
+        """The graph as JSON (format ``tilewise.graph/1``): tensors and ops by id, attributes, phases,
+        gradient/update marks and the named outputs. ``from_json`` reads it back; one line per tensor
+        and per op, so saved graphs diff well."""
+        tensors = [json.dumps({"name": t.name, "shape": list(t.shape), "dtype": t.dtype, "role": t.role,
+                               "producer": n.producer, "grad_of": n.grad_of, "updates": n.updates})
+                   for t, n in ((t, t._node) for t in self.tensors)]
+        ops = [json.dumps({"type": n.type, "name": n.name, "attrs": json.loads(n.attrs_json), "inputs": list(n.inputs),
+                           "output": n.output, "phase": o.phase, "forward_op": n.forward_op,
+                           "unroll_key": n.unroll_key})
+               for o, n in ((o, o._node) for o in self.ops)]
+        outputs = {k: (t.id if t is not None else -1) for k, t in self.outputs.items()}
+
+        def rows(items):
+            return ",\n".join(f"    {x}" for x in items)
+
+        return (f'{{\n  "format": "tilewise.graph/1",\n  "tensors": [\n{rows(tensors)}\n  ],\n'
+                f'  "ops": [\n{rows(ops)}\n  ],\n  "outputs": {json.dumps(outputs)}\n}}\n')
 
     def save(self, path) -> None:
         pathlib.Path(path).write_text(self.to_json())
