@@ -8,6 +8,7 @@ PYBIND11_MODULE(_core, m) {
   tilewise::bindings::bind_graph(m);
   tilewise::bindings::bind_coarsen(m);
   tilewise::bindings::bind_build_info(m);
+  tilewise::bindings::bind_cost(m);
   tilewise::bindings::bind_partition(m);
   tilewise::bindings::bind_exec(m);
 }

@@ -9,7 +9,7 @@ import tilewise as tw
 from tilewise import _core
 from tilewise.cli import main
 from tilewise.plan.search import ALGORITHMS
-from tilewise.plan.tiling import UnknownNameError, device_coords, tile_box
+from tilewise.plan.tiling import UnknownNameError, device_coords, tile_box, tile_boxes
 
 
 @pytest.fixture(scope="module")
@@ -164,6 +164,23 @@ def test_tile_box_is_nested_array_split():
             assert box == ((inner[0], inner[-1]), (0, 3))
     assert tile_box((4, 6), [1, -1], [2, 2], [1, 1]) == ((0, 3), (3, 5))
     assert [device_coords(d, [3, 2]) for d in range(6)] == [[0, 0], [0, 1], [1, 0], [1, 1], [2, 0], [2, 1]]
+    assert tile_boxes((11, 4), [0, 1], [3, 2]) == [tile_box((11, 4), [0, 1], [3, 2], device_coords(d, [3, 2]))
+                                                   for d in range(6)]
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: tile_box((4, 6), [2], [2], [0]), "cuts must be dimensions 0..1"),
+    (lambda: tile_box((4, 6), [0], [2], [2]), "do not lie in parts"),
+    (lambda: tile_box((4, -6), [0], [2], [0]), "shape must not be negative"),
+    (lambda: tile_boxes((4, 6), [0], [2, 2]), "one cut per step"),
+    (lambda: tile_boxes((4, 6), [0], [0]), "parts must be positive"),
+    (lambda: device_coords(6, [3, 2]), "device 6 is not one of the 6 devices"),
+    (lambda: tile_box((4.5, 6), [0], [2], [0]), "shape must be a sequence of ints"),
+])
+def test_tile_geometry_rejects_what_c_plus_plus_must_not_see(call, message):
+    # The geometry is the cost model's own (tilewise._core): bad arguments stop in Python.
+    with pytest.raises(tw.PlanError, match=message):
+        call()
 
 
 def test_tiles_cover_each_tensor_once_per_replica(resnet, kcuts4):

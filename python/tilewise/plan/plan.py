@@ -26,7 +26,7 @@ from .. import _core
 from .._core import PlanError
 from .._util import check_int, fmt_bytes
 from ..graph.graph import GOp, Graph, GTensor
-from .tiling import Cut, device_coords, lookup, tile_box, tiling_str
+from .tiling import Cut, lookup, tile_boxes, tiling_str
 
 FORMAT = "tilewise.plan/1"
 _KINDS = ("output", "reduce", "replicate")
@@ -234,7 +234,7 @@ class Plan:
         """The tile each device holds: per device, an inclusive ``(lo, hi)`` range per dimension."""
         t = lookup(self.graph, tensor, "tensor")
         parts = self._core.parts
-        return [tile_box(t.shape, self._tilings[t.id], parts, device_coords(d, parts)) for d in range(self.devices)]
+        return tile_boxes(t.shape, self._tilings[t.id], parts)
 
     def splits(self, op: str | GOp) -> list[dict]:
         """Per step: ``{"kind", "var", "index", "parts", "reducer"}``; ``var`` is the split variable's

@@ -13,7 +13,7 @@ matplotlib is imported here only (it is optional: ``pip install 'tilewise[plot]'
 from __future__ import annotations
 
 from .._util import check_int, fmt_bytes
-from .tiling import device_coords, lookup, tile_box
+from .tiling import lookup, tile_boxes
 
 #: Op types drawn by default: those with a weight, where Fig. 11 shows the choices that matter.
 DRAWN_TYPES = frozenset({
@@ -89,8 +89,7 @@ def _draw_tensor(ax, plan, tensor, x, y, colors):
     parts = plan.parts
     cuts = plan._tilings[tensor.id]
     groups: dict[tuple, list[int]] = {}
-    for d in range(plan.devices):
-        box = tile_box(shape, cuts, parts, device_coords(d, parts))
+    for d, box in enumerate(tile_boxes(shape, cuts, parts)):
         groups.setdefault(_project(shape, box), []).append(d)
     h = _CELL_H if len(shape) >= 2 else _CELL_H * 0.22  # a vector is one row
     y += (_CELL_H - h) / 2

@@ -8,8 +8,12 @@ tile a device owns. ``lookup`` finds a plan's tensors and ops by name or handle.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
+import numpy as np
+
+from .. import _core
 from .._core import PlanError
 from .._util import did_you_mean
 from ..graph.graph import GOp, Graph, GTensor
@@ -33,47 +37,63 @@ class Cut:
         return self.dim is None
 
 
+def _ints(name: str, values) -> list[int]:
+    try:
+        out = [int(v) for v in values]
+    except (TypeError, ValueError):
+        raise PlanError(f"{name} must be a sequence of ints, got {values!r}") from None
+    if any(not isinstance(v, (int, np.integer)) or isinstance(v, bool) for v in values):
+        raise PlanError(f"{name} must be a sequence of ints, got {values!r}")
+    return out
+
+
+def _check(shape=None, cuts=None, parts=None, coords=None, rank=None) -> None:
+    """The arguments of the geometry below, checked before C++ sees them."""
+    if parts is not None and any(p < 1 for p in parts):
+        raise PlanError(f"parts must be positive, got {parts}")
+    if shape is not None and any(n < 0 for n in shape):
+        raise PlanError(f"shape must not be negative, got {shape}")
+    if cuts is not None:
+        if parts is not None and len(cuts) != len(parts):
+            raise PlanError(f"a tiling needs one cut per step: {len(cuts)} cuts for parts {parts}")
+        if rank is not None and any(not -1 <= c < rank for c in cuts):
+            raise PlanError(f"cuts must be dimensions 0..{rank - 1} or -1 (replicated), got {cuts}")
+    if coords is not None and parts is not None:
+        if len(coords) > len(parts) or any(not 0 <= c < p for c, p in zip(coords, parts)):
+            raise PlanError(f"coordinates {coords} do not lie in parts {parts}")
+
+
 def tiling_str(cuts, rank: int) -> str:
-    """As cost::tiling_str: "R C" for matrices, "P0 P2" for other ranks, "r" for replication."""
-    tokens = []
-    for c in cuts:
-        if c < 0:
-            tokens.append("r")
-        elif rank == 2:
-            tokens.append("R" if c == 0 else "C")
-        else:
-            tokens.append(f"P{c}")
-    return " ".join(tokens)
+    """"R C" for matrices, "P0 P2" for other ranks, "r" for replication (``cost::tiling_str``)."""
+    cuts = _ints("cuts", cuts)
+    _check(cuts=cuts, rank=int(rank))
+    return _core.tiling_str(cuts, int(rank))
 
 
 def device_coords(d: int, parts) -> list[int]:
-    """Mixed-radix coordinates of device ``d`` over ``parts``, the first step most significant."""
-    coords = [0] * len(parts)
-    for i in range(len(parts) - 1, -1, -1):
-        coords[i] = d % parts[i]
-        d //= parts[i]
-    return coords
-
-
-def _split_range(n: int, k: int, w: int) -> tuple[int, int]:
-    base, extra = divmod(n, k)
-    start = w * base + min(w, extra)
-    return start, start + base + (1 if w < extra else 0) - 1
+    """Mixed-radix coordinates of device ``d`` over ``parts``, the first step most significant
+    (``cost::device_coords``)."""
+    parts = _ints("parts", parts)
+    _check(parts=parts)
+    if not 0 <= d < math.prod(parts):
+        raise PlanError(f"device {d} is not one of the {math.prod(parts)} devices of parts {parts}")
+    return _core.device_coords(int(d), parts)
 
 
 def tile_box(shape, cuts, parts, coords) -> tuple[tuple[int, int], ...]:
-    """The tile (inclusive ``(lo, hi)`` per dimension) a device with ``coords`` owns, as
-    ``cost::tile_box``: each cut splits the current range of its dimension like numpy.array_split;
-    replicated steps keep it."""
-    box = [(0, s - 1) for s in shape]
-    for i, c in enumerate(coords):
-        dim = cuts[i]
-        if dim < 0:
-            continue
-        lo, hi = box[dim]
-        a, b = _split_range(hi - lo + 1, parts[i], c)
-        box[dim] = (lo + a, lo + b)
-    return tuple(box)
+    """The tile (inclusive ``(lo, hi)`` per dimension) a device with ``coords`` owns (``cost::tile_box``):
+    each cut splits the current range of its dimension like numpy.array_split; replicated steps keep it."""
+    shape, cuts, parts, coords = (_ints(n, v) for n, v in (("shape", shape), ("cuts", cuts), ("parts", parts),
+                                                          ("coords", coords)))
+    _check(shape=shape, cuts=cuts[:len(coords)], parts=parts[:len(coords)], coords=coords, rank=len(shape))
+    return tuple(_core.tile_box(shape, cuts, parts, coords))
+
+
+def tile_boxes(shape, cuts, parts) -> list[tuple[tuple[int, int], ...]]:
+    """Every device's tile, in device order (one C++ call)."""
+    shape, cuts, parts = (_ints(n, v) for n, v in (("shape", shape), ("cuts", cuts), ("parts", parts)))
+    _check(shape=shape, cuts=cuts, parts=parts, rank=len(shape))
+    return [tuple(b) for b in _core.tile_boxes(shape, cuts, parts)]
 
 
 def lookup(graph: Graph, item, what: str):
