@@ -17,7 +17,7 @@ from . import _core, optim  # noqa: E402,F401
 from ._autodiff import grad  # noqa: E402
 from ._build_info import build_info  # noqa: E402
 from ._coarsen import CoarseGraph, coarsen  # noqa: E402
-from ._core import GraphError, ShapeError, TDLError  # noqa: E402
+from ._core import ExecError, GraphError, ShapeError, TDLError  # noqa: E402
 from ._from_torch._api import from_torch  # noqa: E402,F401
 from ._graph import GOp, Graph, GTensor  # noqa: E402
 from ._partition import Cut, Plan, PlanCost, PlanError, SearchTimeout, SearchTooLarge, evaluate, partition  # noqa: E402
@@ -50,6 +50,7 @@ __version__ = "0.1.0"
 __all__ = [
     "compile",
     "Executable",
+    "ExecError",
     "ExecStats",
     "OutOfMemory",
     "CoarseGraph", "Cut", "GOp", "GTensor", "Graph", "GraphError", "Max", "Min", "Op", "Plan", "PlanCost",
