@@ -110,6 +110,14 @@ bool outputs_are_disjoint(const OpSplit& split) {
   return std::all_of(split.begin(), split.end(), [](const tdl::Strategy& s) { return s.kind == tdl::StrategyKind::kOutput; });
 }
 
+bool reduces(const OpSplit& split) {
+  return std::any_of(split.begin(), split.end(), [](const tdl::Strategy& s) { return s.kind == tdl::StrategyKind::kReduce; });
+}
+
+bool writes_in_place(bool reduces, const Box& computed, const Box& tile) {
+  return !reduces && !computed.empty() && tdl::same_box(computed, tile);
+}
+
 int64_t OpComm::total() const {
   int64_t t = output_elements;
   for (int64_t e : input_elements) t += e;

@@ -67,6 +67,14 @@ int64_t conversion_elements(const std::vector<Box>& computed, const std::vector<
 /// region, disjoint from the others'.
 bool outputs_are_disjoint(const OpSplit& split);
 
+/// Whether some step splits a reduction variable (devices compute partial values).
+bool reduces(const OpSplit& split);
+
+/// Whether a device writes its output tile in place: it computes final values (the split reduces
+/// nothing) of exactly its tile. Otherwise it computes into a buffer, which the memory estimate
+/// counts and the runtime allocates.
+bool writes_in_place(bool reduces, const Box& computed, const Box& tile);
+
 /// Elements one op moves, per input and for its output.
 struct OpComm {
   std::vector<int64_t> input_elements;

@@ -55,8 +55,7 @@ MemoryEstimate estimate_memory(const graph::Graph& g, const std::vector<OpView>&
     auto out_tiles = device_tiles(out.shape, tilings[out.id], parts, steps);
     std::vector<int64_t> partials(n, 0);  // staged by owners before combining (none without a reduction)
     output_elements(computed, classes, out_tiles, outputs_are_disjoint(splits[o]), nullptr, &partials);
-    bool partial = std::any_of(splits[o].begin(), splits[o].end(),
-                               [](const tdl::Strategy& s) { return s.kind == tdl::StrategyKind::kReduce; });
+    const bool partial = reduces(splits[o]);
     int64_t out_bpe = graph::dtype_size(out.dtype);
     for (int64_t d = 0; d < n; ++d) {
       int64_t buffers = 0;
@@ -67,7 +66,7 @@ MemoryEstimate estimate_memory(const graph::Graph& g, const std::vector<OpView>&
         if (!reads[j][d].empty() && !tdl::same_box(reads[j][d], tile))
           buffers += reads[j][d].volume() * graph::dtype_size(tin.dtype);
       }
-      if (!computed[d].empty() && !(!partial && tdl::same_box(computed[d], out_tiles[d])))
+      if (!computed[d].empty() && !writes_in_place(partial, computed[d], out_tiles[d]))
         buffers += computed[d].volume() * out_bpe;
       buffers += partials[d] * out_bpe;
       int64_t now = live[d] + buffers;

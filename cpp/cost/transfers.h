@@ -103,12 +103,21 @@ void for_each_conversion(const std::vector<Box>& computed, const std::vector<int
         for (size_t k = 0; k < b->dims.size(); ++k)
           bounds.dims[k] = {std::min(bounds.dims[k].lo, b->dims[k].lo), std::max(bounds.dims[k].hi, b->dims[k].hi)};
     }
+  // Membership is constant on a cell, so a box holds the cell iff it holds the cell's first corner:
+  // one comparison per dimension instead of two (this runs per device per cell in the planners).
+  std::vector<char> computes(n), holds_any(n);
+  for (size_t d = 0; d < n; ++d) computes[d] = !computed[d].empty(), holds_any[d] = !tiles[d].empty();
+  auto covers = [](const Box& b, const Box& cell) {
+    for (size_t k = 0; k < cell.dims.size(); ++k)
+      if (cell.dims[k].lo < b.dims[k].lo || cell.dims[k].lo > b.dims[k].hi) return false;
+    return true;
+  };
   std::vector<int> computers, holders, reps;
   tdl::for_each_cell(bounds, edges, [&](const Box& cell) {
     computers.clear(), holders.clear(), reps.clear();
     for (size_t d = 0; d < n; ++d) {
-      if (!computed[d].empty() && tdl::inside(cell, computed[d])) computers.push_back(static_cast<int>(d));
-      if (!tiles[d].empty() && tdl::inside(cell, tiles[d])) holders.push_back(static_cast<int>(d));
+      if (computes[d] && covers(computed[d], cell)) computers.push_back(static_cast<int>(d));
+      if (holds_any[d] && covers(tiles[d], cell)) holders.push_back(static_cast<int>(d));
     }
     // Partials are combined even where no device must hold the cell (tilings that do not cover
     // the tensor, which real plans never have): the count has always included them.

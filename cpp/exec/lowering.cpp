@@ -32,8 +32,7 @@ Lowered lower(const graph::Graph& g, const cost::Placement& plan) {
     auto reads = cost::device_reads(view, split, plan.parts, steps);
     auto computed = cost::device_outputs(view, split, plan.parts, steps);
     auto classes = cost::partial_classes(split, plan.parts, steps);
-    const bool reduced = std::any_of(split.begin(), split.end(),
-                                     [](const tdl::Strategy& s) { return s.kind == tdl::StrategyKind::kReduce; });
+    const bool reduced = cost::reduces(split);
     const auto& out_tiles = low.tiles[node.output];
     op.devices.resize(n);
     for (int d = 0; d < n; ++d) {
@@ -42,7 +41,7 @@ Lowered lower(const graph::Graph& g, const cost::Placement& plan) {
       dev.active = std::none_of(dev.vars.begin(), dev.vars.end(), [](const Range& r) { return r.empty(); });
       dev.tile = out_tiles[d];
       dev.computed = dev.active ? computed[d] : Box::nothing(view.output_shape.size());
-      dev.direct = dev.active && !reduced && tdl::same_box(dev.computed, dev.tile);
+      dev.direct = dev.active && cost::writes_in_place(reduced, dev.computed, dev.tile);
       for (size_t j = 0; j < node.inputs.size(); ++j) {
         SlotPlan slot;
         const auto& tiles = low.tiles[node.inputs[j]];
