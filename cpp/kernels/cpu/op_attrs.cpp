@@ -17,10 +17,7 @@ class JsonReader {
 
   /// Reads the object: for each key its numbers, whether they were a list, and whether the value
   /// was numeric at all.
-  struct Entry {
-    bool numeric = true, list = false;
-    std::vector<double> nums;
-  };
+  using Entry = OpAttrs::Value;
   bool object(std::map<std::string, Entry>* out) {
     skip_ws();
     if (!eat('{')) return false;
@@ -157,9 +154,7 @@ class JsonReader {
 OpAttrs OpAttrs::parse(const std::string& json) {
   OpAttrs a;
   if (json.empty()) return a;
-  std::map<std::string, JsonReader::Entry> entries;
-  a.ok_ = JsonReader(json).object(&entries);
-  for (auto& [k, e] : entries) a.values_[k] = Value{e.numeric, e.list, std::move(e.nums)};
+  a.ok_ = JsonReader(json).object(&a.values_);
   return a;
 }
 
