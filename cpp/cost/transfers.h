@@ -67,11 +67,11 @@ void for_each_fetch(const Box& region, const std::vector<Box>& tiles, int d, Vis
 
 /// The output conversion rule: turns what each device computed (`computed` [device], partial values
 /// of class `classes[d]` when the split reduces) into the output tiling `tiles` [device], cell by
-/// cell of the grid these boxes cut the output into. Per cell: its owner is the
-/// lowest device that computed it and must hold it, else the lowest that computed it; the owner
-/// receives one partial from the lowest computer of every other class (kPartial), then every
-/// device that must hold the cell copies it (kResult) from its own computed buffer when it has the
-/// final value (the owner, or any computer when there is one class), else from the owner's.
+/// cell of the grid these boxes cut the output into. Per cell: its owner is the lowest device that
+/// computed it and must hold it, else the lowest that computed it; the owner receives one partial
+/// from the lowest computer of every other class (kPartial), then every device that must hold the
+/// cell copies it (kResult) from its own computed buffer when it has the final value (the owner,
+/// or any computer when there is one class), else from the owner's.
 /// `disjoint` (outputs_are_disjoint: every device computes final values of its own region) lets a
 /// count visitor skip the cells: a device then receives exactly its tile minus what it computed.
 template <class Visit>
