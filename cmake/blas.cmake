@@ -1,6 +1,6 @@
-# BLAS for tilewise_core, found or brought in by the build itself (DESIGN.md, "Dependencies").
+# BLAS for tilewise_kernels_cpu (the only stage that calls it), found or brought in by the build itself (DESIGN.md, "Dependencies").
 #
-# Included from CMakeLists.txt after tilewise_core is defined. Looks, in this order, for
+# Included from CMakeLists.txt after tilewise_kernels_cpu is defined. Looks, in this order, for
 #   1. scipy-openblas32 from PyPI (what NumPy and SciPy build with), located by asking the Python
 #      interpreter; its symbols carry the prefix scipy_ (scipy_cblas_sgemm), so it never clashes
 #      with another BLAS loaded into the same process (NumPy's own, a system one);
@@ -10,9 +10,9 @@
 # Cache option TILEWISE_BLAS = AUTO (the order above) | SCIPY_OPENBLAS32 | SYSTEM.
 #
 # Results:
-#   target tilewise_blas (imported or interface), linked to tilewise_core
+#   target tilewise_blas (imported or interface), linked to tilewise_kernels_cpu
 #   TILEWISE_BLAS_NAME                   "scipy-openblas32 0.3.27..." or "system OpenBLAS (libopenblas.so)"
-#   compile definitions on tilewise_core (PRIVATE; only cpp/kernels/cpu/blas.cpp reads them):
+#   compile definitions on tilewise_kernels_cpu (PRIVATE; only cpp/kernels/cpu/blas.cpp reads them):
 #     TILEWISE_BLAS_NAME="..."           the name above, reported by tilewise info
 #     TILEWISE_BLAS_SCIPY_PREFIX=0|1     cblas_* and openblas_* symbols are prefixed scipy_
 #     TILEWISE_BLAS_OPENBLAS=0|1         openblas_get_num_threads() exists
@@ -162,8 +162,8 @@ endif()
 
 message(STATUS "tilewise BLAS: ${TILEWISE_BLAS_NAME}")
 # PUBLIC would leak the include path; PRIVATE on a static library still propagates the link.
-target_link_libraries(tilewise_core PRIVATE tilewise_blas)
-target_compile_definitions(tilewise_core PRIVATE
+target_link_libraries(tilewise_kernels_cpu PRIVATE tilewise_blas)
+target_compile_definitions(tilewise_kernels_cpu PRIVATE
   TILEWISE_BLAS_NAME="${TILEWISE_BLAS_NAME}"
   TILEWISE_BLAS_SCIPY_PREFIX=${_tw_blas_prefix}
   TILEWISE_BLAS_OPENBLAS=${_tw_blas_openblas})

@@ -6,6 +6,7 @@
 #include "bindings/bindings.h"
 #include "bindings/opaque_call.h"
 #include "exec/runtime.h"
+#include "partition/plan.h"
 
 namespace py = pybind11;
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "cost/transfers.h"
 #include "tdl/errors.h"
 #include "tdl/region_analysis.h"
 
@@ -9,23 +10,18 @@ namespace tilewise::cost {
 
 namespace {
 
-int64_t intersect_volume(const Box& a, const Box& b) {
-  if (a.empty() || b.empty()) return 0;
-  int64_t v = 1;
-  for (size_t d = 0; d < a.dims.size(); ++d) {
-    int64_t n = a.dims[d].intersect(b.dims[d]).size();
-    if (n == 0) return 0;
-    v *= n;
+// Sums a transfer enumeration (transfers.h): remote elements in all, and per receiving device.
+struct Count {
+  static constexpr bool kBoxes = false;
+  int64_t total = 0;
+  std::vector<int64_t>* received = nullptr;
+  std::vector<int64_t>* partials = nullptr;
+  void operator()(TransferKind kind, int /*src*/, int dst, int64_t elements) {
+    total += elements;
+    if (received) (*received)[dst] += elements;
+    if (partials && kind == TransferKind::kPartial) (*partials)[dst] += elements;
   }
-  return v;
-}
-
-bool contains(const Box& b, const std::vector<int64_t>& point) {
-  if (b.none) return false;
-  for (size_t d = 0; d < point.size(); ++d)
-    if (point[d] < b.dims[d].lo || point[d] > b.dims[d].hi) return false;
-  return true;
-}
+};
 
 }  // namespace
 
@@ -89,99 +85,37 @@ std::vector<int> partial_classes(const OpSplit& split, const std::vector<int>& p
 }
 
 int64_t fetch_elements(const std::vector<Box>& reads, const std::vector<Box>& tiles) {
-  int64_t total = 0;
-  for (size_t d = 0; d < reads.size(); ++d) {
-    if (reads[d].empty()) continue;
-    total += reads[d].volume() - intersect_volume(reads[d], tiles[d]);
-  }
-  return total;
+  Count count;
+  for (size_t d = 0; d < reads.size(); ++d) for_each_fetch(reads[d], tiles, static_cast<int>(d), count);
+  return count.total;
 }
 
 int64_t conversion_elements(const std::vector<Box>& computed, const std::vector<int>& classes,
                             const std::vector<Box>& tiles, std::vector<int64_t>* received,
                             std::vector<int64_t>* partials) {
-  const size_t n = computed.size();
-  TW_ASSERT(tiles.size() == n && classes.size() == n, "one computed region, class and tile per device");
-  if (received) received->assign(n, 0);
-  if (partials) partials->assign(n, 0);
-  if (n == 0) return 0;
-  const size_t rank = tiles[0].dims.size();
-  // Cells: the grid cut by every region's and tile's edges; membership is constant in a cell.
-  std::vector<std::vector<int64_t>> cuts(rank);
-  for (size_t d = 0; d < n; ++d)
-    for (size_t k = 0; k < rank; ++k)
-      for (const Box* b : {&computed[d], &tiles[d]}) {
-        if (b->empty()) continue;
-        cuts[k].push_back(b->dims[k].lo);
-        cuts[k].push_back(b->dims[k].hi + 1);
-      }
-  for (auto& c : cuts) {
-    std::sort(c.begin(), c.end());
-    c.erase(std::unique(c.begin(), c.end()), c.end());
-    if (c.size() < 2) return 0;
-  }
-  int64_t total = 0;
-  std::vector<size_t> idx(rank, 0);
-  std::vector<int64_t> point(rank);
-  std::vector<int> seen_classes;
-  while (true) {
-    int64_t volume = 1;
-    for (size_t k = 0; k < rank; ++k) {
-      point[k] = cuts[k][idx[k]];
-      volume *= cuts[k][idx[k] + 1] - cuts[k][idx[k]];
-    }
-    // Who computed this cell, who must hold it.
-    int owner = -1, first_computer = -1;
-    seen_classes.clear();
-    for (size_t d = 0; d < n; ++d) {
-      bool c = contains(computed[d], point), t = contains(tiles[d], point);
-      if (c) {
-        if (first_computer < 0) first_computer = static_cast<int>(d);
-        if (t && owner < 0) owner = static_cast<int>(d);
-        if (std::find(seen_classes.begin(), seen_classes.end(), classes[d]) == seen_classes.end())
-          seen_classes.push_back(classes[d]);
-      }
-    }
-    if (first_computer >= 0) {
-      if (owner < 0) owner = first_computer;
-      int64_t distinct = static_cast<int64_t>(seen_classes.size());
-      int64_t moved = distinct - 1;
-      if (received) (*received)[owner] += (distinct - 1) * volume;
-      if (partials) (*partials)[owner] += (distinct - 1) * volume;
-      for (size_t d = 0; d < n; ++d) {
-        if (static_cast<int>(d) == owner || !contains(tiles[d], point)) continue;
-        bool has_final = distinct == 1 && contains(computed[d], point);
-        if (!has_final) {
-          ++moved;
-          if (received) (*received)[d] += volume;
-        }
-      }
-      total += moved * volume;
-    }
-    size_t k = 0;
-    for (; k < rank; ++k) {
-      if (++idx[k] + 1 < cuts[k].size()) break;
-      idx[k] = 0;
-    }
-    if (k == rank) break;
-  }
-  return total;
+  return output_elements(computed, classes, tiles, false, received, partials);
 }
 
-int64_t misplaced_elements(const std::vector<Box>& computed, const std::vector<Box>& tiles,
-                           std::vector<int64_t>* received) {
-  int64_t total = 0;
+int64_t output_elements(const std::vector<Box>& computed, const std::vector<int>& classes,
+                        const std::vector<Box>& tiles, bool disjoint, std::vector<int64_t>* received,
+                        std::vector<int64_t>* partials) {
   if (received) received->assign(tiles.size(), 0);
-  for (size_t d = 0; d < tiles.size(); ++d) {
-    int64_t moved = tiles[d].empty() ? 0 : tiles[d].volume() - intersect_volume(tiles[d], computed[d]);
-    total += moved;
-    if (received) (*received)[d] = moved;
-  }
-  return total;
+  if (partials) partials->assign(tiles.size(), 0);
+  Count count{0, received, partials};
+  for_each_conversion(computed, classes, tiles, disjoint, count);
+  return count.total;
 }
 
 bool outputs_are_disjoint(const OpSplit& split) {
   return std::all_of(split.begin(), split.end(), [](const tdl::Strategy& s) { return s.kind == tdl::StrategyKind::kOutput; });
+}
+
+bool reduces(const OpSplit& split) {
+  return std::any_of(split.begin(), split.end(), [](const tdl::Strategy& s) { return s.kind == tdl::StrategyKind::kReduce; });
+}
+
+bool writes_in_place(bool reduces, const Box& computed, const Box& tile) {
+  return !reduces && !computed.empty() && tdl::same_box(computed, tile);
 }
 
 int64_t OpComm::total() const {
@@ -198,9 +132,7 @@ OpComm op_comm(const OpView& op, const OpSplit& split, const std::vector<Tiling>
     c.input_elements.push_back(fetch_elements(reads[t], device_tiles(op.input_shapes[t], input_tilings[t], parts, steps)));
   auto computed = device_outputs(op, split, parts, steps);
   auto tiles = device_tiles(op.output_shape, output_tiling, parts, steps);
-  c.output_elements = outputs_are_disjoint(split)
-                          ? misplaced_elements(computed, tiles)
-                          : conversion_elements(computed, partial_classes(split, parts, steps), tiles);
+  c.output_elements = output_elements(computed, partial_classes(split, parts, steps), tiles, outputs_are_disjoint(split));
   return c;
 }
 

@@ -41,28 +41,39 @@ std::vector<Box> device_outputs(const OpView& op, const OpSplit& split, const st
 /// number of their coordinates at the split's reduce steps (all 0 when nothing is reduced).
 std::vector<int> partial_classes(const OpSplit& split, const std::vector<int>& parts, int steps);
 
-/// Elements fetched so that every device holds what it reads: sum over d of |reads_d \ tiles_d|.
+/// Elements fetched so that every device holds what it reads: sum over d of |reads_d \ tiles_d|
+/// (transfers.h `for_each_fetch`, counted).
 int64_t fetch_elements(const std::vector<Box>& reads, const std::vector<Box>& tiles);
 
-/// Elements moved to turn computed outputs into the output tiling. Per element: the lowest device
-/// that computed it and must hold it (else the lowest that computed it) is its owner; the owner
-/// fetches one partial from each other class (reduction), then every other device that must hold it
-/// fetches the result, unless it computed the final value itself. Replicated computation of final
-/// values gives one class; a reduce-scatter into a partitioned tiling moves (k-1)/k of the output,
-/// an all-reduce into a replicated one 2(k-1) times it (as a ring all-reduce does).
+/// Elements moved to turn computed outputs into the output tiling (transfers.h
+/// `for_each_conversion`, counted): the owner of each element fetches one partial from each other
+/// class, then every other device that must hold it fetches the result unless it computed the final
+/// value itself. Replicated computation of final values gives one class; a reduce-scatter into a
+/// partitioned tiling moves (k-1)/k of the output, an all-reduce into a replicated one 2(k-1) times
+/// it (as a ring all-reduce does). `disjoint`: the split's outputs_are_disjoint, which lets the
+/// count skip the cells (each device then receives its tile minus what it computed).
 /// `received`, if given, gets the elements each device receives; `partials`, the partial sums each
 /// owner receives in the reduction (what it must stage before combining).
+int64_t output_elements(const std::vector<Box>& computed, const std::vector<int>& classes,
+                        const std::vector<Box>& tiles, bool disjoint, std::vector<int64_t>* received = nullptr,
+                        std::vector<int64_t>* partials = nullptr);
+
+/// `output_elements` by the cells, whatever the split (disjoint = false).
 int64_t conversion_elements(const std::vector<Box>& computed, const std::vector<int>& classes,
                             const std::vector<Box>& tiles, std::vector<int64_t>* received = nullptr,
                             std::vector<int64_t>* partials = nullptr);
 
-/// `conversion_elements` when every device computes final values of its own disjoint region (a
-/// split of output variables only): sum over d of |tiles_d \ computed_d|, in O(devices^2) box work.
-int64_t misplaced_elements(const std::vector<Box>& computed, const std::vector<Box>& tiles,
-                           std::vector<int64_t>* received = nullptr);
-
-/// True when `conversion_elements` may be replaced by `misplaced_elements` for this split.
+/// True when every step splits an output variable: each device computes final values of its own
+/// region, disjoint from the others'.
 bool outputs_are_disjoint(const OpSplit& split);
+
+/// Whether some step splits a reduction variable (devices compute partial values).
+bool reduces(const OpSplit& split);
+
+/// Whether a device writes its output tile in place: it computes final values (the split reduces
+/// nothing) of exactly its tile. Otherwise it computes into a buffer, which the memory estimate
+/// counts and the runtime allocates.
+bool writes_in_place(bool reduces, const Box& computed, const Box& tile);
 
 /// Elements one op moves, per input and for its output.
 struct OpComm {

@@ -6,11 +6,6 @@ namespace tilewise::cost {
 
 namespace {
 
-bool same_box(const Box& a, const Box& b) {
-  if (a.empty() || b.empty()) return a.empty() && b.empty();
-  return a.dims.size() == b.dims.size() && std::equal(a.dims.begin(), a.dims.end(), b.dims.begin());
-}
-
 bool lives_all_iteration(graph::Role r) {
   using graph::Role;
   return r == Role::kParameter || r == Role::kOptimizerState || r == Role::kConstant || r == Role::kInput ||
@@ -59,9 +54,8 @@ MemoryEstimate estimate_memory(const graph::Graph& g, const std::vector<OpView>&
     const auto& out = g.tensor(op.output);
     auto out_tiles = device_tiles(out.shape, tilings[out.id], parts, steps);
     std::vector<int64_t> partials(n, 0);  // staged by owners before combining (none without a reduction)
-    if (!outputs_are_disjoint(splits[o])) conversion_elements(computed, classes, out_tiles, nullptr, &partials);
-    bool partial = std::any_of(splits[o].begin(), splits[o].end(),
-                               [](const tdl::Strategy& s) { return s.kind == tdl::StrategyKind::kReduce; });
+    output_elements(computed, classes, out_tiles, outputs_are_disjoint(splits[o]), nullptr, &partials);
+    const bool partial = reduces(splits[o]);
     int64_t out_bpe = graph::dtype_size(out.dtype);
     for (int64_t d = 0; d < n; ++d) {
       int64_t buffers = 0;
@@ -69,10 +63,10 @@ MemoryEstimate estimate_memory(const graph::Graph& g, const std::vector<OpView>&
         const auto& tin = g.tensor(op.inputs[j]);
         auto tile = tile_box(tin.shape, tilings[tin.id], parts, device_coords(d, parts, steps));
         // A region that is exactly the tile is read in place; any other is assembled in a buffer.
-        if (!reads[j][d].empty() && !same_box(reads[j][d], tile))
+        if (!reads[j][d].empty() && !tdl::same_box(reads[j][d], tile))
           buffers += reads[j][d].volume() * graph::dtype_size(tin.dtype);
       }
-      if (!computed[d].empty() && !(!partial && same_box(computed[d], out_tiles[d])))
+      if (!computed[d].empty() && !writes_in_place(partial, computed[d], out_tiles[d]))
         buffers += computed[d].volume() * out_bpe;
       buffers += partials[d] * out_bpe;
       int64_t now = live[d] + buffers;

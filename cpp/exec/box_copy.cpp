@@ -15,7 +15,7 @@ template <class Row>
 void for_each_row(const Box& src_box, const Box& dst_box, const Box& what, Row row) {
   const size_t rank = what.dims.size();
   if (what.empty()) return;
-  TW_ASSERT(inside(what, src_box) && inside(what, dst_box), "a copied box lies inside both buffers");
+  TW_ASSERT(tdl::inside(what, src_box) && tdl::inside(what, dst_box), "a copied box lies inside both buffers");
   if (rank == 0) {
     row(0, 0, 1);
     return;
@@ -66,21 +66,6 @@ void combine_box(const float* src, const Box& src_box, float* dst, const Box& ds
       case tdl::Reducer::kMin: for (int64_t i = 0; i < n; ++i) o[i] = std::min(o[i], x[i]); break;
     }
   });
-}
-
-Box intersect(const Box& a, const Box& b) {
-  if (a.empty() || b.empty()) return Box::nothing(a.dims.size());
-  Box r{std::vector<Range>(a.dims.size())};
-  for (size_t d = 0; d < a.dims.size(); ++d) r.dims[d] = a.dims[d].intersect(b.dims[d]);
-  return r;
-}
-
-bool inside(const Box& inner, const Box& outer) {
-  if (inner.empty()) return true;
-  if (outer.empty()) return false;
-  for (size_t d = 0; d < inner.dims.size(); ++d)
-    if (inner.dims[d].lo < outer.dims[d].lo || inner.dims[d].hi > outer.dims[d].hi) return false;
-  return true;
 }
 
 }  // namespace tilewise::exec

@@ -17,10 +17,4 @@ void copy_box(const float* src, const Box& src_box, float* dst, const Box& dst_b
 void combine_box(const float* src, const Box& src_box, float* dst, const Box& dst_box, const Box& what,
                  tdl::Reducer reducer);
 
-/// Box intersection (empty when they do not meet).
-Box intersect(const Box& a, const Box& b);
-
-/// Whether `inner` lies inside `outer` (an empty box lies inside anything).
-bool inside(const Box& inner, const Box& outer);
-
 }  // namespace tilewise::exec

@@ -1,5 +1,8 @@
-// Moving boxes of tensors between devices. The runtime only talks to this interface, so an MPI or
-// NCCL communicator can replace the in-process one (shared memory between worker threads) later.
+// Moving boxes of tensors between devices that share one address space: a receive takes a raw
+// pointer into the sending device's buffer and copies the box out of it, counting the bytes. The
+// runtime moves data only through this class, which makes the bytes it reports exact; it is not a
+// transport interface for MPI or NCCL (a peer's pointer means nothing in another process; such a
+// transport would post sends and receives of owned buffers).
 #pragma once
 #include <atomic>
 #include <cstdint>

@@ -1,13 +1,14 @@
 // Lowering (Tofu §6, SoyBean §5.2): a graph and a partition plan become, for every op and every
 // device, the regions to assemble, the work to run and the transfers that convert its output to
-// the output tiling. Every remote element listed here is one the cost model (cpp/cost) counts, so
-// the bytes the runtime moves equal plan.comm_bytes by construction; tests check it anyway.
+// the output tiling. The transfers are cost::for_each_fetch and cost::for_each_conversion
+// (cost/transfers.h) materialised: the enumeration the cost model counts, so the bytes the runtime
+// moves equal plan.comm_bytes by construction; tests check it anyway.
 #pragma once
 #include <cstdint>
 #include <vector>
 
+#include "cost/placement.h"
 #include "graph/graph.h"
-#include "partition/plan.h"
 #include "tdl/expr.h"
 #include "tdl/interval.h"
 
@@ -41,6 +42,7 @@ struct DeviceOp {
   std::vector<Transfer> result_in;  ///< cells of its tile to copy from a computed buffer (own or the owner's)
 };
 
+/// One op, lowered: every device's share and what the reduce and distribute phases must do.
 struct OpPlan {
   int op = -1;
   bool reduces = false;       ///< some device combines partials (phase C does something)
@@ -50,6 +52,7 @@ struct OpPlan {
   std::vector<DeviceOp> devices;
 };
 
+/// A graph lowered under a placement: tiles of every tensor and the ops in graph order.
 struct Lowered {
   std::vector<int> parts;
   int devices = 1;
@@ -57,7 +60,7 @@ struct Lowered {
   std::vector<OpPlan> ops;              ///< in graph order
 };
 
-/// Lowers `plan` for `g`. Throws partition::PlanError when the plan does not fit the graph.
-Lowered lower(const graph::Graph& g, const partition::Plan& plan);
+/// Lowers `plan` for `g`. Throws ExecError when the plan does not fit the graph.
+Lowered lower(const graph::Graph& g, const cost::Placement& plan);
 
 }  // namespace tilewise::exec

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "exec/box_copy.h"
+#include "exec/errors.h"
 #include "kernels/cpu/blas.h"
 #include "kernels/cpu/tile_kernels.h"
 #include "tdl/errors.h"
@@ -70,17 +71,17 @@ struct Executable::Shared {
   std::vector<char> native;      // per op, and-ed over devices
 };
 
-Executable::Executable(const graph::Graph& g, const partition::Plan& plan, int64_t capacity,
+Executable::Executable(const graph::Graph& g, const cost::Placement& plan, int64_t capacity,
                        const std::vector<int>& keep, std::vector<tdl::OpaqueCall> opaque)
     : g_(g), low_(lower(g, plan)), opaque_(std::move(opaque)) {
   opaque_.resize(g.ops().size());
   const int n = low_.devices;
   for (const auto& t : g.tensors())
     if (t.dtype != "float32")
-      throw partition::PlanError("the CPU runtime stores float32 tensors; '" + t.name + "' is " + t.dtype);
+      throw ExecError("the CPU runtime stores float32 tensors; '" + t.name + "' is " + t.dtype);
   for (const auto& op : g.ops())
     if (!op.desc->opaque_names.empty() && !opaque_[op.id])
-      throw partition::PlanError("op '" + op.name + "' (" + op.type + ") calls an opaque function and none was given");
+      throw ExecError("op '" + op.name + "' (" + op.type + ") calls an opaque function and none was given");
   for (int d = 0; d < n; ++d) arenas_.push_back(std::make_unique<Arena>(d, capacity));
   comm_ = std::make_unique<InProcessCommunicator>(n);
   shared_ = std::make_unique<Shared>(n);
@@ -118,7 +119,7 @@ Executable::Executable(const graph::Graph& g, const partition::Plan& plan, int64
       if (!dev.active) continue;
       kernels::TileCall& call = calls_[op.op][d];
       call.type = node.type;
-      call.attrs_json = node.attrs_json;
+      call.attrs = kernels::OpAttrs::parse(node.attrs_json);  // once, not per step
       for (const auto& v : node.desc->vars) call.var_names.push_back(v.name);
       call.output_vars = node.desc->output_vars;
       call.extents = op.extents;
@@ -142,10 +143,9 @@ Executable::~Executable() {
 void Executable::set_tensor(int tensor, const float* data) {
   const auto& t = g_.tensor(tensor);
   if (!lives_all_iteration(t))
-    throw partition::PlanError("'" + t.name + "' is computed by the graph; only inputs, labels, parameters, "
-                               "optimizer state and constants can be set");
-  Box whole{std::vector<Range>()};
-  for (int64_t s : t.shape) whole.dims.push_back({0, s - 1});
+    throw ExecError("'" + t.name + "' is computed by the graph; only inputs, labels, parameters, "
+                    "optimizer state and constants can be set");
+  const Box whole = Box::whole(t.shape);
   for (int d = 0; d < low_.devices; ++d)
     copy_box(data, whole, tiles_[tensor][d], low_.tiles[tensor][d], low_.tiles[tensor][d]);
 }
@@ -153,10 +153,8 @@ void Executable::set_tensor(int tensor, const float* data) {
 std::vector<float> Executable::get_tensor(int tensor) const {
   const auto& t = g_.tensor(tensor);
   int s = storage_of_[tensor];
-  Box whole{std::vector<Range>()};
-  int64_t n = 1;
-  for (int64_t e : t.shape) whole.dims.push_back({0, e - 1}), n *= e;
-  std::vector<float> out(n, 0.0f);
+  const Box whole = Box::whole(t.shape);
+  std::vector<float> out(whole.volume(), 0.0f);
   bool any = false;
   for (int d = 0; d < low_.devices; ++d) {
     if (!tiles_[s][d]) continue;
@@ -164,8 +162,8 @@ std::vector<float> Executable::get_tensor(int tensor) const {
     copy_box(tiles_[s][d], low_.tiles[s][d], out.data(), whole, low_.tiles[s][d]);
   }
   if (!any)
-    throw partition::PlanError("'" + t.name + "' is not held after a step (only resident tensors and results "
-                               "without consumers are)");
+    throw ExecError("'" + t.name + "' is not held after a step (only resident tensors and results "
+                    "without consumers are)");
   return out;
 }
 
@@ -178,7 +176,7 @@ void Executable::step() {
       tiles_[t][d] = nullptr;
     }
   if (failed_)
-    throw partition::PlanError("a previous step of this executable failed; compile the plan again");
+    throw ExecError("a previous step of this executable failed; compile the plan again");
   comm_->reset();
   for (auto& a : arenas_) a->reset_peak(), a->begin_step();
   shared_->barrier.reset();

@@ -7,12 +7,13 @@
 #include <string>
 #include <vector>
 
+#include "cost/placement.h"
 #include "exec/arena.h"
 #include "exec/communicator.h"
+#include "exec/errors.h"
 #include "exec/lowering.h"
 #include "graph/graph.h"
 #include "kernels/cpu/tile_kernels.h"
-#include "partition/plan.h"
 #include "tdl/interpreter.h"
 
 namespace tilewise::exec {
@@ -31,14 +32,14 @@ struct RunStats {
 
 class Executable {
  public:
-  /// Lowers `plan` for `g` and allocates the tensors that live all iteration. capacity 0 = unlimited.
+  /// Lowers `plan` (a partition::Plan is one) for `g` and allocates the tensors that live all iteration. capacity 0 = unlimited.
   /// A device is one core: its worker thread runs its kernels alone (one BLAS thread).
-  /// Throws partition::PlanError for a plan of another graph, OutOfMemory.
+  /// Throws ExecError for a plan of another graph or a graph this runtime cannot hold, OutOfMemory.
   /// `keep`: tensors to hold after a step for reading (the loss, the model's output), besides the
   /// results no op reads.
   /// `opaque`: per op, the opaque functions of its description (empty when it has none); they run
   /// in the interpreter fallback, called from the device's worker thread.
-  Executable(const graph::Graph& g, const partition::Plan& plan, int64_t capacity_per_device,
+  Executable(const graph::Graph& g, const cost::Placement& plan, int64_t capacity_per_device,
              const std::vector<int>& keep = {}, std::vector<tdl::OpaqueCall> opaque = {});
   ~Executable();
   Executable(const Executable&) = delete;

@@ -74,6 +74,7 @@ Plan plan_brute_force(const Problem& p, const Policy& policy, const SearchOption
       auto reads = cost::device_reads(p.ops[op.id], split, p.parts, m);
       auto computed = cost::device_outputs(p.ops[op.id], split, p.parts, m);
       auto classes = cost::partial_classes(split, p.parts, m);
+      const bool disjoint = cost::outputs_are_disjoint(split);
       for (size_t j = 0; j < slots.size(); ++j) {
         int t = slots[j], tc = p.tensor_class[t];
         auto& table = tables[{oc, tc}];
@@ -81,9 +82,8 @@ Plan plan_brute_force(const Problem& p, const Policy& policy, const SearchOption
         if (table.empty()) table.assign(odom[oc].size() * cols, 0);
         for (size_t ci = 0; ci < cols; ++ci) {
           auto tiles = cost::device_tiles(g.tensor(t).shape, tdom[tc][ci], p.parts, m);
-          int64_t e = j + 1 < slots.size()            ? cost::fetch_elements(reads[j], tiles)
-                      : cost::outputs_are_disjoint(split) ? cost::misplaced_elements(computed, tiles)
-                                                          : cost::conversion_elements(computed, classes, tiles);
+          int64_t e = j + 1 < slots.size() ? cost::fetch_elements(reads[j], tiles)
+                                           : cost::output_elements(computed, classes, tiles, disjoint);
           table[si * cols + ci] += e * p.bytes_per_element(t);
         }
       }

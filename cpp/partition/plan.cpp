@@ -3,8 +3,8 @@
 #include <algorithm>
 
 #include "partition/elimination.h"
+#include "cost/flops.h"
 #include "partition/planners.h"
-#include "tdl/op_cost.h"
 
 namespace tilewise::partition {
 
@@ -97,36 +97,8 @@ Plan partition(const graph::Graph& g, int devices, const std::string& algorithm,
 }
 
 void validate(const graph::Graph& g, const Plan& plan) {
-  const auto& a = plan.assignment;
-  const int m = static_cast<int>(plan.parts.size());
-  if (cost::device_count(plan.parts) != plan.devices)
-    throw PlanError("the plan's parts do not multiply to its " + std::to_string(plan.devices) + " devices");
-  for (int k : plan.parts)
-    if (k < 2) throw PlanError("every part count of a plan must be at least 2");
-  if (a.tilings.size() != g.tensors().size() || a.splits.size() != g.ops().size())
-    throw PlanError("the plan has " + std::to_string(a.tilings.size()) + " tensors and " +
-                    std::to_string(a.splits.size()) + " ops; the graph has " + std::to_string(g.tensors().size()) +
-                    " and " + std::to_string(g.ops().size()) + ": it was made for another graph");
-  for (const auto& t : g.tensors()) {
-    const auto& cuts = a.tilings[t.id];
-    if (static_cast<int>(cuts.size()) != m)
-      throw PlanError("tensor '" + t.name + "' has " + std::to_string(cuts.size()) + " cuts; the plan has " +
-                      std::to_string(m) + " steps");
-    for (int c : cuts)
-      if (c != kReplicated && (c < 0 || c >= static_cast<int>(t.shape.size())))
-        throw PlanError("tensor '" + t.name + "' is cut along dimension " + std::to_string(c) + " but has rank " +
-                        std::to_string(t.shape.size()));
-  }
-  for (const auto& op : g.ops()) {
-    const auto& split = a.splits[op.id];
-    if (static_cast<int>(split.size()) != m)
-      throw PlanError("op '" + op.name + "' has " + std::to_string(split.size()) + " strategies; the plan has " +
-                      std::to_string(m) + " steps");
-    for (const auto& s : split)
-      if (s.kind != tdl::StrategyKind::kReplicate && (s.var < 0 || s.var >= static_cast<int>(op.desc->vars.size())))
-        throw PlanError("op '" + op.name + "' splits variable " + std::to_string(s.var) + " of " +
-                        std::to_string(op.desc->vars.size()));
-  }
+  std::string why = cost::placement_misfit(g, plan);
+  if (!why.empty()) throw PlanError(why);
 }
 
 PlanCost evaluate(const graph::Graph& g, const Plan& plan, int threads) {
@@ -142,23 +114,7 @@ PlanCost evaluate(const graph::Graph& g, const Plan& plan, int threads) {
   pc.step_bytes = step_deltas(prefix);
   pc.comm_bytes = prefix.empty() ? 0 : prefix.back();
   pc.memory = cost::estimate_memory(g, p.ops, a.tilings, a.splits, plan.parts);
-  // Arithmetic per device: each op's FLOPs in proportion to the device's share of its iteration space.
-  const int64_t n = cost::device_count(plan.parts);
-  pc.flops_per_device.assign(n, 0);
-  for (const auto& op : g.ops()) {
-    const auto& view = p.ops[op.id];
-    auto work = tdl::op_work(*op.desc, view.extents, view.input_shapes);
-    double out_elems = 1, iter = 1;
-    for (int64_t s : view.output_shape) out_elems *= static_cast<double>(s);
-    for (int64_t e : view.extents) iter *= static_cast<double>(std::max<int64_t>(e, 1));
-    double flops = work.flops_per_element * out_elems;
-    for (int64_t d = 0; d < n; ++d) {
-      auto ranges = cost::var_ranges(view.extents, a.splits[op.id], plan.parts, cost::device_coords(d, plan.parts, m));
-      double share = 1;
-      for (const auto& r : ranges) share *= static_cast<double>(std::max<int64_t>(r.size(), 1));
-      pc.flops_per_device[d] += static_cast<int64_t>(flops * share / iter);
-    }
-  }
+  pc.flops_per_device = cost::flops_per_device(p.ops, a.splits, plan.parts);
   return pc;
 }
 

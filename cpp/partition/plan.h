@@ -31,11 +31,10 @@ struct SearchOptions {
   std::function<void(const std::string&, int64_t, int64_t)> progress;
 };
 
-struct Plan {
+/// A plan: the placement (devices, parts, per tensor its cuts and per op its strategies: what the
+/// runtime consumes) and how the search found it.
+struct Plan : cost::Placement {
   std::string algorithm;
-  int devices = 1;
-  std::vector<int> parts;           ///< the cuts' part counts, first (slowest link) first
-  Assignment assignment;            ///< per tensor its cuts, per op its strategies
   std::vector<int64_t> step_bytes;  ///< bytes added by each recursion step, as the planner found them
   int64_t comm_bytes = 0;           ///< the planner's total
   int64_t unrefined_bytes = 0;      ///< exact recursive planners: the total before refinement
@@ -59,8 +58,7 @@ struct PlanCost {
   std::vector<int64_t> flops_per_device;  ///< arithmetic of each device's share of the work
 };
 
-/// Throws PlanError when the plan does not fit the graph (tensor/op counts, step counts, a cut or
-/// strategy out of range, parts that do not multiply to its devices).
+/// Throws PlanError when the plan does not fit the graph (cost::placement_misfit says why).
 void validate(const graph::Graph& g, const Plan& plan);
 
 /// Recomputes bytes (in total, per step and per op) and memory of `plan` on `g`. Throws PlanError

@@ -287,8 +287,7 @@ StepProblem build_step(const Problem& p, const Policy& policy, const Assignment&
           int64_t bpe = p.bytes_per_element(t);
           for (int ci = 0; ci < nc; ++ci) {
             int64_t e = j + 1 < slots_tensor.size() ? cost::fetch_elements(reads[j], tiles[j][ci])
-                        : disjoint                   ? cost::misplaced_elements(computed, tiles[j][ci])
-                                                     : cost::conversion_elements(computed, classes, tiles[j][ci]);
+                                                    : cost::output_elements(computed, classes, tiles[j][ci], disjoint);
             table[static_cast<size_t>(si) * nc + ci] += e * bpe;
           }
         }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cost/comm_cost.h"
+#include "cost/placement.h"
 #include "graph/graph.h"
 
 namespace tilewise::partition {
@@ -46,10 +47,8 @@ struct Problem {
 Problem make_problem(const graph::Graph& g, const std::vector<int>& parts, const Policy& policy);
 
 /// Choices made so far: per tensor its cuts, per op its strategies (one per decided step).
-struct Assignment {
-  std::vector<cost::Tiling> tilings;
-  std::vector<cost::OpSplit> splits;
-};
+using cost::Assignment;
+/// No step decided yet: every tiling and split empty.
 Assignment empty_assignment(const Problem& p);
 
 /// Cuts a tensor may take at `step` after `prefix`: each dimension whose smallest share is still at

@@ -872,11 +872,7 @@ void interpret_region(const OpDesc& op, const std::vector<RegionView>& inputs, c
 void interpret(const OpDesc& op, const std::vector<ArrayView>& inputs, const std::vector<int64_t>& extents, double* out,
                const OpaqueCall& opaque, int threads) {
   std::vector<RegionView> whole;
-  for (const auto& in : inputs) {
-    Box all;
-    for (int64_t n : in.shape) all.dims.push_back({0, n - 1});
-    whole.push_back({in.data, std::move(all), in.shape});
-  }
+  for (const auto& in : inputs) whole.push_back({in.data, Box::whole(in.shape), in.shape});
   std::vector<Range> ranges;
   for (int64_t e : extents) ranges.push_back({0, e - 1});
   interpret_region(op, whole, extents, ranges, out, opaque, threads);

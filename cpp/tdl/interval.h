@@ -48,7 +48,85 @@ struct Box {
     for (const auto& r : dims) v *= r.size();
     return v;
   }
+  /// The whole of a tensor of this shape: [0, n-1] per dimension.
+  static Box whole(const std::vector<int64_t>& shape) {
+    Box b;
+    b.dims.reserve(shape.size());
+    for (int64_t n : shape) b.dims.push_back({0, n - 1});
+    return b;
+  }
 };
+
+// Box geometry, shared by the cost model (counting) and the runtime (copying): one definition of
+// "inside" and "meets" so the two never disagree about an edge.
+
+/// Same elements (every empty box is the same box).
+inline bool same_box(const Box& a, const Box& b) {
+  if (a.empty() || b.empty()) return a.empty() && b.empty();
+  return a.dims.size() == b.dims.size() && std::equal(a.dims.begin(), a.dims.end(), b.dims.begin());
+}
+
+/// Box intersection (empty when they do not meet).
+inline Box intersect(const Box& a, const Box& b) {
+  if (a.empty() || b.empty()) return Box::nothing(a.dims.size());
+  Box r{std::vector<Range>(a.dims.size())};
+  for (size_t d = 0; d < a.dims.size(); ++d) r.dims[d] = a.dims[d].intersect(b.dims[d]);
+  return r;
+}
+
+/// Elements in both, without building the intersection (the planners' inner loop calls this).
+inline int64_t intersect_volume(const Box& a, const Box& b) {
+  if (a.empty() || b.empty()) return 0;
+  int64_t v = 1;
+  for (size_t d = 0; d < a.dims.size(); ++d) {
+    int64_t n = a.dims[d].intersect(b.dims[d]).size();
+    if (n == 0) return 0;
+    v *= n;
+  }
+  return v;
+}
+
+/// Whether `inner` lies inside `outer` (an empty box lies inside anything).
+inline bool inside(const Box& inner, const Box& outer) {
+  if (inner.empty()) return true;
+  if (outer.empty()) return false;
+  for (size_t d = 0; d < inner.dims.size(); ++d)
+    if (inner.dims[d].lo < outer.dims[d].lo || inner.dims[d].hi > outer.dims[d].hi) return false;
+  return true;
+}
+
+/// The grid inside `within` cut by the edges of `boxes`: calls cell(box) for every cell, in
+/// row-major order of the grid (last dimension slowest). Membership in each of `boxes` is constant
+/// on a cell, which is what lets callers decide per cell who holds it. The cell passed is reused
+/// between calls (no allocation per cell); copy it to keep it.
+template <class Cell>
+void for_each_cell(const Box& within, const std::vector<const Box*>& boxes, Cell&& cell) {
+  if (within.empty()) return;
+  const size_t rank = within.dims.size();
+  std::vector<std::vector<int64_t>> cuts(rank);
+  for (size_t k = 0; k < rank; ++k) {
+    cuts[k] = {within.dims[k].lo, within.dims[k].hi + 1};
+    for (const Box* b : boxes) {
+      if (b->empty()) continue;
+      for (int64_t e : {b->dims[k].lo, b->dims[k].hi + 1})
+        if (e > within.dims[k].lo && e <= within.dims[k].hi) cuts[k].push_back(e);
+    }
+    std::sort(cuts[k].begin(), cuts[k].end());
+    cuts[k].erase(std::unique(cuts[k].begin(), cuts[k].end()), cuts[k].end());
+  }
+  std::vector<size_t> idx(rank, 0);
+  Box c{std::vector<Range>(rank)};
+  while (true) {
+    for (size_t k = 0; k < rank; ++k) c.dims[k] = {cuts[k][idx[k]], cuts[k][idx[k] + 1] - 1};
+    cell(static_cast<const Box&>(c));
+    size_t k = 0;
+    for (; k < rank; ++k) {
+      if (++idx[k] + 1 < cuts[k].size()) break;
+      idx[k] = 0;
+    }
+    if (k == rank) return;
+  }
+}
 
 /// Interval with bounds in any ordered domain (integers, or affine forms of extents).
 template <class T>

@@ -274,11 +274,7 @@ Program compile_program(const OpDesc& op, const std::vector<Shape>& shapes, cons
   std::vector<Range> ranges;
   for (int64_t e : extents) ranges.push_back({0, e - 1});
   std::vector<Box> regions;
-  for (const Shape& s : shapes) {
-    Box whole;
-    for (int64_t n : s) whole.dims.push_back({0, n - 1});
-    regions.push_back(std::move(whole));
-  }
+  for (const Shape& s : shapes) regions.push_back(Box::whole(s));
   return Compiler(op, shapes, ranges, regions).run();
 }
 

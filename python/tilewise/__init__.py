@@ -21,7 +21,7 @@ import tdl_ops as ops  # noqa: E402 - the operator library; importing it fills t
 
 from . import _core, models, nn, optim, tdl  # noqa: E402,F401
 from ._build_info import build_info  # noqa: E402
-from ._core import GraphError, PlanError, SearchTimeout, SearchTooLarge, ShapeError, TDLError  # noqa: E402
+from ._core import ExecError, GraphError, PlanError, SearchTimeout, SearchTooLarge, ShapeError, TDLError  # noqa: E402
 from .exec.executable import ExecStats, Executable, OutOfMemory, compile  # noqa: E402,F401
 from .frontends.torch import from_torch  # noqa: E402
 from .graph.autodiff import grad  # noqa: E402
@@ -60,6 +60,7 @@ __version__ = "0.1.0"
 # ``__all__``: ``from tilewise import *`` must not shadow the builtins.
 __all__ = [
     "Executable",
+    "ExecError",
     "ExecStats",
     "OutOfMemory",
     "CoarseGraph", "Cut", "GOp", "GTensor", "Graph", "GraphError", "Max", "Min", "Op", "Plan", "PlanCost",

@@ -12,6 +12,7 @@
 #include "cost/comm_cost.h"
 #include "cost/memory.h"
 #include "cost/tiling.h"
+#include "cost/transfers.h"
 #include "graph/graph.h"
 #include "tdl/op_desc.h"
 #include "tdl/strategy.h"
@@ -389,6 +390,57 @@ TEST(CostOracle, FetchAndConversionMatchElementByElementCounts) {
     EXPECT_EQ(got_received, want_received) << "trial " << trial;
     EXPECT_EQ(conversion_elements(computed, classes, tiles), want) << "trial " << trial;
     EXPECT_EQ(fetch_elements(reads, tiles), oracle_fetch(shape, reads, tiles)) << "trial " << trial;
+  }
+}
+
+// The enumeration the runtime materialises (boxes) adds up to the counts the planners use: every
+// remote box counted once, every box inside its source's buffer and its destination's region.
+TEST(Transfers, EnumeratedBoxesAddUpToTheCounts) {
+  std::mt19937 rng(20261124);
+  const std::vector<int> parts = {2, 2};
+  for (int trial = 0; trial < 300; ++trial) {
+    const int rank = std::uniform_int_distribution<int>(1, 3)(rng);
+    Shape shape;
+    for (int d = 0; d < rank; ++d) shape.push_back(std::uniform_int_distribution<int64_t>(1, 6)(rng));
+    auto random_cuts = [&] {
+      Tiling cuts;
+      for (size_t i = 0; i < parts.size(); ++i) cuts.push_back(std::uniform_int_distribution<int>(-1, rank - 1)(rng));
+      return cuts;
+    };
+    const auto tiles = device_tiles(shape, random_cuts(), parts, 2);  // covers the tensor
+    std::vector<Box> computed, reads;
+    std::vector<int> classes;
+    for (int d = 0; d < 4; ++d) {
+      computed.push_back(random_box(rng, shape));
+      reads.push_back(random_box(rng, shape));
+      classes.push_back(std::uniform_int_distribution<int>(0, 1)(rng));
+    }
+    int64_t fetched = 0;
+    for (int d = 0; d < 4; ++d)
+      for_each_fetch(reads[d], tiles, d, [&](TransferKind, int src, int dst, const Box& b) {
+        EXPECT_TRUE(tdl::inside(b, tiles[src]) && tdl::inside(b, reads[dst])) << "trial " << trial;
+        if (src != dst) fetched += b.volume();
+      });
+    EXPECT_EQ(fetched, fetch_elements(reads, tiles)) << "trial " << trial;
+
+    int64_t moved = 0;
+    std::vector<int64_t> received(4, 0), want_received;
+    for_each_conversion(computed, classes, tiles, false, [&](TransferKind kind, int src, int dst, const Box& b) {
+      EXPECT_TRUE(tdl::inside(b, computed[src])) << "trial " << trial;
+      if (kind == TransferKind::kResult) EXPECT_TRUE(tdl::inside(b, tiles[dst])) << "trial " << trial;
+      if (src != dst) moved += b.volume(), received[dst] += b.volume();
+    });
+    EXPECT_EQ(moved, conversion_elements(computed, classes, tiles, &want_received)) << "trial " << trial;
+    EXPECT_EQ(received, want_received) << "trial " << trial;
+
+    // Disjoint final values (an output-only split): the counting shortcut agrees with the boxes.
+    const auto own = device_tiles(shape, random_cuts(), parts, 2);
+    const std::vector<int> one_class(4, 0);
+    int64_t moved_disjoint = 0;
+    for_each_conversion(own, one_class, tiles, true, [&](TransferKind, int src, int dst, const Box& b) {
+      if (src != dst) moved_disjoint += b.volume();
+    });
+    EXPECT_EQ(moved_disjoint, output_elements(own, one_class, tiles, true)) << "trial " << trial;
   }
 }
 

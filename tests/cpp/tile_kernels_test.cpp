@@ -394,7 +394,7 @@ TEST(TileKernelDeclines, MalformedCalls) {
   h.call.vars[0] = {0, 4};  // past the extent
   expect_declined(h.call);
   Fixed j("matmul");
-  j.call.attrs_json = "{\"stride\": ";  // not JSON
+  j.call.attrs = kernels::OpAttrs::parse("{\"stride\": ");  // not JSON
   expect_declined(j.call);
 }
 

@@ -203,7 +203,7 @@ inline Prepared prepare(const OpCase& c, std::mt19937& rng) {
   }
   TileCall& call = p.call;
   call.type = c.type;
-  call.attrs_json = c.attrs;
+  call.attrs = kernels::OpAttrs::parse(c.attrs);
   call.var_names = c.names;
   call.output_vars = c.outs;
   call.extents = c.extents;

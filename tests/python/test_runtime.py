@@ -82,6 +82,20 @@ def test_out_of_memory_names_the_device_tensor_and_bytes():
     assert "out of memory" in str(err.value)
 
 
+def test_what_the_runtime_cannot_run_raises_exec_error():
+    """The runtime's own error type (a ValueError, as tw.PlanError is), not the planners'."""
+    assert issubclass(tw.ExecError, ValueError) and not issubclass(tw.ExecError, tw.PlanError)
+    g = MODELS["mlp"]()
+    plan = tw.partition(g, devices=2, algorithm="tofu")
+    exe = tw.compile(g, plan)
+    activation = next(t for t in g.tensors if t.producer is not None and t.consumers)
+    with pytest.raises(tw.ExecError, match="is not held after a step"):
+        exe.get(activation)
+    other = tw.partition(MODELS["rnn"](), devices=2, algorithm="tofu")
+    with pytest.raises(tw.ExecError, match="made for another graph"):
+        tw._core.Executable(g._g, other._core)
+
+
 def test_a_model_too_big_for_one_device_runs_on_eight():
     """Tofu's claim: partitioned over 8 devices, each holds about 1/8 of the training state."""
     g = tw.models.mlp(layers=3, hidden=256, batch=64)

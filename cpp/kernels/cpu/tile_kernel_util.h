@@ -1,10 +1,9 @@
-// Shared pieces of the native tile kernels (tile_kernels.h): the attribute reader, views of an
+// Shared pieces of the native tile kernels (tile_kernels.h): the attribute reader (op_attrs.h), views of an
 // input's region, and the kernel signature the dispatch table (tile_kernels.cpp) lists. Internal to
 // cpp/kernels/cpu; nothing outside includes it.
 #pragma once
 #include <cstdint>
 #include <initializer_list>
-#include <map>
 #include <string>
 #include <vector>
 
@@ -12,12 +11,12 @@
 
 namespace tilewise::kernels::tile {
 
-/// The op's attributes, parsed from attrs_json: numbers, booleans (as 0/1) and lists of numbers.
-/// Other values (strings, null, objects, nested lists) are kept only as present: reading one sets
-/// ok() false, as does malformed JSON, and the call is declined.
+/// Reads a call's parsed attributes for one kernel run. Reading an attribute that is not of the
+/// asked form (not one number, not an integer, not a list of integers) sets ok() false, and the
+/// kernel declines; the flag lives here, per run, so the prepared call stays untouched.
 class Attrs {
  public:
-  explicit Attrs(const std::string& json);
+  explicit Attrs(const OpAttrs& parsed) : parsed_(parsed), ok_(parsed.ok()) {}
   bool ok() const { return ok_; }
   /// A number attribute, or `fallback` when absent. Sets ok() false when it is not one number.
   double num(const std::string& key, double fallback) const;
@@ -28,13 +27,8 @@ class Attrs {
   std::vector<int64_t> ints(const std::string& key) const;
 
  private:
-  struct Value {
-    bool numeric = true;  ///< false: a value no kernel reads (a string, null, an object)
-    bool list = false;
-    std::vector<double> nums;
-  };
-  std::map<std::string, Value> values_;
-  mutable bool ok_ = true;
+  const OpAttrs& parsed_;
+  mutable bool ok_;
 };
 
 /// A kernel: computes the call and returns true, or returns false having written nothing.

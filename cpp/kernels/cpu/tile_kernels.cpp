@@ -20,167 +20,14 @@ namespace tile {
 
 // ------------------------------------------------------------------------------------- attributes
 
-namespace {
-
-// A small JSON reader for one flat object (the form Python's json.dumps gives op attributes).
-class JsonReader {
- public:
-  explicit JsonReader(const std::string& s) : s_(s) {}
-
-  /// Reads the object: for each key its numbers, whether they were a list, and whether the value
-  /// was numeric at all.
-  struct Entry {
-    bool numeric = true, list = false;
-    std::vector<double> nums;
-  };
-  bool object(std::map<std::string, Entry>* out) {
-    skip_ws();
-    if (!eat('{')) return false;
-    skip_ws();
-    if (eat('}')) return at_end();
-    while (true) {
-      std::string key;
-      skip_ws();
-      if (!string(&key)) return false;
-      skip_ws();
-      if (!eat(':')) return false;
-      skip_ws();
-      Entry e;
-      const size_t start = pos_;
-      if (peek() == '[') {
-        e.list = number_list(&e.nums);
-        if (!e.list) e.numeric = false;
-      } else if (!scalar(&e.nums)) {
-        e.numeric = false;
-      }
-      if (!e.numeric) {
-        // Something no kernel reads (a string, null, an object, a nested list): skip it.
-        e.nums.clear();
-        pos_ = start;
-        if (!skip_value()) return false;
-      }
-      (*out)[key] = std::move(e);
-      skip_ws();
-      if (eat(',')) continue;
-      if (eat('}')) return at_end();
-      return false;
-    }
-  }
-
- private:
-  char peek() const { return pos_ < s_.size() ? s_[pos_] : '\0'; }
-  bool eat(char c) {
-    if (peek() != c) return false;
-    ++pos_;
-    return true;
-  }
-  void skip_ws() {
-    while (pos_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[pos_]))) ++pos_;
-  }
-  bool at_end() {
-    skip_ws();
-    return pos_ == s_.size();
-  }
-  bool string(std::string* out) {
-    if (!eat('"')) return false;
-    while (pos_ < s_.size() && s_[pos_] != '"') {
-      if (s_[pos_] == '\\') ++pos_;  // escapes are kept verbatim: keys here are plain identifiers
-      if (pos_ < s_.size() && out) out->push_back(s_[pos_]);
-      ++pos_;
-    }
-    return eat('"');
-  }
-  bool number(double* out) {
-    const char* begin = s_.c_str() + pos_;
-    char* end = nullptr;
-    double v = std::strtod(begin, &end);
-    if (end == begin) return false;
-    pos_ += static_cast<size_t>(end - begin);
-    *out = v;
-    return true;
-  }
-  bool word(const char* w) {
-    size_t n = std::char_traits<char>::length(w);
-    if (s_.compare(pos_, n, w) != 0) return false;
-    pos_ += n;
-    return true;
-  }
-  // A number or boolean into out (one element); false, position unchanged, for anything else.
-  bool scalar(std::vector<double>* out) {
-    size_t start = pos_;
-    double v = 0;
-    if (word("true")) {
-      out->push_back(1.0);
-    } else if (word("false")) {
-      out->push_back(0.0);
-    } else if ((std::isdigit(static_cast<unsigned char>(peek())) || peek() == '-') && number(&v)) {
-      out->push_back(v);
-    } else {
-      pos_ = start;
-      return false;
-    }
-    return true;
-  }
-  bool number_list(std::vector<double>* out) {
-    if (!eat('[')) return false;
-    skip_ws();
-    if (eat(']')) return true;
-    while (true) {
-      skip_ws();
-      if (!scalar(out)) return false;
-      skip_ws();
-      if (eat(',')) continue;
-      return eat(']');
-    }
-  }
-  bool skip_value() {
-    skip_ws();
-    char c = peek();
-    if (c == '"') return string(nullptr);
-    if (c == '[' || c == '{') {
-      char close = c == '[' ? ']' : '}';
-      ++pos_;
-      skip_ws();
-      if (eat(close)) return true;
-      while (true) {
-        skip_ws();
-        if (close == '}') {
-          if (!string(nullptr)) return false;
-          skip_ws();
-          if (!eat(':')) return false;
-        }
-        if (!skip_value()) return false;
-        skip_ws();
-        if (eat(',')) continue;
-        return eat(close);
-      }
-    }
-    if (word("null")) return true;
-    std::vector<double> v;
-    return scalar(&v);
-  }
-
-  const std::string& s_;
-  size_t pos_ = 0;
-};
-
-}  // namespace
-
-Attrs::Attrs(const std::string& json) {
-  if (json.empty()) return;
-  std::map<std::string, JsonReader::Entry> entries;
-  ok_ = JsonReader(json).object(&entries);
-  for (auto& [k, e] : entries) values_[k] = Value{e.numeric, e.list, std::move(e.nums)};
-}
-
 double Attrs::num(const std::string& key, double fallback) const {
-  auto it = values_.find(key);
-  if (it == values_.end()) return fallback;
-  if (!it->second.numeric || it->second.list || it->second.nums.size() != 1) {
+  const OpAttrs::Value* v = parsed_.find(key);
+  if (!v) return fallback;
+  if (!v->numeric || v->list || v->nums.size() != 1) {
     ok_ = false;
     return fallback;
   }
-  return it->second.nums[0];
+  return v->nums[0];
 }
 
 int64_t Attrs::integer(const std::string& key, int64_t fallback) const {
@@ -193,22 +40,23 @@ int64_t Attrs::integer(const std::string& key, int64_t fallback) const {
 }
 
 std::vector<int64_t> Attrs::ints(const std::string& key) const {
-  auto it = values_.find(key);
+  const OpAttrs::Value* v = parsed_.find(key);
   std::vector<int64_t> out;
-  if (it == values_.end()) return out;
-  if (!it->second.numeric) {
+  if (!v) return out;
+  if (!v->numeric) {
     ok_ = false;
     return out;
   }
-  for (double v : it->second.nums) {
-    if (v != std::floor(v) || std::fabs(v) > 1e15) {
+  for (double x : v->nums) {
+    if (x != std::floor(x) || std::fabs(x) > 1e15) {
       ok_ = false;
       return {};
     }
-    out.push_back(static_cast<int64_t>(v));
+    out.push_back(static_cast<int64_t>(x));
   }
   return out;
 }
+
 
 // ---------------------------------------------------------------------------------------- helpers
 
@@ -453,7 +301,7 @@ bool well_formed(const TileCall& call) {
 bool run_native(const TileCall& call) {
   Kernel kernel = find_kernel(call);
   if (kernel == nullptr || !well_formed(call)) return false;
-  tile::Attrs attrs(call.attrs_json);
+  tile::Attrs attrs(call.attrs);
   if (!attrs.ok()) return false;
   try {
     return kernel(call, attrs);

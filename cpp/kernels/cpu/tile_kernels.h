@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cpu/op_attrs.h"
+
 namespace tilewise::kernels {
 
 /// Inclusive index range [lo, hi]; empty when lo > hi.
@@ -28,7 +30,7 @@ struct TileIn {
 /// One device's share of one op.
 struct TileCall {
   std::string type;                    ///< TDL op name, e.g. "matmul", "conv2d"
-  std::string attrs_json;              ///< the op's attributes as JSON, e.g. {"stride": 2, "padding": 1}
+  OpAttrs attrs;                       ///< the op's attributes, parsed once: OpAttrs::parse(R"({"stride": 2})")
   std::vector<std::string> var_names;  ///< the description's variables, in description order
   std::vector<int> output_vars;        ///< variable ids in output-dimension order
   std::vector<int64_t> extents;        ///< every variable's full extent

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from .. import _core
-from .._core import PlanError
+from .._core import ExecError
 from ..graph.graph import Graph, GTensor
 from ..plan.plan import Plan
 from .calibration import calibration
@@ -105,7 +105,7 @@ class Executable:
             def call(fid, args, opaques=opaques, name=gop.op.name):
                 f = opaques[fid]
                 if f.fn is None:
-                    raise PlanError(f"op '{name}': opaque function '{f.name}' has no implementation")
+                    raise ExecError(f"op '{name}': opaque function '{f.name}' has no implementation")
                 return np.asarray(f.fn(*args), dtype=np.float64)
 
             calls.append(call)
@@ -191,7 +191,7 @@ def compile(graph: Graph, plan: Plan, backend: str = "cpu", *, memory_per_device
     if not isinstance(plan, Plan):
         raise TypeError(f"compile() needs a tw.Plan (from tw.partition), got {type(plan).__name__}")
     if backend not in BACKENDS:
-        raise PlanError(f"unknown backend '{backend}'; available: {', '.join(BACKENDS)}")
+        raise ExecError(f"unknown backend '{backend}'; available: {', '.join(BACKENDS)}")
     if memory_per_device is not None and memory_per_device <= 0:
-        raise PlanError(f"memory_per_device must be a positive number of bytes, got {memory_per_device}")
+        raise ExecError(f"memory_per_device must be a positive number of bytes, got {memory_per_device}")
     return Executable(graph, plan, memory_per_device)

@@ -1,0 +1,15 @@
+// Errors the runtime raises for a plan, graph or feed it cannot run (bindings: tilewise.ExecError,
+// a ValueError). Running out of a device's memory is exec::OutOfMemory (arena.h), a MemoryError.
+#pragma once
+#include <stdexcept>
+
+namespace tilewise::exec {
+
+/// A plan that does not fit the graph, a graph the CPU runtime cannot hold (a non-float32 tensor,
+/// an opaque function not given), a tensor that cannot be set or read, a step after a failed one.
+/// The message names the tensor or op and what would be valid.
+struct ExecError : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+
+}  // namespace tilewise::exec
