@@ -18,7 +18,7 @@ _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 _GELU_C = math.sqrt(2.0 / math.pi)
 
 
-@tw.op(reference=lambda x: np.maximum(x, 0.0))
+@tw.op(reference=lambda x: np.maximum(x, 0.0), kernel="relu")
 def relu(x):
     """max(x, 0)."""
     return tw.compute(x.ndim, lambda *i: tw.max(x[i], 0.0))
@@ -132,7 +132,7 @@ def _(g, x, out):
 # ---------------------------------------------------------------- gradients
 
 
-@tw.op(reference=lambda dy, x: np.where(x > 0, dy, 0.0))
+@tw.op(reference=lambda dy, x: np.where(x > 0, dy, 0.0), kernel="relu_grad")
 def relu_grad(dy, x):
     """dy where x > 0 else 0."""
     return tw.compute(x.ndim, lambda *i: tw.where(x[i] > 0, dy[i], 0.0))

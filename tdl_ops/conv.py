@@ -201,7 +201,8 @@ def _(g, data, filters, out, stride, padding, dilation):
 
 @tw.op(reference=_conv2d_ref,
        out_shape=lambda x, w, stride=1, padding=0, dilation=1:
-       (x[0], w[0], _out(x[2], w[2], stride, padding, dilation), _out(x[3], w[3], stride, padding, dilation)))
+       (x[0], w[0], _out(x[2], w[2], stride, padding, dilation), _out(x[3], w[3], stride, padding, dilation)),
+       kernel="conv2d")
 def conv2d(data, filters, stride=1, padding=0, dilation=1):
     """2-D convolution, data (n, ci, h, w), filters (co, ci, kh, kw)."""
     s, p, d = stride, padding, dilation
@@ -233,7 +234,7 @@ def _(g, data, filters, out, stride, padding, dilation):
             depthwise_conv2d_backward_filter(data, g, kernel_h=filters.shape[2], kernel_w=filters.shape[3], **a))
 
 
-@tw.op(reference=_conv2d_bwd_data_ref, out_shape=_conv2d_bwd_data_shape)
+@tw.op(reference=_conv2d_bwd_data_ref, out_shape=_conv2d_bwd_data_shape, kernel="conv2d_backward_data")
 def conv2d_backward_data(dy, filters, stride=1, padding=0, dilation=1, in_h=0, in_w=0):
     """Data gradient of conv2d (a transposed conv); in_h/in_w = 0: the smallest input size."""
     s, p, d = stride, padding, dilation
@@ -244,7 +245,7 @@ def conv2d_backward_data(dy, filters, stride=1, padding=0, dilation=1, in_h=0, i
     return lambda b, ci, h, w: tw.Sum(lambda co, kh, kw: term(b, ci, h, w, co, kh, kw))
 
 
-@tw.op(reference=_conv2d_bwd_filter_ref, out_shape=_conv2d_bwd_filter_shape)
+@tw.op(reference=_conv2d_bwd_filter_ref, out_shape=_conv2d_bwd_filter_shape, kernel="conv2d_backward_filter")
 def conv2d_backward_filter(data, dy, stride=1, padding=0, dilation=1, kernel_h=0, kernel_w=0):
     """Filter gradient of conv2d; kernel_h/kernel_w = 0: derived from the shapes."""
     s, p, d = stride, padding, dilation

@@ -19,7 +19,7 @@ from ._util import leading, nary, np_erf
 # ---------------------------------------------------------------- unary
 
 
-@tw.op(reference=lambda x: -x)
+@tw.op(reference=lambda x: -x, kernel="neg")
 def neg(x):
     """-x."""
     return tw.compute(x.ndim, lambda *i: -x[i])
@@ -151,7 +151,7 @@ def _(g, x, out, lo, hi):
     return (clip_grad(g, x, lo=lo, hi=hi),)
 
 
-@tw.op(reference=lambda x, alpha=1.0, beta=0.0: alpha * x + beta)
+@tw.op(reference=lambda x, alpha=1.0, beta=0.0: alpha * x + beta, kernel="scale")
 def scale(x, alpha=1.0, beta=0.0):
     """alpha * x + beta."""
     return tw.compute(x.ndim, lambda *i: alpha * x[i] + beta)
@@ -165,7 +165,7 @@ def _(g, x, out, alpha, beta):
 # ---------------------------------------------------------------- binary, same shape
 
 
-@tw.op(reference=np.add)
+@tw.op(reference=np.add, kernel="add")
 def add(a, b):
     """a + b."""
     return tw.compute(a.ndim, lambda *i: a[i] + b[i])
@@ -176,7 +176,7 @@ def _(g, a, b, out):
     return g, g
 
 
-@tw.op(reference=np.subtract)
+@tw.op(reference=np.subtract, kernel="sub")
 def sub(a, b):
     """a - b."""
     return tw.compute(a.ndim, lambda *i: a[i] - b[i])
@@ -187,7 +187,7 @@ def _(g, a, b, out):
     return g, neg(g)
 
 
-@tw.op(reference=np.multiply)
+@tw.op(reference=np.multiply, kernel="mul")
 def mul(a, b):
     """a * b."""
     return tw.compute(a.ndim, lambda *i: a[i] * b[i])
@@ -198,7 +198,7 @@ def _(g, a, b, out):
     return mul(g, b), mul(g, a)
 
 
-@tw.op(reference=np.divide)
+@tw.op(reference=np.divide, kernel="div")
 def div(a, b):
     """a / b."""
     return tw.compute(a.ndim, lambda *i: a[i] / b[i])
@@ -243,7 +243,7 @@ def _(g, a, b, out):
     return squared_difference_grad(g, a, b), squared_difference_grad(g, b, a)
 
 
-@tw.op(reference=lambda x, y, alpha=1.0: alpha * x + y)
+@tw.op(reference=lambda x, y, alpha=1.0: alpha * x + y, kernel="axpy")
 def axpy(x, y, alpha=1.0):
     """alpha * x + y."""
     return tw.compute(x.ndim, lambda *i: alpha * x[i] + y[i])
@@ -308,7 +308,7 @@ def add_n(n: int) -> tw.Op:
     if op is None:
         name = f"add_{n}"
         op = tw.op(nary(n, _add_n_body, name, {}), name=name, reference=lambda *xs: sum(xs[1:], xs[0]),
-                   out_shape=_add_n_shape)
+                   out_shape=_add_n_shape, kernel="add_n")
 
         def grad(g, *xs, out=None):
             return (g,) * len(xs)
@@ -325,7 +325,7 @@ add_3 = add_n(3)
 # ---------------------------------------------------------------- broadcasting
 
 
-@tw.op(reference=lambda x, r: x + r[None, :])
+@tw.op(reference=lambda x, r: x + r[None, :], kernel="add_row")
 def add_row(x, r):
     """x[i, j] + r[j] (row vector broadcast over rows)."""
     return lambda i, j: x[i, j] + r[j]
@@ -336,7 +336,7 @@ def _(g, x, r, out):
     return g, ops.sum_axes(g, axes=(0,))
 
 
-@tw.op(reference=lambda x, c: x + c[:, None])
+@tw.op(reference=lambda x, c: x + c[:, None], kernel="add_col")
 def add_col(x, c):
     """x[i, j] + c[i] (column vector broadcast over columns)."""
     return lambda i, j: x[i, j] + c[i]
@@ -347,7 +347,7 @@ def _(g, x, c, out):
     return g, ops.sum_axes(g, axes=(1,))
 
 
-@tw.op(reference=lambda x, r: x * r[None, :])
+@tw.op(reference=lambda x, r: x * r[None, :], kernel="mul_row")
 def mul_row(x, r):
     """x[i, j] * r[j]."""
     return lambda i, j: x[i, j] * r[j]
@@ -358,7 +358,7 @@ def _(g, x, r, out):
     return mul_row(g, r), ops.sum_axes(mul(g, x), axes=(0,))
 
 
-@tw.op(reference=lambda x, c: x * c[:, None])
+@tw.op(reference=lambda x, c: x * c[:, None], kernel="mul_col")
 def mul_col(x, c):
     """x[i, j] * c[i]."""
     return lambda i, j: x[i, j] * c[i]
@@ -369,7 +369,7 @@ def _(g, x, c, out):
     return mul_col(g, c), ops.sum_axes(mul(g, x), axes=(1,))
 
 
-@tw.op(reference=lambda x, b: x + b)
+@tw.op(reference=lambda x, b: x + b, kernel="bias_add")
 def bias_add(x, b):
     """x + b over the last axis, any rank."""
     return tw.compute(x.ndim, lambda *i: x[i] + b[i[-1]])
@@ -380,7 +380,7 @@ def _(g, x, b, out):
     return g, (ops.sum_axes(g, axes=leading(x.ndim)) if x.ndim > 1 else g)
 
 
-@tw.op(reference=lambda x, b: x + b.reshape((1, -1) + (1,) * (x.ndim - 2)))
+@tw.op(reference=lambda x, b: x + b.reshape((1, -1) + (1,) * (x.ndim - 2)), kernel="bias_add_channel")
 def bias_add_channel(x, b):
     """x + b over the channel axis 1 (NCHW, NCW, ...)."""
     return tw.compute(x.ndim, lambda *i: x[i] + b[i[1]])
@@ -405,7 +405,8 @@ def _(g, x, s, out):
 # ---------------------------------------------------------------- gradients
 
 
-@tw.op(reference=lambda x, value=1.0: np.full(np.shape(x), value), out_shape=lambda x, value=1.0: tuple(x))
+@tw.op(reference=lambda x, value=1.0: np.full(np.shape(x), value), out_shape=lambda x, value=1.0: tuple(x),
+       kernel="fill_like")
 def fill_like(x, value=1.0):
     """A tensor of x's shape filled with value; reads nothing of x (the seed of a backward pass)."""
     return tw.compute(x.ndim, lambda *i: value)

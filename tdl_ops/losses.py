@@ -27,7 +27,8 @@ def _numel(x):
     return n
 
 
-@tw.op(reference=lambda logits, target: np.asarray(-(target * np_log_softmax(logits)).sum() / len(logits)))
+@tw.op(reference=lambda logits, target: np.asarray(-(target * np_log_softmax(logits)).sum() / len(logits)),
+       kernel="cross_entropy")
 def cross_entropy(logits, target):
     """-mean_b sum_k target[b, k] * log_softmax(logits)[b, k] (one-hot or probability targets)."""
     return lambda: -tw.Sum(lambda b, k: target[b, k] * _log_softmax_at(logits, b, k)) / logits.shape[0]
@@ -59,7 +60,7 @@ def _(g, logp, target, out):
     return nll_loss_backward(target, g), nll_loss_backward(logp, g)
 
 
-@tw.op(reference=lambda a, b: np.asarray(((a - b) ** 2).mean()))
+@tw.op(reference=lambda a, b: np.asarray(((a - b) ** 2).mean()), kernel="mse_loss")
 def mse_loss(a, b):
     """mean((a - b)**2) over all elements, any rank."""
     return lambda: tw.Sum(lambda *i: (a[i] - b[i]) ** 2, ndim=a.ndim) / _numel(a)
@@ -126,7 +127,7 @@ def _ce_backward_ref(logits, target, dy):
     return (np_softmax(logits) * target.sum(axis=1, keepdims=True) - target) * dy / logits.shape[0]
 
 
-@tw.op(reference=_ce_backward_ref)
+@tw.op(reference=_ce_backward_ref, kernel="cross_entropy_backward")
 def cross_entropy_backward(logits, target, dy):
     """d cross_entropy / d logits: (softmax(logits) sum_k target - target) dy / batch."""
     def f(b, k):
@@ -142,7 +143,7 @@ def nll_loss_backward(other, dy):
     return lambda b, k: -other[b, k] * scalar(dy) / other.shape[0]
 
 
-@tw.op(reference=lambda a, b, dy: 2.0 * (a - b) * dy / a.size)
+@tw.op(reference=lambda a, b, dy: 2.0 * (a - b) * dy / a.size, kernel="mse_loss_backward")
 def mse_loss_backward(a, b, dy):
     """d mse_loss / d a = 2 (a - b) dy / numel."""
     return tw.compute(a.ndim, lambda *i: 2.0 * (a[i] - b[i]) * scalar(dy) / _numel(a))

@@ -42,7 +42,7 @@ def _select_shape(x, axis=0, index=0):
     return tuple(x[:ax]) + tuple(x[ax + 1:])
 
 
-@tw.op(reference=lambda x, axis=0, index=0: np.take(x, index, axis=axis), out_shape=_select_shape)
+@tw.op(reference=lambda x, axis=0, index=0: np.take(x, index, axis=axis), out_shape=_select_shape, kernel="select")
 def select(x, axis=0, index=0):
     """x[..., index, ...] along axis: the axis disappears (one time step of a sequence)."""
     ax = norm_axis(axis, x.ndim)
@@ -303,7 +303,7 @@ def _window_ref(x, kernel_h=1, kernel_w=1):
     return x.reshape(n, c, h // kernel_h, kernel_h, w // kernel_w, kernel_w).mean(axis=(3, 5))
 
 
-@tw.op(reference=_window_ref, out_shape=_window_shape)
+@tw.op(reference=_window_ref, out_shape=_window_shape, kernel="adaptive_avg_pool2d")
 def adaptive_avg_pool2d(x, kernel_h=1, kernel_w=1):
     """Mean over non-overlapping kernel_h x kernel_w windows (AdaptiveAvgPool2d for divisible sizes)."""
     return lambda b, c, y, z: tw.Sum(lambda i, j: x[b, c, kernel_h * y + i, kernel_w * z + j],
@@ -312,7 +312,8 @@ def adaptive_avg_pool2d(x, kernel_h=1, kernel_w=1):
 
 @tw.op(reference=lambda dy, kernel_h=1, kernel_w=1: np.repeat(np.repeat(dy, kernel_h, 2), kernel_w, 3)
        / (kernel_h * kernel_w),
-       out_shape=lambda dy, kernel_h=1, kernel_w=1: (dy[0], dy[1], dy[2] * kernel_h, dy[3] * kernel_w))
+       out_shape=lambda dy, kernel_h=1, kernel_w=1: (dy[0], dy[1], dy[2] * kernel_h, dy[3] * kernel_w),
+       kernel="adaptive_avg_pool2d_grad")
 def adaptive_avg_pool2d_grad(dy, kernel_h=1, kernel_w=1):
     """Gradient of adaptive_avg_pool2d: each window's dy spread evenly over it."""
     return lambda b, c, y, z: dy[b, c, y // kernel_h, z // kernel_w] / (kernel_h * kernel_w)

@@ -104,7 +104,7 @@ def _(g, x, out):
     return (batch_norm_var_grad(g, x),)
 
 
-@tw.op(reference=_bn_train_ref)
+@tw.op(reference=_bn_train_ref, kernel="batch_norm_train")
 def batch_norm_train(x, gamma, beta, eps=1e-5):
     """Batch norm forward in training mode (batch statistics), NCHW."""
     return lambda b, c, h, w: ((x[b, c, h, w] - _bn_mean(x, c)) / tw.sqrt(_bn_var(x, c) + eps) * gamma[c]
@@ -205,7 +205,8 @@ _NHW = (0, 2, 3)
 _C = (1, -1, 1, 1)
 
 
-@tw.op(reference=lambda dy, x, gamma, eps=1e-5: _norm_grad_input_ref(dy, x, gamma, eps, _NHW, _C))
+@tw.op(reference=lambda dy, x, gamma, eps=1e-5: _norm_grad_input_ref(dy, x, gamma, eps, _NHW, _C),
+       kernel="batch_norm_grad_input")
 def batch_norm_grad_input(dy, x, gamma, eps=1e-5):
     """dx of batch_norm_train: gamma rstd (dy - mean(dy) - xhat mean(dy xhat)), statistics per channel."""
     def f(b, c, h, w):
@@ -218,7 +219,8 @@ def batch_norm_grad_input(dy, x, gamma, eps=1e-5):
     return f
 
 
-@tw.op(reference=lambda dy, x, eps=1e-5: (dy * _xhat_ref(x, _NHW, eps)).sum(axis=_NHW))
+@tw.op(reference=lambda dy, x, eps=1e-5: (dy * _xhat_ref(x, _NHW, eps)).sum(axis=_NHW),
+       kernel="batch_norm_grad_gamma")
 def batch_norm_grad_gamma(dy, x, eps=1e-5):
     """dgamma of batch_norm_train: per-channel sum of dy xhat."""
     return lambda c: (tw.Sum(lambda p, q, r: dy[p, c, q, r] * (x[p, c, q, r] - _bn_mean(x, c)))

@@ -17,19 +17,20 @@ def _each(x, f):
     return tw.compute(x.ndim, f)
 
 
-@tw.op(reference=lambda w, g, lr=0.01, weight_decay=0.0: w - lr * (g + weight_decay * w))
+@tw.op(reference=lambda w, g, lr=0.01, weight_decay=0.0: w - lr * (g + weight_decay * w), kernel="sgd")
 def sgd(w, g, lr=0.01, weight_decay=0.0):
     """w - lr * (g + weight_decay * w)."""
     return _each(w, lambda *i: w[i] - lr * (g[i] + weight_decay * w[i]))
 
 
-@tw.op(reference=lambda v, g, momentum=0.9, dampening=0.0: momentum * v + (1.0 - dampening) * g)
+@tw.op(reference=lambda v, g, momentum=0.9, dampening=0.0: momentum * v + (1.0 - dampening) * g,
+       kernel="momentum_velocity")
 def momentum_velocity(v, g, momentum=0.9, dampening=0.0):
     """v' = momentum * v + (1 - dampening) * g."""
     return _each(v, lambda *i: momentum * v[i] + (1.0 - dampening) * g[i])
 
 
-@tw.op(reference=lambda w, v, lr=0.01: w - lr * v)
+@tw.op(reference=lambda w, v, lr=0.01: w - lr * v, kernel="momentum_weight")
 def momentum_weight(w, v, lr=0.01):
     """w' = w - lr * v' (v' from momentum_velocity)."""
     return _each(w, lambda *i: w[i] - lr * v[i])

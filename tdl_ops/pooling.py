@@ -81,7 +81,7 @@ def _avg_pool_grad_ref(dy, kernel=2, stride=2, padding=0, in_h=0, in_w=0):
 # ---------------------------------------------------------------- TDL
 
 
-@tw.op(reference=_max_pool_ref, out_shape=_pool_shape)
+@tw.op(reference=_max_pool_ref, out_shape=_pool_shape, kernel="max_pool2d")
 def max_pool2d(x, kernel=2, stride=2, padding=0):
     """Max pooling; padded positions are -inf (masked reads), like PyTorch."""
     k, s, p = kernel, stride, padding
@@ -112,7 +112,7 @@ def _(g, x, out, kernel, stride, padding):
     return (avg_pool2d_grad(g, kernel=kernel, stride=stride, padding=padding, in_h=x.shape[2], in_w=x.shape[3]),)
 
 
-@tw.op(reference=_max_pool_grad_ref)
+@tw.op(reference=_max_pool_grad_ref, kernel="max_pool2d_grad")
 def max_pool2d_grad(x, y, dy, kernel=2, stride=2, padding=0):
     """Gradient of max_pool2d: dy routed to the input equal to the window's max y (no ties)."""
     k, s, p = kernel, stride, padding

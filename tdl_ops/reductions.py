@@ -148,7 +148,7 @@ def _sum_axes_shape(x, axes=()):
     return tuple(x[d] for d in _kept(len(x), axes))
 
 
-@tw.op(reference=lambda x, axes=(): x.sum(axis=tuple(axes)), out_shape=_sum_axes_shape)
+@tw.op(reference=lambda x, axes=(): x.sum(axis=tuple(axes)), out_shape=_sum_axes_shape, kernel="sum_axes")
 def sum_axes(x, axes=()):
     """Sum over several axes (at least one): the gradient of a broadcast, e.g. of a bias."""
     red = tuple(sorted({norm_axis(a, x.ndim) for a in axes}))

@@ -32,7 +32,7 @@ def _hidden_ref(gates, c_new):
     return np_sigmoid(_split4(gates)[3]) * np.tanh(c_new)
 
 
-@tw.op(reference=_gates_ref)
+@tw.op(reference=_gates_ref, kernel="lstm_gates")
 def lstm_gates(x, h, w_ih, w_hh, b_ih, b_hh):
     """x @ W_ih^T + b_ih + h @ W_hh^T + b_hh: (b, 4 * hidden) pre-activations."""
     return lambda b, j: (tw.Sum(lambda k: x[b, k] * w_ih[j, k]) + b_ih[j]
@@ -46,7 +46,8 @@ def _(g, x, h, w_ih, w_hh, b_ih, b_hh, out):
             db, db)
 
 
-@tw.op(reference=_cell_ref, out_shape=lambda gates, c: tuple(c))  # gates[b, j] reads only a quarter
+# gates[b, j] reads only a quarter
+@tw.op(reference=_cell_ref, out_shape=lambda gates, c: tuple(c), kernel="lstm_cell")
 def lstm_cell(gates, c):
     """c' = sigmoid(f) * c + sigmoid(i) * tanh(g), gates (b, 4H) = [i | f | g | o], c (b, H)."""
     n = c.shape[1]
@@ -59,7 +60,7 @@ def _(g, gates, c, out):
     return lstm_cell_grad_gates(g, gates, c), lstm_cell_grad_c(g, gates)
 
 
-@tw.op(reference=_hidden_ref)
+@tw.op(reference=_hidden_ref, kernel="lstm_hidden")
 def lstm_hidden(gates, c_new):
     """h' = sigmoid(o) * tanh(c'), o the last quarter of gates."""
     n = c_new.shape[1]
@@ -110,7 +111,8 @@ def lstm_cell_grad_gates(dy, gates, c):
     return f
 
 
-@tw.op(reference=lambda dy, gates: dy * np_sigmoid(_split4(gates)[1]), out_shape=lambda dy, gates: tuple(dy))
+@tw.op(reference=lambda dy, gates: dy * np_sigmoid(_split4(gates)[1]), out_shape=lambda dy, gates: tuple(dy),
+       kernel="lstm_cell_grad_c")
 def lstm_cell_grad_c(dy, gates):
     """d c of lstm_cell: dy sigmoid(f)."""
     n = dy.shape[1]
@@ -134,7 +136,8 @@ def lstm_hidden_grad_gates(dy, gates, c_new):
     return f
 
 
-@tw.op(reference=lambda dy, gates, c_new: dy * np_sigmoid(_split4(gates)[3]) * (1.0 - np.tanh(c_new) ** 2))
+@tw.op(reference=lambda dy, gates, c_new: dy * np_sigmoid(_split4(gates)[3]) * (1.0 - np.tanh(c_new) ** 2),
+       kernel="lstm_hidden_grad_c")
 def lstm_hidden_grad_c(dy, gates, c_new):
     """d c' of lstm_hidden: dy sigmoid(o) (1 - tanh(c')**2)."""
     n = c_new.shape[1]

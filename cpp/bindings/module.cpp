@@ -10,5 +10,6 @@ PYBIND11_MODULE(_core, m) {
   tilewise::bindings::bind_build_info(m);
   tilewise::bindings::bind_cost(m);
   tilewise::bindings::bind_partition(m);
+  tilewise::bindings::bind_kernels(m);
   tilewise::bindings::bind_exec(m);
 }

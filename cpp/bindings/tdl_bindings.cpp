@@ -134,7 +134,7 @@ void bind_tdl(py::module_& m) {
       .def(py::init([](const std::string& name, const std::vector<std::pair<std::string, int>>& inputs,
                        const std::vector<std::tuple<std::string, bool, std::optional<PyIndex>>>& vars,
                        const std::vector<int>& output_vars, const std::vector<std::string>& opaque_names,
-                       const PyExpr& body) {
+                       const PyExpr& body, const std::string& kernel, const std::vector<int>& kernel_vars) {
              OpDesc op;
              op.name = name;
              for (const auto& [n, r] : inputs) op.inputs.push_back({n, r});
@@ -143,12 +143,16 @@ void bind_tdl(py::module_& m) {
              op.output_vars = output_vars;
              op.opaque_names = opaque_names;
              op.body = body.e;
+             op.kernel = kernel;
+             op.kernel_vars = kernel_vars;
              validate(op);
              return op;
            }),
            py::arg("name"), py::arg("inputs"), py::arg("vars"), py::arg("output_vars"), py::arg("opaque_names"),
-           py::arg("body"))
+           py::arg("body"), py::arg("kernel") = "", py::arg("kernel_vars") = std::vector<int>{})
       .def_readonly("name", &OpDesc::name)
+      .def_readonly("kernel", &OpDesc::kernel, "The declared native kernel ('' when none).")
+      .def_readonly("kernel_vars", &OpDesc::kernel_vars, "Variable ids in the kernel's role order (empty: as declared).")
       .def("__str__", [](const OpDesc& op) { return op.str(); })
       .def("expr_str", [](const OpDesc& op, const PyExpr& e) { return op.str(e.e); })
       .def("index_str", [](const OpDesc& op, const PyIndex& e) { return op.str(e.e); })

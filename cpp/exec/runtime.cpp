@@ -127,6 +127,8 @@ Executable::Executable(const graph::Graph& g, const cost::Placement& plan, int64
       for (size_t j = 0; j < node.inputs.size(); ++j)
         call.inputs.push_back({nullptr, spans(dev.slots[j].region), g.tensor(node.inputs[j]).shape});
       call.output_shape = g.tensor(node.output).shape;
+      call.kernel = node.desc->kernel;  // the op's declared native kernel, in its role order
+      kernels::bind_roles(call, node.desc->kernel_vars);
     }
   }
   stats_.op_seconds.assign(g.ops().size(), 0);
@@ -273,7 +275,7 @@ void Executable::run_device(int d) {
             views.push_back({in64[j].data(), dev.slots[j].region, call.inputs[j].shape});
           }
           std::vector<double> out64(dev.computed.volume());
-          tdl::interpret_region(*node.desc, views, call.extents, dev.vars, out64.data(), opaque_[op.op], 1);
+          tdl::interpret_region(*node.desc, views, op.extents, dev.vars, out64.data(), opaque_[op.op], 1);
           std::copy(out64.begin(), out64.end(), computed);
         }
       }

@@ -115,6 +115,16 @@ void validate(const OpDesc& op) {
       throw TDLError(op_prefix(op) + "reduction variable `" + op.vars[v].name +
                      "` is never used to index a tensor, so its range is unknown; pass extents=(...) to the reducer");
   }
+  // A kernel's role order names every variable once (the kernels permute by it).
+  if (!op.kernel_vars.empty()) {
+    std::vector<bool> seen(op.vars.size(), false);
+    bool ok = op.kernel_vars.size() == op.vars.size();
+    for (int v : op.kernel_vars) {
+      if (v < 0 || v >= static_cast<int>(op.vars.size()) || seen[v]) ok = false;
+      else seen[v] = true;
+    }
+    if (!ok) throw TDLError(op_prefix(op) + "kernel '" + op.kernel + "': the role order must name every variable once");
+  }
 }
 
 void check_input_shapes(const OpDesc& op, const std::vector<Shape>& shapes) {

@@ -32,6 +32,11 @@ struct OpDesc {
   std::vector<int> output_vars;  ///< variable ids in output-dimension order
   std::vector<std::string> opaque_names;
   Expr body;
+  /// The native kernel declared for the op (`@tw.op(kernel=...)`): a name cpp/kernels knows, which
+  /// the TDL stage carries but does not interpret; empty when none. `kernel_vars[r]` is the variable
+  /// that takes the kernel's r-th role (empty: the variables in description order).
+  std::string kernel;
+  std::vector<int> kernel_vars;
 
   Names names() const;
   /// Readable form of a sub-expression, for messages.

@@ -351,6 +351,7 @@ struct Fixed {
   Fixed(const std::string& type, int64_t m = 4, int64_t n = 3, int64_t k = 5)
       : a(m * k, 1.0f), b(k * n, 1.0f), out(m * n, std::numeric_limits<float>::quiet_NaN()) {
     call.type = type;
+    call.kernel = kernel_of(type);
     call.var_names = {"i", "j", "k"};
     call.output_vars = {0, 1};
     call.extents = {m, n, k};
@@ -362,13 +363,35 @@ struct Fixed {
   }
 };
 
-TEST(TileKernelDeclines, UnknownOpTypes) {
+TEST(TileKernelDeclines, UnknownOrUndeclaredKernels) {
   EXPECT_TRUE(run_native(Fixed("matmul").call));
   expect_declined(Fixed("no_such_op").call);
-  expect_declined(Fixed("add_0").call);
-  Fixed wrong_arity("add_3");  // two inputs
-  wrong_arity.call.var_names = {"i0", "i1"};
-  expect_declined(wrong_arity.call);
+  Fixed undeclared("matmul");  // an op that declares no kernel is interpreted
+  undeclared.call.kernel.clear();
+  expect_declined(undeclared.call);
+  Fixed too_few("matmul");  // matmul's roles are i, j, k
+  too_few.call.var_names.pop_back(), too_few.call.extents.pop_back(), too_few.call.vars.pop_back();
+  expect_declined(too_few.call);
+}
+
+TEST(TileKernelDeclines, NamesDoNotMatterRolesDo) {
+  // A renamed lambda variable changes nothing: the kernel reads positions (roles), not names.
+  Fixed renamed("matmul");
+  renamed.call.var_names = {"row", "col", "inner"};
+  EXPECT_TRUE(run_native(renamed.call));
+  EXPECT_FLOAT_EQ(renamed.out[0], 5.0f);
+  // bind_roles puts variables declared in another order into the kernel's: (k, i, j) -> (i, j, k).
+  Fixed shuffled("matmul");
+  TileCall& c = shuffled.call;
+  c.var_names = {"k", "i", "j"};
+  c.extents = {5, 4, 3};
+  c.vars = {{0, 4}, {0, 3}, {0, 2}};
+  c.output_vars = {1, 2};
+  bind_roles(c, {1, 2, 0});
+  EXPECT_EQ(c.var_names, (std::vector<std::string>{"i", "j", "k"}));
+  EXPECT_EQ(c.output_vars, (std::vector<int>{0, 1}));
+  EXPECT_TRUE(run_native(c));
+  EXPECT_THROW(bind_roles(c, {0, 0, 1}), std::invalid_argument);
 }
 
 TEST(TileKernelDeclines, RegionsThatLackWhatIsRead) {
@@ -385,7 +408,7 @@ TEST(TileKernelDeclines, RegionsThatLackWhatIsRead) {
 
 TEST(TileKernelDeclines, MalformedCalls) {
   Fixed f("matmul");
-  f.call.var_names = {"i", "k", "j"};  // not matmul's description
+  f.call.output_vars = {1, 0};  // not matmul's layout (its output is (i, j))
   expect_declined(f.call);
   Fixed g("matmul");
   g.call.vars[0] = {2, 1};  // empty range
@@ -445,11 +468,19 @@ TEST(TileKernelDeclines, AttributesOfTheWrongType) {
   EXPECT_TRUE(run_native(with_whole_regions(ok, rng).call));
 }
 
-TEST(TileKernelDeclines, ListsItsOpTypes) {
-  std::vector<std::string> types = native_op_types();
-  for (const char* t : {"matmul", "linear", "conv2d", "conv2d_backward_data", "sgd", "add_<n>", "sum_axes"}) {
-    EXPECT_NE(std::find(types.begin(), types.end(), t), types.end()) << t;
+TEST(TileKernelDeclines, ListsItsKernelsWithRoles) {
+  std::vector<KernelInfo> kernels = native_kernels();
+  auto find = [&](const std::string& name) {
+    return std::find_if(kernels.begin(), kernels.end(), [&](const KernelInfo& k) { return k.name == name; });
+  };
+  for (const char* t : {"matmul", "linear", "conv2d", "conv2d_backward_data", "sgd", "add_n", "sum_axes"}) {
+    EXPECT_NE(find(t), kernels.end()) << t;
   }
+  EXPECT_EQ(find("conv2d")->roles, (std::vector<std::string>{"b", "co", "y", "x", "ci", "dy", "dx"}));
+  EXPECT_TRUE(roles_fit({"i*", "k"}, 3));
+  EXPECT_TRUE(roles_fit({"i*"}, 0));
+  EXPECT_FALSE(roles_fit({"i*", "k"}, 0));
+  EXPECT_FALSE(roles_fit({"i", "j", "k"}, 2));
 }
 
 // ------------------------------------------------------------------------------------- throughput
@@ -469,7 +500,7 @@ TEST(TileKernelPerf, Matmul1024) {
     set_blas_threads(threads);
     for (int64_t rows : {n, n / 2}) {
       TileCall call;
-      call.type = "matmul";
+      call.type = call.kernel = "matmul";
       call.var_names = {"i", "j", "k"};
       call.output_vars = {0, 1};
       call.extents = {n, n, n};

@@ -102,6 +102,14 @@ struct OpCase {
   }
 };
 
+/// The kernel an op type declares in tdl_ops (the n-ary add_<k> all declare "add_n").
+inline std::string kernel_of(const std::string& type) {
+  if (type.size() > 4 && type.compare(0, 4, "add_") == 0 &&
+      type.find_first_not_of("0123456789", 4) == std::string::npos)
+    return "add_n";
+  return type;
+}
+
 /// An op case with random inputs; the first `splittable` variables get random sub-ranges, the
 /// others (nested reductions) their full extent.
 inline OpCase make_case(std::string type, std::vector<std::string> names, std::vector<int> outs, Index extents,
@@ -203,6 +211,7 @@ inline Prepared prepare(const OpCase& c, std::mt19937& rng) {
   }
   TileCall& call = p.call;
   call.type = c.type;
+  call.kernel = kernel_of(c.type);
   call.attrs = kernels::OpAttrs::parse(c.attrs);
   call.var_names = c.names;
   call.output_vars = c.outs;

@@ -153,7 +153,7 @@ void col2im(const float* col, Span ci, Span kh, Span kw, Span y, Span x, Span h_
 // lambda b, co, y, x: Sum(ci, dy, dx: data[b, ci, s y + d dy - p, s x + d dx - p] filters[co, ci, dy, dx])
 bool conv2d(const TileCall& call, const Attrs& attrs) {
   Window g;
-  if (!geometry(attrs, &g) || call.inputs.size() != 2 || !vars_are(call, {"b", "co", "y", "x", "ci", "dy", "dx"}) ||
+  if (!geometry(attrs, &g) || call.inputs.size() != 2 ||
       call.output_vars != std::vector<int>{0, 1, 2, 3}) {
     return false;
   }
@@ -195,7 +195,7 @@ bool conv2d(const TileCall& call, const Attrs& attrs) {
 //                                     dy[b, co, (h + p - d kh) / s, (w + p - d kw) / s] filters[co, ci, kh, kw])
 bool conv2d_backward_data(const TileCall& call, const Attrs& attrs) {
   Window g;
-  if (!geometry(attrs, &g) || call.inputs.size() != 2 || !vars_are(call, {"b", "ci", "h", "w", "co", "kh", "kw"}) ||
+  if (!geometry(attrs, &g) || call.inputs.size() != 2 ||
       call.output_vars != std::vector<int>{0, 1, 2, 3}) {
     return false;
   }
@@ -235,7 +235,7 @@ bool conv2d_backward_data(const TileCall& call, const Attrs& attrs) {
 // lambda co, ci, kh, kw: Sum(b, y, x: dy[b, co, y, x] data[b, ci, s y + d kh - p, s x + d kw - p])
 bool conv2d_backward_filter(const TileCall& call, const Attrs& attrs) {
   Window g;
-  if (!geometry(attrs, &g) || call.inputs.size() != 2 || !vars_are(call, {"co", "ci", "kh", "kw", "b", "y", "x"}) ||
+  if (!geometry(attrs, &g) || call.inputs.size() != 2 ||
       call.output_vars != std::vector<int>{0, 1, 2, 3}) {
     return false;
   }

@@ -275,10 +275,10 @@ bool bias_add(const TileCall& call, const Attrs&) {
   return broadcast(call, static_cast<int>(call.output_vars.size()) - 1, plus);
 }
 bool bias_add_channel(const TileCall& call, const Attrs&) { return broadcast(call, 1, plus); }
-bool add_row(const TileCall& call, const Attrs&) { return vars_are(call, {"i", "j"}) && broadcast(call, 1, plus); }
-bool add_col(const TileCall& call, const Attrs&) { return vars_are(call, {"i", "j"}) && broadcast(call, 0, plus); }
-bool mul_row(const TileCall& call, const Attrs&) { return vars_are(call, {"i", "j"}) && broadcast(call, 1, times); }
-bool mul_col(const TileCall& call, const Attrs&) { return vars_are(call, {"i", "j"}) && broadcast(call, 0, times); }
+bool add_row(const TileCall& call, const Attrs&) { return broadcast(call, 1, plus); }
+bool add_col(const TileCall& call, const Attrs&) { return broadcast(call, 0, plus); }
+bool mul_row(const TileCall& call, const Attrs&) { return broadcast(call, 1, times); }
+bool mul_col(const TileCall& call, const Attrs&) { return broadcast(call, 0, times); }
 
 // 2 (a - b) dy / numel(a), dy a rank-0 tensor.
 bool mse_loss_backward(const TileCall& call, const Attrs&) {
@@ -311,7 +311,7 @@ inline float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 // The LSTM ops' layout: variables b, j over (batch, hidden); `gates` (batch, 4 hidden) holds the
 // quarters i, f, g, o; hidden = the second extent of input `hidden_of`.
 bool lstm_layout(const TileCall& call, size_t inputs, int gates, int hidden_of, int64_t* hidden) {
-  if (!pure_map(call, inputs) || !vars_are(call, {"b", "j"})) return false;
+  if (!pure_map(call, inputs) || call.vars.size() != 2) return false;
   const TileIn &g = call.inputs[gates], &h = call.inputs[hidden_of];
   if (g.shape.size() != 2 || h.shape.size() != 2) return false;
   *hidden = h.shape[1];

@@ -168,20 +168,11 @@ void fill_bias(const TileCall& call, const std::vector<int>& biases, int j) {
   for (int64_t r = 1; r < rows; ++r) std::copy(row0, row0 + nj, call.out + r * nj);
 }
 
-// Variables named prefix0, prefix1, ..., prefix{count-1} from position `first`.
-bool numbered(const TileCall& call, int first, int count, const char* prefix) {
-  if (static_cast<int>(call.var_names.size()) < first + count) return false;
-  for (int t = 0; t < count; ++t) {
-    if (call.var_names[first + t] != prefix + std::to_string(t)) return false;
-  }
-  return true;
-}
-
-// The vars 0..r-1 named i0..i{r-1} plus a last reduction variable `red`: the layout of linear,
+// The roles i0..i{r-1} (the output) plus a last reduction variable: the layout of linear,
 // linear_nobias and linear_grad_input. The product's rows are i{r-2}, looping over i0..i{r-3}.
-bool linear_like(const TileCall& call, const char* red, Contraction* c, int* r_out) {
-  const int r = static_cast<int>(call.var_names.size()) - 1;
-  if (r < 1 || !numbered(call, 0, r, "i") || call.var_names[r] != red) return false;
+bool linear_like(const TileCall& call, Contraction* c, int* r_out) {
+  const int r = static_cast<int>(call.vars.size()) - 1;
+  if (r < 1) return false;
   if (static_cast<int>(call.output_vars.size()) != r) return false;
   for (int t = 0; t < r; ++t) {
     if (call.output_vars[t] != t) return false;
@@ -201,13 +192,13 @@ bool outputs_are(const TileCall& call, std::initializer_list<int> vars) {
 
 bool mat(const TileCall& call, std::vector<int> a_dims, std::vector<int> b_dims) {
   // vars: i = 0, j = 1, k = 2
-  if (!vars_are(call, {"i", "j", "k"}) || !outputs_are(call, {0, 1}) || call.inputs.size() != 2) return false;
+  if (!outputs_are(call, {0, 1}) || call.inputs.size() != 2) return false;
   return contract(call, {{0, std::move(a_dims)}, {1, std::move(b_dims)}, 0, 1, 2, {}});
 }
 
 bool batch_mat(const TileCall& call, std::vector<int> a_dims, std::vector<int> b_dims) {
   // vars: n = 0, i = 1, j = 2, k = 3
-  if (!vars_are(call, {"n", "i", "j", "k"}) || !outputs_are(call, {0, 1, 2}) || call.inputs.size() != 2) {
+  if (!outputs_are(call, {0, 1, 2}) || call.inputs.size() != 2) {
     return false;
   }
   return contract(call, {{0, std::move(a_dims)}, {1, std::move(b_dims)}, 1, 2, 3, {0}});
@@ -227,7 +218,7 @@ bool batch_matmul_tn(const TileCall& call, const Attrs&) { return batch_mat(call
 static bool linear_impl(const TileCall& call, bool bias) {
   Contraction c;
   int r = 0;
-  if (call.inputs.size() != (bias ? 3u : 2u) || !linear_like(call, "k", &c, &r)) return false;
+  if (call.inputs.size() != (bias ? 3u : 2u) || !linear_like(call, &c, &r)) return false;
   c.a.input = 0;
   for (int t = 0; t + 1 < r; ++t) c.a.dims.push_back(t);
   c.a.dims.push_back(r);
@@ -249,7 +240,7 @@ bool linear_nobias(const TileCall& call, const Attrs&) { return linear_impl(call
 bool linear_grad_input(const TileCall& call, const Attrs&) {
   Contraction c;
   int r = 0;
-  if (call.inputs.size() != 2 || !linear_like(call, "j", &c, &r)) return false;
+  if (call.inputs.size() != 2 || !linear_like(call, &c, &r)) return false;
   c.a.input = 0;
   for (int t = 0; t + 1 < r; ++t) c.a.dims.push_back(t);
   c.a.dims.push_back(r);
@@ -259,11 +250,8 @@ bool linear_grad_input(const TileCall& call, const Attrs&) {
 
 // sum over r0.. of dy[r.., j] x[r.., k]: the last r is the GEMM's k, the others loop.
 bool linear_grad_weight(const TileCall& call, const Attrs&) {
-  const int nr = static_cast<int>(call.var_names.size()) - 2;
-  if (nr < 1 || call.inputs.size() != 2 || call.var_names[0] != "j" || call.var_names[1] != "k" ||
-      !numbered(call, 2, nr, "r") || !outputs_are(call, {0, 1})) {
-    return false;
-  }
+  const int nr = static_cast<int>(call.vars.size()) - 2;
+  if (nr < 1 || call.inputs.size() != 2 || !outputs_are(call, {0, 1})) return false;
   Contraction c;
   c.a.input = 0;
   c.b.input = 1;
@@ -281,24 +269,24 @@ bool linear_grad_weight(const TileCall& call, const Attrs&) {
 }
 
 bool matvec(const TileCall& call, const Attrs&) {
-  if (!vars_are(call, {"i", "k"}) || !outputs_are(call, {0}) || call.inputs.size() != 2) return false;
+  if (!outputs_are(call, {0}) || call.inputs.size() != 2) return false;
   return contract(call, {{0, {0, 1}}, {1, {1}}, 0, kNone, 1, {}});
 }
 
 bool vecmat(const TileCall& call, const Attrs&) {
-  if (!vars_are(call, {"j", "i"}) || !outputs_are(call, {0}) || call.inputs.size() != 2) return false;
+  if (!outputs_are(call, {0}) || call.inputs.size() != 2) return false;
   return contract(call, {{0, {1}}, {1, {1, 0}}, kNone, 0, 1, {}});
 }
 
 bool outer(const TileCall& call, const Attrs&) {
-  if (!vars_are(call, {"i", "j"}) || !outputs_are(call, {0, 1}) || call.inputs.size() != 2) return false;
+  if (!outputs_are(call, {0, 1}) || call.inputs.size() != 2) return false;
   return contract(call, {{0, {0}}, {1, {1}}, 0, 1, kNone, {}});
 }
 
 // x W_ih^T + b_ih + h W_hh^T + b_hh: two GEMMs onto the summed biases.
 bool lstm_gates(const TileCall& call, const Attrs&) {
   // vars: b = 0, j = 1, k = 2, k' = 3 (both reductions sit under the bias sums: never split)
-  if (!vars_are(call, {"b", "j", "k", "k'"}) || !outputs_are(call, {0, 1}) || call.inputs.size() != 6) return false;
+  if (!outputs_are(call, {0, 1}) || call.inputs.size() != 6) return false;
   if (!full_range(call, 2, 4) || !holds_bias(call, {4, 5}, 1)) return false;
   Plan px, ph;
   // Each GEMM sees the other's reduction variable as a size-1 loop: give it a role, then drop it.

@@ -164,7 +164,7 @@ bool sum_axes(const TileCall& call, const Attrs& attrs) {
 bool max_pool2d(const TileCall& call, const Attrs& attrs) {
   const int64_t k = attrs.integer("kernel", 2), s = attrs.integer("stride", 2), p = attrs.integer("padding", 0);
   if (!attrs.ok() || k < 1 || s < 1 || p < 0 || call.inputs.size() != 1) return false;
-  if (!vars_are(call, {"b", "c", "y", "xx", "i", "j"}) || !outputs_first(call, 4)) return false;
+  if (!outputs_first(call, 4)) return false;
   if (call.extents[4] != k || call.extents[5] != k) return false;
   const Span b = call.vars[0], c = call.vars[1], y = call.vars[2], x = call.vars[3], i = call.vars[4],
              j = call.vars[5];
@@ -202,7 +202,7 @@ bool max_pool2d(const TileCall& call, const Attrs& attrs) {
 bool max_pool2d_grad(const TileCall& call, const Attrs& attrs) {
   const int64_t k = attrs.integer("kernel", 2), s = attrs.integer("stride", 2), p = attrs.integer("padding", 0);
   if (!attrs.ok() || k < 1 || s < 1 || p < 0 || call.inputs.size() != 3) return false;
-  if (!vars_are(call, {"b", "c", "h", "w", "i", "j"}) || !outputs_first(call, 4)) return false;
+  if (!outputs_first(call, 4)) return false;
   if (call.extents[4] != k || call.extents[5] != k) return false;
   const Span b = call.vars[0], c = call.vars[1], h = call.vars[2], w = call.vars[3], i = call.vars[4],
              j = call.vars[5];
@@ -244,7 +244,7 @@ bool max_pool2d_grad(const TileCall& call, const Attrs& attrs) {
 bool adaptive_avg_pool2d(const TileCall& call, const Attrs& attrs) {
   const int64_t kh = attrs.integer("kernel_h", 1), kw = attrs.integer("kernel_w", 1);
   if (!attrs.ok() || kh < 1 || kw < 1 || call.inputs.size() != 1) return false;
-  if (!vars_are(call, {"b", "c", "y", "z", "i", "j"}) || !outputs_first(call, 4)) return false;
+  if (!outputs_first(call, 4)) return false;
   if (call.extents[4] != kh || call.extents[5] != kw) return false;
   const Span b = call.vars[0], c = call.vars[1], y = call.vars[2], z = call.vars[3], i = call.vars[4],
              j = call.vars[5];
@@ -281,7 +281,7 @@ bool adaptive_avg_pool2d(const TileCall& call, const Attrs& attrs) {
 bool adaptive_avg_pool2d_grad(const TileCall& call, const Attrs& attrs) {
   const int64_t kh = attrs.integer("kernel_h", 1), kw = attrs.integer("kernel_w", 1);
   if (!attrs.ok() || kh < 1 || kw < 1 || call.inputs.size() != 1) return false;
-  if (!vars_are(call, {"b", "c", "y", "z"}) || !outputs_first(call, 4)) return false;
+  if (!outputs_first(call, 4)) return false;
   const Span b = call.vars[0], c = call.vars[1], y = call.vars[2], z = call.vars[3];
   const TileIn& in = call.inputs[0];
   if (in.shape.size() != 4) return false;
@@ -310,10 +310,7 @@ bool adaptive_avg_pool2d_grad(const TileCall& call, const Attrs& attrs) {
 bool batch_norm_train(const TileCall& call, const Attrs& attrs) {
   const double eps = attrs.num("eps", 1e-5);
   if (!attrs.ok() || call.inputs.size() != 3 || call.vars.size() != 13) return false;
-  if (call.var_names[0] != "b" || call.var_names[1] != "c" || call.var_names[2] != "h" || call.var_names[3] != "w" ||
-      !outputs_first(call, 4) || !nested_full(call, 4)) {
-    return false;
-  }
+  if (!outputs_first(call, 4) || !nested_full(call, 4)) return false;
   const TileIn &xin = call.inputs[0], &gamma = call.inputs[1], &beta = call.inputs[2];
   const Span b = call.vars[0], c = call.vars[1], h = call.vars[2], w = call.vars[3];
   View4 x;
@@ -342,10 +339,7 @@ bool batch_norm_train(const TileCall& call, const Attrs& attrs) {
 bool batch_norm_grad_input(const TileCall& call, const Attrs& attrs) {
   const double eps = attrs.num("eps", 1e-5);
   if (!attrs.ok() || call.inputs.size() != 3 || call.vars.size() != 19) return false;
-  if (call.var_names[0] != "b" || call.var_names[1] != "c" || call.var_names[2] != "h" || call.var_names[3] != "w" ||
-      !outputs_first(call, 4) || !nested_full(call, 4)) {
-    return false;
-  }
+  if (!outputs_first(call, 4) || !nested_full(call, 4)) return false;
   const TileIn &dyin = call.inputs[0], &xin = call.inputs[1], &gamma = call.inputs[2];
   const Span b = call.vars[0], c = call.vars[1], h = call.vars[2], w = call.vars[3];
   if (xin.shape.size() != 4 || dyin.shape != xin.shape) return false;
@@ -385,8 +379,7 @@ bool batch_norm_grad_input(const TileCall& call, const Attrs& attrs) {
 bool batch_norm_grad_gamma(const TileCall& call, const Attrs& attrs) {
   const double eps = attrs.num("eps", 1e-5);
   if (!attrs.ok() || call.inputs.size() != 2 || call.vars.size() != 13) return false;
-  if (!vars_are(call, {"c", "p", "q", "r", "n", "y", "z", "m", "y'", "z'", "n'", "y''", "z''"}) ||
-      !outputs_first(call, 1) || !nested_full(call, 4)) {
+  if (!outputs_first(call, 1) || !nested_full(call, 4)) {
     return false;
   }
   const TileIn &dyin = call.inputs[0], &xin = call.inputs[1];
@@ -421,10 +414,7 @@ bool mse_loss(const TileCall& call, const Attrs&) {
   const int nd = static_cast<int>(a.shape.size());
   if (nd < 1 || static_cast<int>(call.vars.size()) != nd || bi.shape != a.shape) return false;
   std::vector<int> dims(nd);
-  for (int d = 0; d < nd; ++d) {
-    if (call.var_names[d] != "r" + std::to_string(d)) return false;
-    dims[d] = d;
-  }
+  for (int d = 0; d < nd; ++d) dims[d] = d;
   std::vector<Span> box = box_of(call, dims);
   if (!in_tensor(a, box) || !holds(a, box) || !holds(bi, box)) return false;
   std::vector<int64_t> ra = region_strides(a), rb = region_strides(bi), corner(nd), idx(nd, 0);
@@ -477,7 +467,7 @@ RowSoftmax row_softmax(const float* row, int64_t n) {
 // -mean_b sum_k target[b, k] log_softmax(logits)[b, k]: partial over the block of (b, k), with
 // full rows of logits for the softmax.
 bool cross_entropy(const TileCall& call, const Attrs&) {
-  if (call.inputs.size() != 2 || !vars_are(call, {"b", "k", "j", "j'"}) || !call.output_vars.empty() ||
+  if (call.inputs.size() != 2 || !call.output_vars.empty() ||
       !nested_full(call, 2)) {
     return false;
   }
@@ -499,7 +489,7 @@ bool cross_entropy(const TileCall& call, const Attrs&) {
 
 // (softmax(logits)[b, k] sum_j target[b, j] - target[b, k]) dy / batch, dy a rank-0 tensor.
 bool cross_entropy_backward(const TileCall& call, const Attrs&) {
-  if (call.inputs.size() != 3 || !vars_are(call, {"b", "k", "j", "j'", "j''"}) || !outputs_first(call, 2) ||
+  if (call.inputs.size() != 3 || !outputs_first(call, 2) ||
       !nested_full(call, 2)) {
     return false;
   }

@@ -34,9 +34,6 @@ class Attrs {
 /// A kernel: computes the call and returns true, or returns false having written nothing.
 using Kernel = bool (*)(const TileCall& call, const Attrs& attrs);
 
-/// Whether the call's variables are exactly `names` (in description order).
-bool vars_are(const TileCall& call, std::initializer_list<const char*> names);
-
 /// Whether every variable in [first, last) covers its full extent (a nested reduction, which no
 /// kernel computes partially).
 bool full_range(const TileCall& call, int first, int last);

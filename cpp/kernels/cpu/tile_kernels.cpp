@@ -60,15 +60,6 @@ std::vector<int64_t> Attrs::ints(const std::string& key) const {
 
 // ---------------------------------------------------------------------------------------- helpers
 
-bool vars_are(const TileCall& call, std::initializer_list<const char*> names) {
-  if (call.var_names.size() != names.size()) return false;
-  size_t v = 0;
-  for (const char* n : names) {
-    if (call.var_names[v++] != n) return false;
-  }
-  return true;
-}
-
 bool full_range(const TileCall& call, int first, int last) {
   for (int v = first; v < last; ++v) {
     if (call.vars[v].lo != 0 || call.vars[v].hi != call.extents[v] - 1) return false;
@@ -185,88 +176,79 @@ namespace {
 
 using tile::Kernel;
 
-// One native kernel per op type. add_<n> (any arity) is matched by name in find_kernel.
-const std::unordered_map<std::string, Kernel>& kernel_table() {
-  static const std::unordered_map<std::string, Kernel> table = {
+struct Entry {
+  Kernel fn;
+  std::vector<std::string> roles;
+};
+
+// One entry per native kernel, found by the name an op declares (`@tw.op(kernel=...)`), with the
+// roles of its variables in the order the kernel reads them ('*': zero or more variables).
+const std::unordered_map<std::string, Entry>& kernel_table() {
+  static const std::vector<std::string> any = {"i*"};
+  static const std::unordered_map<std::string, Entry> table = {
       // products (gemm_kernels.cpp)
-      {"matmul", tile::matmul},
-      {"matmul_tn", tile::matmul_tn},
-      {"matmul_nt", tile::matmul_nt},
-      {"matmul_tt", tile::matmul_tt},
-      {"batch_matmul", tile::batch_matmul},
-      {"batch_matmul_nt", tile::batch_matmul_nt},
-      {"batch_matmul_tn", tile::batch_matmul_tn},
-      {"linear", tile::linear},
-      {"linear_nobias", tile::linear_nobias},
-      {"linear_grad_input", tile::linear_grad_input},
-      {"linear_grad_weight", tile::linear_grad_weight},
-      {"matvec", tile::matvec},
-      {"vecmat", tile::vecmat},
-      {"outer", tile::outer},
-      {"lstm_gates", tile::lstm_gates},
+      {"matmul", {tile::matmul, {"i", "j", "k"}}},
+      {"matmul_tn", {tile::matmul_tn, {"i", "j", "k"}}},
+      {"matmul_nt", {tile::matmul_nt, {"i", "j", "k"}}},
+      {"matmul_tt", {tile::matmul_tt, {"i", "j", "k"}}},
+      {"batch_matmul", {tile::batch_matmul, {"n", "i", "j", "k"}}},
+      {"batch_matmul_nt", {tile::batch_matmul_nt, {"n", "i", "j", "k"}}},
+      {"batch_matmul_tn", {tile::batch_matmul_tn, {"n", "i", "j", "k"}}},
+      {"linear", {tile::linear, {"i*", "k"}}},
+      {"linear_nobias", {tile::linear_nobias, {"i*", "k"}}},
+      {"linear_grad_input", {tile::linear_grad_input, {"i*", "j"}}},
+      {"linear_grad_weight", {tile::linear_grad_weight, {"j", "k", "r*"}}},
+      {"matvec", {tile::matvec, {"i", "k"}}},
+      {"vecmat", {tile::vecmat, {"j", "i"}}},
+      {"outer", {tile::outer, {"i", "j"}}},
+      {"lstm_gates", {tile::lstm_gates, {"b", "j", "k", "k'"}}},
       // element-wise (elementwise_kernels.cpp)
-      {"identity", tile::identity},
-      {"neg", tile::neg},
-      {"relu", tile::relu},
-      {"relu_grad", tile::relu_grad},
-      {"scale", tile::scale},
-      {"add", tile::add},
-      {"sub", tile::sub},
-      {"mul", tile::mul},
-      {"div", tile::div},
-      {"axpy", tile::axpy},
-      {"sgd", tile::sgd},
-      {"momentum_velocity", tile::momentum_velocity},
-      {"momentum_weight", tile::momentum_weight},
-      {"fill_like", tile::fill_like},
-      {"bias_add", tile::bias_add},
-      {"bias_add_channel", tile::bias_add_channel},
-      {"add_row", tile::add_row},
-      {"add_col", tile::add_col},
-      {"mul_row", tile::mul_row},
-      {"mul_col", tile::mul_col},
-      {"mse_loss_backward", tile::mse_loss_backward},
-      {"select", tile::select},
-      {"lstm_cell", tile::lstm_cell},
-      {"lstm_hidden", tile::lstm_hidden},
-      {"lstm_cell_grad_c", tile::lstm_cell_grad_c},
-      {"lstm_hidden_grad_c", tile::lstm_hidden_grad_c},
+      {"identity", {tile::identity, any}},
+      {"neg", {tile::neg, any}},
+      {"relu", {tile::relu, any}},
+      {"relu_grad", {tile::relu_grad, any}},
+      {"scale", {tile::scale, any}},
+      {"add", {tile::add, any}},
+      {"sub", {tile::sub, any}},
+      {"mul", {tile::mul, any}},
+      {"div", {tile::div, any}},
+      {"axpy", {tile::axpy, any}},
+      {"sgd", {tile::sgd, any}},
+      {"momentum_velocity", {tile::momentum_velocity, any}},
+      {"momentum_weight", {tile::momentum_weight, any}},
+      {"fill_like", {tile::fill_like, any}},
+      {"add_n", {tile::add_n, any}},
+      {"bias_add", {tile::bias_add, any}},
+      {"bias_add_channel", {tile::bias_add_channel, any}},
+      {"add_row", {tile::add_row, {"i", "j"}}},
+      {"add_col", {tile::add_col, {"i", "j"}}},
+      {"mul_row", {tile::mul_row, {"i", "j"}}},
+      {"mul_col", {tile::mul_col, {"i", "j"}}},
+      {"mse_loss_backward", {tile::mse_loss_backward, any}},
+      {"select", {tile::select, any}},
+      {"lstm_cell", {tile::lstm_cell, {"b", "j"}}},
+      {"lstm_hidden", {tile::lstm_hidden, {"b", "j"}}},
+      {"lstm_cell_grad_c", {tile::lstm_cell_grad_c, {"b", "j"}}},
+      {"lstm_hidden_grad_c", {tile::lstm_hidden_grad_c, {"b", "j"}}},
       // reductions, normalisation, pooling, losses (reduction_kernels.cpp)
-      {"sum_axes", tile::sum_axes},
-      {"max_pool2d", tile::max_pool2d},
-      {"max_pool2d_grad", tile::max_pool2d_grad},
-      {"adaptive_avg_pool2d", tile::adaptive_avg_pool2d},
-      {"adaptive_avg_pool2d_grad", tile::adaptive_avg_pool2d_grad},
-      {"batch_norm_train", tile::batch_norm_train},
-      {"batch_norm_grad_input", tile::batch_norm_grad_input},
-      {"batch_norm_grad_gamma", tile::batch_norm_grad_gamma},
-      {"mse_loss", tile::mse_loss},
-      {"cross_entropy", tile::cross_entropy},
-      {"cross_entropy_backward", tile::cross_entropy_backward},
+      {"sum_axes", {tile::sum_axes, {"v*"}}},
+      {"max_pool2d", {tile::max_pool2d, {"b", "c", "y", "x", "i", "j"}}},
+      {"max_pool2d_grad", {tile::max_pool2d_grad, {"b", "c", "h", "w", "i", "j"}}},
+      {"adaptive_avg_pool2d", {tile::adaptive_avg_pool2d, {"b", "c", "y", "x", "i", "j"}}},
+      {"adaptive_avg_pool2d_grad", {tile::adaptive_avg_pool2d_grad, {"b", "c", "y", "x"}}},
+      {"batch_norm_train", {tile::batch_norm_train, {"b", "c", "h", "w", "s*"}}},
+      {"batch_norm_grad_input", {tile::batch_norm_grad_input, {"b", "c", "h", "w", "s*"}}},
+      {"batch_norm_grad_gamma",
+       {tile::batch_norm_grad_gamma, {"c", "p", "q", "r", "n", "y", "z", "m", "y'", "z'", "n'", "y''", "z''"}}},
+      {"mse_loss", {tile::mse_loss, {"r*"}}},
+      {"cross_entropy", {tile::cross_entropy, {"b", "k", "j", "j'"}}},
+      {"cross_entropy_backward", {tile::cross_entropy_backward, {"b", "k", "j", "j'", "j''"}}},
       // convolutions (conv_kernels.cpp)
-      {"conv2d", tile::conv2d},
-      {"conv2d_backward_data", tile::conv2d_backward_data},
-      {"conv2d_backward_filter", tile::conv2d_backward_filter},
+      {"conv2d", {tile::conv2d, {"b", "co", "y", "x", "ci", "dy", "dx"}}},
+      {"conv2d_backward_data", {tile::conv2d_backward_data, {"b", "ci", "h", "w", "co", "kh", "kw"}}},
+      {"conv2d_backward_filter", {tile::conv2d_backward_filter, {"co", "ci", "kh", "kw", "b", "y", "x"}}},
   };
   return table;
-}
-
-// "add_<n>" with n a positive decimal equal to the number of inputs.
-bool is_add_n(const TileCall& call) {
-  const std::string& t = call.type;
-  if (t.size() <= 4 || t.compare(0, 4, "add_") != 0 || t[4] == '0') return false;
-  for (size_t i = 4; i < t.size(); ++i) {
-    if (!std::isdigit(static_cast<unsigned char>(t[i]))) return false;
-  }
-  return t.size() - 4 < 10 && std::stoll(t.substr(4)) == static_cast<long long>(call.inputs.size());
-}
-
-Kernel find_kernel(const TileCall& call) {
-  const auto& table = kernel_table();
-  auto it = table.find(call.type);
-  if (it != table.end()) return it->second;
-  if (is_add_n(call)) return tile::add_n;
-  return nullptr;
 }
 
 // The call's own consistency: every kernel relies on it, so a malformed call is declined here.
@@ -299,12 +281,14 @@ bool well_formed(const TileCall& call) {
 }  // namespace
 
 bool run_native(const TileCall& call) {
-  Kernel kernel = find_kernel(call);
-  if (kernel == nullptr || !well_formed(call)) return false;
+  if (call.kernel.empty()) return false;
+  const auto& table = kernel_table();
+  auto it = table.find(call.kernel);
+  if (it == table.end() || !roles_fit(it->second.roles, call.vars.size()) || !well_formed(call)) return false;
   tile::Attrs attrs(call.attrs);
   if (!attrs.ok()) return false;
   try {
-    return kernel(call, attrs);
+    return it->second.fn(call, attrs);
   } catch (const std::invalid_argument&) {
     // kernels::gemm refused its arguments: kernels check sizes first (fits_blas), so this is a
     // last resort; what was written is overwritten by the fallback.
@@ -312,12 +296,40 @@ bool run_native(const TileCall& call) {
   }
 }
 
-std::vector<std::string> native_op_types() {
-  std::vector<std::string> names;
-  for (const auto& [name, kernel] : kernel_table()) names.push_back(name);
-  names.push_back("add_<n>");
-  std::sort(names.begin(), names.end());
-  return names;
+std::vector<KernelInfo> native_kernels() {
+  std::vector<KernelInfo> out;
+  for (const auto& [name, entry] : kernel_table()) out.push_back({name, entry.roles});
+  std::sort(out.begin(), out.end(), [](const KernelInfo& a, const KernelInfo& b) { return a.name < b.name; });
+  return out;
+}
+
+bool roles_fit(const std::vector<std::string>& roles, size_t count) {
+  const bool variadic = std::any_of(roles.begin(), roles.end(), [](const std::string& r) {
+    return !r.empty() && r.back() == '*';
+  });
+  return variadic ? count + 1 >= roles.size() : count == roles.size();
+}
+
+void bind_roles(TileCall& call, const std::vector<int>& role_vars) {
+  const size_t n = call.vars.size();
+  if (role_vars.empty()) return;
+  std::vector<int> position(n, -1);  // description variable -> its position in role order
+  if (role_vars.size() != n || call.var_names.size() != n || call.extents.size() != n)
+    throw std::invalid_argument("bind_roles: the role order must name every variable once");
+  for (size_t r = 0; r < n; ++r) {
+    const int v = role_vars[r];
+    if (v < 0 || static_cast<size_t>(v) >= n || position[v] >= 0)
+      throw std::invalid_argument("bind_roles: the role order must name every variable once");
+    position[v] = static_cast<int>(r);
+  }
+  TileCall permuted = call;
+  for (size_t r = 0; r < n; ++r) {
+    permuted.var_names[r] = call.var_names[role_vars[r]];
+    permuted.extents[r] = call.extents[role_vars[r]];
+    permuted.vars[r] = call.vars[role_vars[r]];
+  }
+  for (int& v : permuted.output_vars) v = position[v];
+  call = std::move(permuted);
 }
 
 }  // namespace tilewise::kernels

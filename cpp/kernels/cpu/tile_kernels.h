@@ -29,7 +29,10 @@ struct TileIn {
 
 /// One device's share of one op.
 struct TileCall {
-  std::string type;                    ///< TDL op name, e.g. "matmul", "conv2d"
+  std::string type;                    ///< TDL op name, e.g. "matmul", "conv2d" (for messages)
+  /// The native kernel the op declares (`@tw.op(kernel=...)`), e.g. "matmul"; empty: none. The
+  /// variables below are in the kernel's role order (bind_roles), so no kernel reads their names.
+  std::string kernel;
   OpAttrs attrs;                       ///< the op's attributes, parsed once: OpAttrs::parse(R"({"stride": 2})")
   std::vector<std::string> var_names;  ///< the description's variables, in description order
   std::vector<int> output_vars;        ///< variable ids in output-dimension order
@@ -43,11 +46,26 @@ struct TileCall {
   float* out = nullptr;
 };
 
-/// Computes `call` with a native kernel and returns true, or returns false (nothing written) when
-/// no native kernel handles this op type / attribute / split combination.
+/// Computes `call` with its declared kernel and returns true, or returns false (nothing written)
+/// when it declares none or the kernel does not handle this attribute / split combination.
 bool run_native(const TileCall& call);
 
-/// Op types that have a native kernel (for reports).
-std::vector<std::string> native_op_types();
+/// A native kernel and the roles of its variables, in the order the kernel reads them. A role
+/// ending in '*' stands for zero or more variables (at most one such role per kernel).
+struct KernelInfo {
+  std::string name;
+  std::vector<std::string> roles;
+};
+
+/// Every native kernel, by name.
+std::vector<KernelInfo> native_kernels();
+
+/// Whether `count` variables can take the roles (exactly one per role, zero or more for a '*' role).
+bool roles_fit(const std::vector<std::string>& roles, size_t count);
+
+/// Puts the call's variables (var_names, extents, vars, output_vars) in the kernel's role order:
+/// `role_vars[r]` is the description variable that takes position r. Empty: already in order.
+/// Throws std::invalid_argument when `role_vars` is not a permutation of the variables.
+void bind_roles(TileCall& call, const std::vector<int>& role_vars);
 
 }  // namespace tilewise::kernels

@@ -12,7 +12,7 @@ Modules: ``trace`` (index variables, values, tensors and reducers a description 
 ``plot`` (pictures of strategies). This package knows nothing of graphs or planners.
 """
 
-from .operator import Op, Strategy, op
+from .operator import Op, Strategy, native_kernel_roles, op
 from .trace import (
     Max,
     Min,
@@ -35,5 +35,5 @@ from .trace import (
 
 __all__ = [
     "Max", "Min", "Op", "Prod", "Strategy", "Sum", "abs", "compute", "erf", "exp", "index_value", "log", "max",
-    "min", "op", "opaque", "sigmoid", "sqrt", "tanh", "where",
+    "min", "native_kernel_roles", "op", "opaque", "sigmoid", "sqrt", "tanh", "where",
 ]

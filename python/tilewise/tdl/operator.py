@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import _core
 from .._core import ShapeError, TDLError
+from .._util import did_you_mean
 from . import registry
 from .trace import Compute, Tensor, Tracer, Tracing, as_value, lambda_arity
 
@@ -123,6 +124,8 @@ class Op:
     out_shape_fn: Callable | None = None
     attr_values: dict = field(default_factory=dict)
     grad_fn: Callable | None = None
+    kernel: str | None = None
+    kernel_vars: tuple | None = None
     _cache: dict = field(default_factory=dict, repr=False)
     _polymorphic: set = field(default_factory=set, repr=False)
 
@@ -148,6 +151,7 @@ class Op:
                 defaults[p.name] = p.default
         defaults.update(self.attr_values)
         self.attr_values = defaults
+        self._check_kernel()
         self.__doc__ = self.fn.__doc__
         self.__name__ = self.name
 
@@ -161,7 +165,43 @@ class Op:
     def with_attrs(self, **attrs) -> Op:
         """The same op with attribute values bound, e.g. ``conv.with_attrs(stride=2)``."""
         self._check_attrs(attrs)
-        return Op(self.fn, self.name, self.reference_fn, self.out_shape_fn, {**self.attr_values, **attrs}, self.grad_fn)
+        return Op(self.fn, self.name, self.reference_fn, self.out_shape_fn, {**self.attr_values, **attrs}, self.grad_fn,
+                  self.kernel, self.kernel_vars)
+
+    # ----- native kernel ---------------------------------------------------------------
+
+    def _check_kernel(self):
+        """The declared kernel exists (the roles are checked against the variables when tracing)."""
+        if self.kernel is None:
+            if self.kernel_vars is not None:
+                raise TDLError(f"op '{self.name}': kernel_vars given without a kernel")
+            return
+        known = native_kernel_roles()
+        if self.kernel not in known:
+            raise TDLError(f"op '{self.name}': no native kernel named '{self.kernel}'"
+                           f"{did_you_mean(self.kernel, known)} (kernels: {', '.join(sorted(known))})")
+        if self.kernel_vars is not None:
+            if isinstance(self.kernel_vars, str) or not all(isinstance(v, str) for v in self.kernel_vars):
+                raise TDLError(f"op '{self.name}': kernel_vars must be a sequence of variable names, "
+                               f"got {self.kernel_vars!r}")
+            self.kernel_vars = tuple(self.kernel_vars)
+
+    def _kernel_order(self, var_names: list[str]) -> list[int]:
+        """Variable ids in the declared kernel's role order, checked against the kernel's roles."""
+        roles = native_kernel_roles()[self.kernel]
+        order = list(range(len(var_names)))
+        if self.kernel_vars is not None:
+            unknown = [v for v in self.kernel_vars if v not in var_names]
+            if unknown or len(set(self.kernel_vars)) != len(self.kernel_vars):
+                raise TDLError(f"op '{self.name}': kernel_vars {list(self.kernel_vars)} must name each of the "
+                               f"description's variables {var_names} once")
+            order = [var_names.index(v) for v in self.kernel_vars]
+        variadic = any(r.endswith("*") for r in roles)
+        if len(order) != len(var_names) or not (len(order) + 1 >= len(roles) if variadic else len(order) == len(roles)):
+            raise TDLError(f"op '{self.name}': kernel '{self.kernel}' takes variables in the roles ({', '.join(roles)})"
+                           f"{' (* = zero or more)' if variadic else ''}, the description has {var_names}; "
+                           "list them in role order with kernel_vars=(...)")
+        return [] if order == list(range(len(var_names))) else order
 
     def _check_attrs(self, attrs):
         for k in attrs:
@@ -251,6 +291,7 @@ class Op:
             out_ids = list(range(first, first + len(out_vars)))
             body = as_value(fn(*out_vars))
         inputs = [(t.name, -1 if t._ndim is None else t._ndim) for t in tensors]
+        kernel_vars = [] if self.kernel is None else self._kernel_order([v[0] for v in tracer.vars])
         desc = _core.OpDesc(
             self.name,
             inputs,
@@ -258,6 +299,8 @@ class Op:
             out_ids,
             [f.name for f in tracer.opaques],
             body._node,
+            self.kernel or "",
+            kernel_vars,
         )
         return desc, list(tracer.opaques)
 
@@ -451,21 +494,36 @@ def _strategy(d: dict, input_shapes=None, output_shape=None) -> Strategy:
                     input_shapes, output_shape)
 
 
+def native_kernel_roles() -> dict[str, tuple[str, ...]]:
+    """The native kernels of this build and the roles of their variables (``*``: zero or more)."""
+    global _KERNELS
+    if _KERNELS is None:
+        _KERNELS = {name: tuple(roles) for name, roles in _core.native_kernels()}
+    return _KERNELS
+
+
+_KERNELS = None
+
+
 def op(fn: Callable | None = None, *, name: str | None = None, reference: Callable | None = None,
-       out_shape: Callable | None = None, grad: Callable | None = None) -> Any:
+       out_shape: Callable | None = None, grad: Callable | None = None, kernel: str | None = None,
+       kernel_vars=None) -> Any:
     """Declare a TDL operator: ``@tw.op`` or ``@tw.op(reference=np_fn, out_shape=fn)``.
 
     The decorated function takes input tensors (parameters without defaults) and attributes
     (parameters with defaults) and returns a lambda over the output indices. ``grad`` is the
     gradient rule used by autodiff: ``grad(g, *inputs, out=..., **attrs)`` gets graph tensors
     (the output's gradient, the inputs, the output) and returns one gradient per input (or None),
-    built by calling ops.
+    built by calling ops. ``kernel`` names the native kernel that computes a device's share of the op
+    (``tilewise.tdl.native_kernel_roles()`` lists them with the roles of their variables); the
+    description's variables take the kernel's roles in order, or in the order ``kernel_vars`` names
+    them. Without a kernel the runtime interprets the op.
     """
 
     def wrap(f):
         if not callable(f):
             raise TDLError("@tw.op decorates a function")
-        new = Op(f, name or f.__name__, reference, out_shape, grad_fn=grad)
+        new = Op(f, name or f.__name__, reference, out_shape, grad_fn=grad, kernel=kernel, kernel_vars=kernel_vars)
         registry.register(new)
         return new
 

@@ -1,0 +1,98 @@
+"""Ops are bound to native kernels by declaration (``@tw.op(kernel=...)``), not by their names or
+their lambda variables' names: every declared kernel is used on every case of its op, renaming a
+variable changes nothing, and a wrong declaration is an error where it is written."""
+import numpy as np
+import pytest
+
+import tdl_ops
+import tilewise as tw
+from tilewise.tdl import native_kernel_roles
+
+
+def _run_one(op, shapes, arrays, attrs=None):
+    g = tw.Graph()
+    ins = [g.input(f"in{i}", s) for i, s in enumerate(shapes)]
+    y = g.apply(op, ins, dict(attrs or {}))
+    feeds = {f"in{i}": np.asarray(a, np.float32) for i, a in enumerate(arrays)}
+    exe = tw.compile(g, tw.partition(g, devices=1, algorithm="data_parallel"))
+    exe.step(feeds)
+    want = tw.run_reference(g, {k: v.astype(np.float64) for k, v in feeds.items()})[y.name]
+    return exe.stats.native_ops, exe.get(y), want
+
+
+_DECLARED = [c for c in tdl_ops.CASES if tdl_ops.ALL[c.op].kernel is not None]
+
+
+@pytest.mark.parametrize("case", _DECLARED, ids=[c.name or c.op for c in _DECLARED])
+def test_every_declared_kernel_runs_its_cases(case):
+    rng = np.random.default_rng(0)
+    native, got, want = _run_one(tdl_ops.ALL[case.op], case.shapes, tdl_ops.make_inputs(case, rng), case.attrs)
+    assert native == 1, f"{case.op} declares kernel '{tdl_ops.ALL[case.op].kernel}' but ran on the interpreter"
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_every_kernel_is_declared_by_a_library_op():
+    declared = {op.kernel for op in tdl_ops.ALL.values() if op.kernel is not None}
+    declared.add(tdl_ops.nary_op("add_2").kernel)
+    assert set(native_kernel_roles()) == declared
+    assert len(_DECLARED) >= 90
+
+
+def test_renamed_variables_keep_the_kernel():
+    @tw.op(kernel="matmul")
+    def renamed_matmul(a, b):
+        return lambda row, col: tw.Sum(lambda inner: a[row, inner] * b[inner, col])
+
+    rng = np.random.default_rng(1)
+    native, got, want = _run_one(renamed_matmul, [(5, 4), (4, 3)], [rng.standard_normal((5, 4)),
+                                                                      rng.standard_normal((4, 3))])
+    assert native == 1
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
+def test_kernel_vars_put_variables_in_the_kernels_role_order():
+    # The filter gradient with its reduction variables written (y, x, b): the description's order
+    # is (co, ci, kh, kw, y, x, b); kernel_vars gives the kernel's (co, ci, kh, kw, b, y, x).
+    @tw.op(kernel="conv2d_backward_filter", kernel_vars=("co", "ci", "kh", "kw", "b", "y", "x"))
+    def filter_grad(data, dy):
+        return lambda co, ci, kh, kw: tw.Sum(lambda y, x, b: dy[b, co, y, x] * data[b, ci, y + kh, x + kw])
+
+    assert filter_grad.trace((4, 4)).kernel_vars == [0, 1, 2, 3, 6, 4, 5]
+    rng = np.random.default_rng(2)
+    shapes = [(2, 3, 6, 6), (2, 4, 4, 4)]
+    native, got, want = _run_one(filter_grad, shapes, [rng.standard_normal(s) for s in shapes])
+    assert native == 1
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_an_undeclared_op_is_interpreted_whatever_its_name():
+    @tw.op(name="my_matmul")
+    def matmul_lookalike(a, b):
+        return lambda i, j: tw.Sum(lambda k: a[i, k] * b[k, j])
+
+    rng = np.random.default_rng(3)
+    native, got, want = _run_one(matmul_lookalike, [(3, 4), (4, 2)], [rng.standard_normal((3, 4)),
+                                                                        rng.standard_normal((4, 2))])
+    assert native == 0
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
+def test_wrong_declarations_are_errors_where_they_are_written():
+    with pytest.raises(tw.TDLError, match=r"no native kernel named 'matmull' \(did you mean 'matmul'"):
+        @tw.op(kernel="matmull")
+        def a(x, y):
+            return lambda i, j: tw.Sum(lambda k: x[i, k] * y[k, j])
+
+    @tw.op(kernel="conv2d")
+    def b(x, y):
+        return lambda i, j: tw.Sum(lambda k: x[i, k] * y[k, j])
+    with pytest.raises(tw.TDLError, match=r"kernel 'conv2d' takes variables in the roles \(b, co, y, x, ci, dy, dx\)"):
+        b.trace((2, 2))
+
+    @tw.op(kernel="matmul", kernel_vars=("i", "j", "q"))
+    def c(x, y):
+        return lambda i, j: tw.Sum(lambda k: x[i, k] * y[k, j])
+    with pytest.raises(tw.TDLError, match=r"kernel_vars \['i', 'j', 'q'\] must name each"):
+        c.trace((2, 2))
+    with pytest.raises(tw.TDLError, match="kernel_vars given without a kernel"):
+        tw.op(kernel_vars=("i",))(lambda x: lambda i: x[i])
