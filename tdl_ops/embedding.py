@@ -14,7 +14,7 @@ Lookup = tw.opaque("Lookup", fn=lambda table, idx: table[int(np.asarray(idx).res
 
 
 @tw.op(reference=lambda table, ids: table[ids.astype(np.int64)],
-       out_shape=lambda table, ids: tuple(ids) + (table[1],))
+       out_shape=lambda table, ids: tuple(ids) + (table[1],), kernel="embedding")
 def embedding(table, ids):
     """out[b, d] = table[ids[b], d]; ids are integer-valued floats."""
     return lambda b, d: Lookup(table[:, :], ids[b])[d]
@@ -26,7 +26,7 @@ def _(g, table, ids, out):
 
 
 @tw.op(reference=lambda table, ids: table[ids.astype(np.int64)],
-       out_shape=lambda table, ids: tuple(ids) + (table[1],))
+       out_shape=lambda table, ids: tuple(ids) + (table[1],), kernel="embedding")
 def embedding_seq(table, ids):
     """out[b, t, d] = table[ids[b, t], d] for a (batch, time) id matrix."""
     return lambda b, t, d: Lookup(table[:, :], ids[b, t])[d]
@@ -43,7 +43,8 @@ def _embedding_grad_ref(ids, dy, num_embeddings=1):
     return out
 
 
-@tw.op(reference=_embedding_grad_ref, out_shape=lambda ids, dy, num_embeddings=1: (num_embeddings, dy[1]))
+@tw.op(reference=_embedding_grad_ref, out_shape=lambda ids, dy, num_embeddings=1: (num_embeddings, dy[1]),
+       kernel="embedding_grad")
 def embedding_grad(ids, dy, num_embeddings=1):
     """dtable[v, d] = sum_b (ids[b] == v) * dy[b, d] (no opaque function needed)."""
     return lambda v, d: tw.Sum(lambda b: (ids[b] == tw.index_value(v)) * dy[b, d])
@@ -54,7 +55,7 @@ def _embedding_seq_grad_ref(ids, dy, num_embeddings=1):
 
 
 @tw.op(reference=_embedding_seq_grad_ref,
-       out_shape=lambda ids, dy, num_embeddings=1: (num_embeddings, dy[2]))
+       out_shape=lambda ids, dy, num_embeddings=1: (num_embeddings, dy[2]), kernel="embedding_grad")
 def embedding_seq_grad(ids, dy, num_embeddings=1):
     """dtable[v, d] = sum_{b, t} (ids[b, t] == v) * dy[b, t, d]."""
     return lambda v, d: tw.Sum(lambda b, t: (ids[b, t] == tw.index_value(v)) * dy[b, t, d])

@@ -4,6 +4,7 @@
 #include "bindings/bindings.h"
 #include "exec/errors.h"
 #include "graph/graph.h"
+#include "kernels/cpu/tile_kernels.h"
 #include "tdl/errors.h"
 
 namespace py = pybind11;
@@ -15,7 +16,17 @@ void bind_errors(py::module_& m) {
   py::register_exception<ShapeError>(m, "ShapeError", PyExc_ValueError);
   py::register_exception<graph::GraphError>(m, "GraphError", PyExc_ValueError);
   // A ValueError, as PlanError (which the runtime raised before it had its own type) is.
-  py::register_exception<exec::ExecError>(m, "ExecError", PyExc_ValueError);
+  static py::exception<exec::ExecError> exec_error(m, "ExecError", PyExc_ValueError);
+  // A value a kernel cannot take (an id outside the table) fails the step as an ExecError too.
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const exec::ExecError& e) {
+      PyErr_SetString(exec_error.ptr(), e.what());
+    } catch (const kernels::InvalidInput& e) {
+      PyErr_SetString(exec_error.ptr(), e.what());
+    }
+  });
 }
 
 }  // namespace tilewise::bindings

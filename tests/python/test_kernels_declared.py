@@ -96,3 +96,37 @@ def test_wrong_declarations_are_errors_where_they_are_written():
         c.trace((2, 2))
     with pytest.raises(tw.TDLError, match="kernel_vars given without a kernel"):
         tw.op(kernel_vars=("i",))(lambda x: lambda i: x[i])
+
+
+@pytest.mark.parametrize("bad", [-1.0, 1.7, 7.0, np.nan])
+def test_an_id_outside_the_table_fails_the_step_with_a_typed_error(bad):
+    # The lookup used to read row -1 as the last row and 1.7 as row 1.
+    g = tw.Graph()
+    table, ids = g.parameter("table", (7, 3)), g.input("ids", (2, 4))
+    out = tdl_ops.embedding_seq(table, ids)
+    exe = tw.compile(g, tw.partition(g, devices=2, algorithm="data_parallel"))
+    exe.set(table, np.arange(21, dtype=np.float32).reshape(7, 3))
+    good = np.array([[0, 1, 2, 3], [4, 5, 6, 0]], np.float32)
+    exe.step({"ids": good})
+    np.testing.assert_array_equal(exe.get(out), np.arange(21, dtype=np.float32).reshape(7, 3)[good.astype(int)])
+    ids_bad = good.copy()
+    ids_bad[1, 2] = bad
+    exe2 = tw.compile(g, tw.partition(g, devices=2, algorithm="data_parallel"))
+    exe2.set(table, np.zeros((7, 3), np.float32))
+    with pytest.raises(tw.ExecError, match=r"is not a row of the table \(0 \.\. 6\)"):
+        exe2.step({"ids": ids_bad})
+
+
+def test_the_zoo_transformer_runs_its_lookups_natively():
+    g = tw.models.get("transformer-1-32-2", batch=2, seq=8, vocab=50)
+    exe = tw.compile(g, tw.partition(g, devices=2, algorithm="tofu")).initialize(seed=0)
+    rng = np.random.default_rng(0)
+    feeds = {"ids": rng.integers(0, 50, (2, 8)).astype(np.float32),
+             "token_type_ids": rng.integers(0, 2, (2, 8)).astype(np.float32),
+             "label": np.eye(2, dtype=np.float32)[rng.integers(0, 2, 2)]}
+    for t in g.tensors:
+        if t.producer is None and t.role == "input" and t.name not in feeds:
+            feeds[t.name] = np.ones(t.shape, np.float32)  # dropout masks: keep everything
+    exe.step(feeds)
+    types = {o.type: nat for o, nat in zip(g.ops, exe._core.stats.op_native)}
+    assert types["embedding_seq"] and types["embedding_seq_grad"]

@@ -142,6 +142,10 @@ bool mse_loss(const TileCall&, const Attrs&);
 bool cross_entropy(const TileCall&, const Attrs&);
 bool cross_entropy_backward(const TileCall&, const Attrs&);
 
+// embedding_kernels.cpp: lookups by id and their table gradients.
+bool embedding(const TileCall&, const Attrs&);
+bool embedding_grad(const TileCall&, const Attrs&);
+
 // conv_kernels.cpp: convolutions by im2col / col2im and GEMM.
 bool conv2d(const TileCall&, const Attrs&);
 bool conv2d_backward_data(const TileCall&, const Attrs&);

@@ -243,6 +243,9 @@ const std::unordered_map<std::string, Entry>& kernel_table() {
       {"mse_loss", {tile::mse_loss, {"r*"}}},
       {"cross_entropy", {tile::cross_entropy, {"b", "k", "j", "j'"}}},
       {"cross_entropy_backward", {tile::cross_entropy_backward, {"b", "k", "j", "j'", "j''"}}},
+      // lookups (embedding_kernels.cpp)
+      {"embedding", {tile::embedding, {"p*", "d"}}},
+      {"embedding_grad", {tile::embedding_grad, {"v", "d", "p*"}}},
       // convolutions (conv_kernels.cpp)
       {"conv2d", {tile::conv2d, {"b", "co", "y", "x", "ci", "dy", "dx"}}},
       {"conv2d_backward_data", {tile::conv2d_backward_data, {"b", "ci", "h", "w", "co", "kh", "kw"}}},

@@ -4,6 +4,7 @@
 // returns false, so a kernel may decline any case it does not handle.
 #pragma once
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,13 @@ struct TileCall {
   /// overwrites it. When a top-level reduction variable is restricted, the result is the partial
   /// reduction over that sub-range (a plain sum for Sum), combined across devices by the runtime.
   float* out = nullptr;
+};
+
+/// A value the op cannot take (an embedding id that names no row of the table): the step fails with
+/// this message instead of computing something else. Not a decline: the interpreter would not do better.
+class InvalidInput : public std::domain_error {
+ public:
+  using std::domain_error::domain_error;
 };
 
 /// Computes `call` with its declared kernel and returns true, or returns false (nothing written)
