@@ -29,7 +29,7 @@ def _(g, x, out):
     return (relu_grad(g, x),)
 
 
-@tw.op(reference=lambda x: np.minimum(np.maximum(x, 0.0), 6.0))
+@tw.op(reference=lambda x: np.minimum(np.maximum(x, 0.0), 6.0), kernel="relu6")
 def relu6(x):
     """min(max(x, 0), 6)."""
     return tw.compute(x.ndim, lambda *i: tw.min(tw.max(x[i], 0.0), 6.0))
@@ -40,7 +40,7 @@ def _(g, x, out):
     return (relu6_grad(g, x),)
 
 
-@tw.op(reference=np_sigmoid)
+@tw.op(reference=np_sigmoid, kernel="sigmoid")
 def sigmoid(x):
     """1 / (1 + e**-x)."""
     return tw.compute(x.ndim, lambda *i: tw.sigmoid(x[i]))
@@ -51,7 +51,7 @@ def _(g, x, out):
     return (sigmoid_grad(g, out),)
 
 
-@tw.op(reference=np.tanh)
+@tw.op(reference=np.tanh, kernel="tanh")
 def tanh(x):
     """Hyperbolic tangent."""
     return tw.compute(x.ndim, lambda *i: tw.tanh(x[i]))
@@ -62,7 +62,7 @@ def _(g, x, out):
     return (tanh_grad(g, out),)
 
 
-@tw.op(reference=lambda x: 0.5 * x * (1.0 + np_erf(x / math.sqrt(2.0))))
+@tw.op(reference=lambda x: 0.5 * x * (1.0 + np_erf(x / math.sqrt(2.0))), kernel="gelu")
 def gelu(x):
     """GELU, exact erf form: x * Phi(x)."""
     return tw.compute(x.ndim, lambda *i: 0.5 * x[i] * (1.0 + tw.erf(x[i] * _SQRT1_2)))
@@ -73,7 +73,7 @@ def _(g, x, out):
     return (gelu_grad(g, x),)
 
 
-@tw.op(reference=lambda x: 0.5 * x * (1.0 + np.tanh(_GELU_C * (x + 0.044715 * x**3))))
+@tw.op(reference=lambda x: 0.5 * x * (1.0 + np.tanh(_GELU_C * (x + 0.044715 * x**3))), kernel="gelu_tanh")
 def gelu_tanh(x):
     """GELU, tanh approximation."""
     return tw.compute(x.ndim, lambda *i: 0.5 * x[i]
@@ -85,7 +85,7 @@ def _(g, x, out):
     return (gelu_tanh_grad(g, x),)
 
 
-@tw.op(reference=lambda x: np.logaddexp(0.0, x))
+@tw.op(reference=lambda x: np.logaddexp(0.0, x), kernel="softplus")
 def softplus(x):
     """log(1 + e**x), written stably as max(x, 0) + log(1 + e**-|x|)."""
     return tw.compute(x.ndim, lambda *i: tw.max(x[i], 0.0) + tw.log(1.0 + tw.exp(-tw.abs(x[i]))))
@@ -96,7 +96,7 @@ def _(g, x, out):
     return (softplus_grad(g, x),)
 
 
-@tw.op(reference=lambda x, slope=0.01: np.where(x > 0, x, slope * x))
+@tw.op(reference=lambda x, slope=0.01: np.where(x > 0, x, slope * x), kernel="leaky_relu")
 def leaky_relu(x, slope=0.01):
     """x if x > 0 else slope * x."""
     return tw.compute(x.ndim, lambda *i: tw.where(x[i] > 0, x[i], slope * x[i]))
@@ -107,7 +107,7 @@ def _(g, x, out, slope):
     return (leaky_relu_grad(g, x, slope=slope),)
 
 
-@tw.op(reference=lambda x, alpha=1.0: np.where(x > 0, x, alpha * (np.exp(x) - 1.0)))
+@tw.op(reference=lambda x, alpha=1.0: np.where(x > 0, x, alpha * (np.exp(x) - 1.0)), kernel="elu")
 def elu(x, alpha=1.0):
     """x if x > 0 else alpha * (e**x - 1)."""
     return tw.compute(x.ndim, lambda *i: tw.where(x[i] > 0, x[i], alpha * (tw.exp(x[i]) - 1.0)))
@@ -118,7 +118,7 @@ def _(g, x, out, alpha):
     return (elu_grad(g, x, alpha=alpha),)
 
 
-@tw.op(reference=lambda x: x * np_sigmoid(x))
+@tw.op(reference=lambda x: x * np_sigmoid(x), kernel="silu")
 def silu(x):
     """x * sigmoid(x) (swish)."""
     return tw.compute(x.ndim, lambda *i: x[i] * tw.sigmoid(x[i]))
@@ -138,33 +138,33 @@ def relu_grad(dy, x):
     return tw.compute(x.ndim, lambda *i: tw.where(x[i] > 0, dy[i], 0.0))
 
 
-@tw.op(reference=lambda dy, x, slope=0.01: np.where(x > 0, dy, slope * dy))
+@tw.op(reference=lambda dy, x, slope=0.01: np.where(x > 0, dy, slope * dy), kernel="leaky_relu_grad")
 def leaky_relu_grad(dy, x, slope=0.01):
     """dy where x > 0 else slope * dy."""
     return tw.compute(x.ndim, lambda *i: tw.where(x[i] > 0, dy[i], slope * dy[i]))
 
 
-@tw.op(reference=lambda dy, y: dy * y * (1.0 - y))
+@tw.op(reference=lambda dy, y: dy * y * (1.0 - y), kernel="sigmoid_grad")
 def sigmoid_grad(dy, y):
     """dy * y * (1 - y), y the forward output."""
     return tw.compute(y.ndim, lambda *i: dy[i] * y[i] * (1.0 - y[i]))
 
 
-@tw.op(reference=lambda dy, y: dy * (1.0 - y * y))
+@tw.op(reference=lambda dy, y: dy * (1.0 - y * y), kernel="tanh_grad")
 def tanh_grad(dy, y):
     """dy * (1 - y**2), y the forward output."""
     return tw.compute(y.ndim, lambda *i: dy[i] * (1.0 - y[i] * y[i]))
 
 
 @tw.op(reference=lambda dy, x: dy * (0.5 * (1.0 + np_erf(x / math.sqrt(2.0)))
-                                     + x * np.exp(-0.5 * x * x) / math.sqrt(2.0 * math.pi)))
+                                     + x * np.exp(-0.5 * x * x) / math.sqrt(2.0 * math.pi)), kernel="gelu_grad")
 def gelu_grad(dy, x):
     """dy * (Phi(x) + x * phi(x)) for the erf-form GELU."""
     return tw.compute(x.ndim, lambda *i: dy[i] * (0.5 * (1.0 + tw.erf(x[i] * _SQRT1_2))
                                                   + x[i] * tw.exp(-0.5 * x[i] * x[i]) * _INV_SQRT_2PI))
 
 
-@tw.op(reference=lambda dy, x: np.where((x > 0) & (x < 6), dy, 0.0))
+@tw.op(reference=lambda dy, x: np.where((x > 0) & (x < 6), dy, 0.0), kernel="relu6_grad")
 def relu6_grad(dy, x):
     """dy where 0 < x < 6 (like PyTorch's hardtanh backward)."""
     return tw.compute(x.ndim, lambda *i: dy[i] * (x[i] > 0) * (x[i] < 6))
@@ -175,7 +175,7 @@ def _gelu_tanh_grad_ref(dy, x):
     return dy * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * _GELU_C * (1.0 + 3 * 0.044715 * x * x))
 
 
-@tw.op(reference=_gelu_tanh_grad_ref)
+@tw.op(reference=_gelu_tanh_grad_ref, kernel="gelu_tanh_grad")
 def gelu_tanh_grad(dy, x):
     """dy * d/dx of the tanh-approximated GELU."""
     def f(*i):
@@ -184,19 +184,19 @@ def gelu_tanh_grad(dy, x):
     return tw.compute(x.ndim, f)
 
 
-@tw.op(reference=lambda dy, x: dy * np_sigmoid(x))
+@tw.op(reference=lambda dy, x: dy * np_sigmoid(x), kernel="softplus_grad")
 def softplus_grad(dy, x):
     """dy sigmoid(x)."""
     return tw.compute(x.ndim, lambda *i: dy[i] * tw.sigmoid(x[i]))
 
 
-@tw.op(reference=lambda dy, x, alpha=1.0: np.where(x > 0, dy, dy * alpha * np.exp(x)))
+@tw.op(reference=lambda dy, x, alpha=1.0: np.where(x > 0, dy, dy * alpha * np.exp(x)), kernel="elu_grad")
 def elu_grad(dy, x, alpha=1.0):
     """dy where x > 0 else dy alpha e**x."""
     return tw.compute(x.ndim, lambda *i: tw.where(x[i] > 0, dy[i], dy[i] * alpha * tw.exp(x[i])))
 
 
-@tw.op(reference=lambda dy, x: dy * np_sigmoid(x) * (1.0 + x * (1.0 - np_sigmoid(x))))
+@tw.op(reference=lambda dy, x: dy * np_sigmoid(x) * (1.0 + x * (1.0 - np_sigmoid(x))), kernel="silu_grad")
 def silu_grad(dy, x):
     """dy s (1 + x (1 - s)), s = sigmoid(x)."""
     def f(*i):

@@ -30,7 +30,7 @@ def _(g, x, out):
     return (neg(g),)
 
 
-@tw.op(reference=np.exp)
+@tw.op(reference=np.exp, kernel="exp")
 def exp(x):
     """e**x."""
     return tw.compute(x.ndim, lambda *i: tw.exp(x[i]))
@@ -41,7 +41,7 @@ def _(g, x, out):
     return (mul(g, out),)
 
 
-@tw.op(reference=np.log)
+@tw.op(reference=np.log, kernel="log")
 def log(x):
     """Natural logarithm (positive inputs)."""
     return tw.compute(x.ndim, lambda *i: tw.log(x[i]))
@@ -52,7 +52,7 @@ def _(g, x, out):
     return (div(g, x),)
 
 
-@tw.op(reference=np.sqrt)
+@tw.op(reference=np.sqrt, kernel="sqrt")
 def sqrt(x):
     """Square root (non-negative inputs)."""
     return tw.compute(x.ndim, lambda *i: tw.sqrt(x[i]))
@@ -63,7 +63,7 @@ def _(g, x, out):
     return (sqrt_grad(g, out),)
 
 
-@tw.op(reference=lambda x: 1.0 / np.sqrt(x))
+@tw.op(reference=lambda x: 1.0 / np.sqrt(x), kernel="rsqrt")
 def rsqrt(x):
     """1 / sqrt(x)."""
     return tw.compute(x.ndim, lambda *i: 1.0 / tw.sqrt(x[i]))
@@ -74,7 +74,7 @@ def _(g, x, out):
     return (rsqrt_grad(g, out),)
 
 
-@tw.op(reference=lambda x: 1.0 / x)
+@tw.op(reference=lambda x: 1.0 / x, kernel="reciprocal")
 def reciprocal(x):
     """1 / x."""
     return tw.compute(x.ndim, lambda *i: 1.0 / x[i])
@@ -85,7 +85,7 @@ def _(g, x, out):
     return (reciprocal_grad(g, out),)
 
 
-@tw.op(reference=np.abs)
+@tw.op(reference=np.abs, kernel="abs")
 def abs(x):  # noqa: A001 - op name
     """|x|."""
     return tw.compute(x.ndim, lambda *i: tw.abs(x[i]))
@@ -96,7 +96,7 @@ def _(g, x, out):
     return (abs_grad(g, x),)
 
 
-@tw.op(reference=np.square)
+@tw.op(reference=np.square, kernel="square")
 def square(x):
     """x * x."""
     return tw.compute(x.ndim, lambda *i: x[i] * x[i])
@@ -107,7 +107,7 @@ def _(g, x, out):
     return (square_grad(g, x),)
 
 
-@tw.op(reference=np.sign)
+@tw.op(reference=np.sign, kernel="sign")
 def sign(x):
     """-1, 0 or 1 (comparisons are 1.0 / 0.0)."""
     return tw.compute(x.ndim, lambda *i: (x[i] > 0) - (x[i] < 0))
@@ -118,7 +118,7 @@ def _(g, x, out):
     return (None,)  # piecewise constant: zero gradient almost everywhere
 
 
-@tw.op(reference=np_erf)
+@tw.op(reference=np_erf, kernel="erf")
 def erf(x):
     """Gauss error function."""
     return tw.compute(x.ndim, lambda *i: tw.erf(x[i]))
@@ -129,7 +129,7 @@ def _(g, x, out):
     return (erf_grad(g, x),)
 
 
-@tw.op(reference=lambda x, exponent=2.0: x**exponent)
+@tw.op(reference=lambda x, exponent=2.0: x**exponent, kernel="power")
 def power(x, exponent=2.0):
     """x ** exponent (exponent a constant attribute; positive x for fractional exponents)."""
     return tw.compute(x.ndim, lambda *i: x[i] ** exponent)
@@ -140,7 +140,7 @@ def _(g, x, out, exponent):
     return (power_grad(g, x, exponent=exponent),)
 
 
-@tw.op(reference=lambda x, lo=-1.0, hi=1.0: np.clip(x, lo, hi))
+@tw.op(reference=lambda x, lo=-1.0, hi=1.0: np.clip(x, lo, hi), kernel="clip")
 def clip(x, lo=-1.0, hi=1.0):
     """min(max(x, lo), hi)."""
     return tw.compute(x.ndim, lambda *i: tw.min(tw.max(x[i], lo), hi))
@@ -209,7 +209,7 @@ def _(g, a, b, out):
     return div(g, b), div_grad_divisor(g, a, b)
 
 
-@tw.op(reference=np.maximum)
+@tw.op(reference=np.maximum, kernel="maximum")
 def maximum(a, b):
     """Element-wise max(a, b)."""
     return tw.compute(a.ndim, lambda *i: tw.max(a[i], b[i]))
@@ -220,7 +220,7 @@ def _(g, a, b, out):
     return maximum_grad(g, a, b), maximum_grad(g, b, a)
 
 
-@tw.op(reference=np.minimum)
+@tw.op(reference=np.minimum, kernel="minimum")
 def minimum(a, b):
     """Element-wise min(a, b)."""
     return tw.compute(a.ndim, lambda *i: tw.min(a[i], b[i]))
@@ -232,7 +232,7 @@ def _(g, a, b, out):
     return maximum_grad(g, b, a), maximum_grad(g, a, b)
 
 
-@tw.op(reference=lambda a, b: (a - b) ** 2)
+@tw.op(reference=lambda a, b: (a - b) ** 2, kernel="squared_difference")
 def squared_difference(a, b):
     """(a - b) ** 2."""
     return tw.compute(a.ndim, lambda *i: (a[i] - b[i]) ** 2)
@@ -254,7 +254,7 @@ def _(g, x, y, out, alpha):
     return scale(g, alpha=alpha), g
 
 
-@tw.op(reference=lambda cond, a, b: np.where(cond != 0, a, b))
+@tw.op(reference=lambda cond, a, b: np.where(cond != 0, a, b), kernel="where")
 def where(cond, a, b):
     """Select a where cond != 0 else b."""
     return tw.compute(a.ndim, lambda *i: tw.where(cond[i], a[i], b[i]))
@@ -417,31 +417,31 @@ def _(g, x, out, value):
     return (None,)  # a constant
 
 
-@tw.op(reference=lambda dy, y: 0.5 * dy / y)
+@tw.op(reference=lambda dy, y: 0.5 * dy / y, kernel="sqrt_grad")
 def sqrt_grad(dy, y):
     """dy / (2 y), y = sqrt(x) the forward output."""
     return tw.compute(y.ndim, lambda *i: 0.5 * dy[i] / y[i])
 
 
-@tw.op(reference=lambda dy, y: -0.5 * dy * y**3)
+@tw.op(reference=lambda dy, y: -0.5 * dy * y**3, kernel="rsqrt_grad")
 def rsqrt_grad(dy, y):
     """-dy y**3 / 2, y = 1 / sqrt(x) the forward output."""
     return tw.compute(y.ndim, lambda *i: -0.5 * dy[i] * y[i] * y[i] * y[i])
 
 
-@tw.op(reference=lambda dy, y: -dy * y * y)
+@tw.op(reference=lambda dy, y: -dy * y * y, kernel="reciprocal_grad")
 def reciprocal_grad(dy, y):
     """-dy y**2, y = 1 / x the forward output."""
     return tw.compute(y.ndim, lambda *i: -dy[i] * y[i] * y[i])
 
 
-@tw.op(reference=lambda dy, x: dy * np.sign(x))
+@tw.op(reference=lambda dy, x: dy * np.sign(x), kernel="abs_grad")
 def abs_grad(dy, x):
     """dy sign(x) (0 at x = 0, like PyTorch)."""
     return tw.compute(x.ndim, lambda *i: dy[i] * ((x[i] > 0) - (x[i] < 0)))
 
 
-@tw.op(reference=lambda dy, x: 2.0 * dy * x)
+@tw.op(reference=lambda dy, x: 2.0 * dy * x, kernel="square_grad")
 def square_grad(dy, x):
     """2 dy x."""
     return tw.compute(x.ndim, lambda *i: 2.0 * dy[i] * x[i])
@@ -450,43 +450,43 @@ def square_grad(dy, x):
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 
 
-@tw.op(reference=lambda dy, x: dy * _TWO_OVER_SQRT_PI * np.exp(-x * x))
+@tw.op(reference=lambda dy, x: dy * _TWO_OVER_SQRT_PI * np.exp(-x * x), kernel="erf_grad")
 def erf_grad(dy, x):
     """dy 2 / sqrt(pi) exp(-x**2)."""
     return tw.compute(x.ndim, lambda *i: dy[i] * _TWO_OVER_SQRT_PI * tw.exp(-x[i] * x[i]))
 
 
-@tw.op(reference=lambda dy, x, exponent=2.0: dy * exponent * x ** (exponent - 1.0))
+@tw.op(reference=lambda dy, x, exponent=2.0: dy * exponent * x ** (exponent - 1.0), kernel="power_grad")
 def power_grad(dy, x, exponent=2.0):
     """dy exponent x**(exponent - 1)."""
     return tw.compute(x.ndim, lambda *i: dy[i] * exponent * x[i] ** (exponent - 1.0))
 
 
-@tw.op(reference=lambda dy, x, lo=-1.0, hi=1.0: np.where((x >= lo) & (x <= hi), dy, 0.0))
+@tw.op(reference=lambda dy, x, lo=-1.0, hi=1.0: np.where((x >= lo) & (x <= hi), dy, 0.0), kernel="clip_grad")
 def clip_grad(dy, x, lo=-1.0, hi=1.0):
     """dy where lo <= x <= hi (bounds included, like torch.clamp)."""
     return tw.compute(x.ndim, lambda *i: dy[i] * (x[i] >= lo) * (x[i] <= hi))
 
 
-@tw.op(reference=lambda dy, a, b: -dy * a / (b * b))
+@tw.op(reference=lambda dy, a, b: -dy * a / (b * b), kernel="div_grad_divisor")
 def div_grad_divisor(dy, a, b):
     """-dy a / b**2: the gradient of a / b with respect to b."""
     return tw.compute(a.ndim, lambda *i: -dy[i] * a[i] / (b[i] * b[i]))
 
 
-@tw.op(reference=lambda dy, a, b: dy * ((a > b) + 0.5 * (a == b)))
+@tw.op(reference=lambda dy, a, b: dy * ((a > b) + 0.5 * (a == b)), kernel="maximum_grad")
 def maximum_grad(dy, a, b):
     """Gradient of max(a, b) with respect to a: dy where a > b, dy / 2 on ties (like PyTorch)."""
     return tw.compute(a.ndim, lambda *i: dy[i] * ((a[i] > b[i]) + 0.5 * (a[i] == b[i])))
 
 
-@tw.op(reference=lambda dy, a, b: 2.0 * dy * (a - b))
+@tw.op(reference=lambda dy, a, b: 2.0 * dy * (a - b), kernel="squared_difference_grad")
 def squared_difference_grad(dy, a, b):
     """2 dy (a - b): the gradient of (a - b)**2 with respect to a."""
     return tw.compute(a.ndim, lambda *i: 2.0 * dy[i] * (a[i] - b[i]))
 
 
-@tw.op(reference=lambda cond, dy, branch=0: np.where((cond != 0) == (branch == 0), dy, 0.0))
+@tw.op(reference=lambda cond, dy, branch=0: np.where((cond != 0) == (branch == 0), dy, 0.0), kernel="where_grad")
 def where_grad(cond, dy, branch=0):
     """dy where the select took `branch` (0: cond != 0, the first value; 1: the second), else 0."""
     if branch == 0:

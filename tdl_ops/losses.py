@@ -71,7 +71,7 @@ def _(g, a, b, out):
     return mse_loss_backward(a, b, g), mse_loss_backward(b, a, g)
 
 
-@tw.op(reference=lambda a, b: 2.0 * (a - b) / a.size)
+@tw.op(reference=lambda a, b: 2.0 * (a - b) / a.size, kernel="mse_loss_grad")
 def mse_loss_grad(a, b):
     """d mse / d a = 2 (a - b) / numel."""
     return tw.compute(a.ndim, lambda *i: 2.0 * (a[i] - b[i]) / _numel(a))

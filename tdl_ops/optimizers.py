@@ -36,19 +36,19 @@ def momentum_weight(w, v, lr=0.01):
     return _each(w, lambda *i: w[i] - lr * v[i])
 
 
-@tw.op(reference=lambda m, g, beta1=0.9: beta1 * m + (1.0 - beta1) * g)
+@tw.op(reference=lambda m, g, beta1=0.9: beta1 * m + (1.0 - beta1) * g, kernel="adam_m")
 def adam_m(m, g, beta1=0.9):
     """First moment m' = beta1 * m + (1 - beta1) * g."""
     return _each(m, lambda *i: beta1 * m[i] + (1.0 - beta1) * g[i])
 
 
-@tw.op(reference=lambda v, g, beta2=0.999: beta2 * v + (1.0 - beta2) * g * g)
+@tw.op(reference=lambda v, g, beta2=0.999: beta2 * v + (1.0 - beta2) * g * g, kernel="adam_v")
 def adam_v(v, g, beta2=0.999):
     """Second moment v' = beta2 * v + (1 - beta2) * g^2."""
     return _each(v, lambda *i: beta2 * v[i] + (1.0 - beta2) * g[i] * g[i])
 
 
-@tw.op(reference=lambda t: t + 1.0)
+@tw.op(reference=lambda t: t + 1.0, kernel="step_count")
 def step_count(t):
     """The optimizer's step counter t' = t + 1 (a (1,) optimizer-state tensor, zero before the first step)."""
     return _each(t, lambda *i: t[i] + 1.0)
@@ -68,7 +68,7 @@ def _adam_ref(w, m, v, t, lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8, weight_deca
     return w - lr * (m_hat / (np.sqrt(v_hat) + eps) + weight_decay * w)
 
 
-@tw.op(reference=_adam_ref)
+@tw.op(reference=_adam_ref, kernel="adam_weight")
 def adam_weight(w, m, v, t, lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0):
     """w - lr * (m_hat / (sqrt(v_hat) + eps) + weight_decay * w) (AdamW decay), with the bias corrections
     m_hat = m / (1 - beta1**t), v_hat = v / (1 - beta2**t) of step t = t[0], the updated step counter: read
@@ -80,19 +80,19 @@ def adam_weight(w, m, v, t, lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8, weight_de
     return _each(w, body)
 
 
-@tw.op(reference=lambda s, g, alpha=0.99: alpha * s + (1.0 - alpha) * g * g)
+@tw.op(reference=lambda s, g, alpha=0.99: alpha * s + (1.0 - alpha) * g * g, kernel="rmsprop_sq")
 def rmsprop_sq(s, g, alpha=0.99):
     """Squared-gradient average s' = alpha * s + (1 - alpha) * g^2."""
     return _each(s, lambda *i: alpha * s[i] + (1.0 - alpha) * g[i] * g[i])
 
 
-@tw.op(reference=lambda w, g, s, lr=0.01, eps=1e-8: w - lr * g / (np.sqrt(s) + eps))
+@tw.op(reference=lambda w, g, s, lr=0.01, eps=1e-8: w - lr * g / (np.sqrt(s) + eps), kernel="rmsprop_weight")
 def rmsprop_weight(w, g, s, lr=0.01, eps=1e-8):
     """w - lr * g / (sqrt(s') + eps)."""
     return _each(w, lambda *i: w[i] - lr * g[i] / (tw.sqrt(s[i]) + eps))
 
 
-@tw.op(reference=lambda x, mask, p=0.5: x * mask / (1.0 - p))
+@tw.op(reference=lambda x, mask, p=0.5: x * mask / (1.0 - p), kernel="dropout")
 def dropout(x, mask, p=0.5):
     """x * mask / (1 - p) with a given 0/1 mask (also its own gradient with dy for x)."""
     return _each(x, lambda *i: x[i] * mask[i] / (1.0 - p))

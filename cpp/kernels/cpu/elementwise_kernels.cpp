@@ -354,4 +354,195 @@ bool lstm_hidden_grad_c(const TileCall& call, const Attrs&) {  // (dy, gates, c_
   });
 }
 
+
+// ----- activations, their gradients and the other element-wise ops of tdl_ops: each is the op's
+// TDL formula in float32 (NaN and Inf propagate as they do there: max/min of a NaN is NaN, a
+// comparison with NaN is false, 0 * Inf is NaN), a few rewritten for accuracy (log1p, expm1).
+
+namespace {
+constexpr float kSqrt1_2 = 0.70710678118654752f;
+constexpr float kInvSqrt2Pi = 0.39894228040143268f;
+constexpr float kTwoOverSqrtPi = 1.12837916709551257f;
+constexpr float kGeluC = 0.79788456080286536f;  // sqrt(2 / pi)
+inline float nan_max(float a, float b) { return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b); }
+inline float nan_min(float a, float b) { return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b); }
+inline float logistic(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+inline float truth(bool b) { return b ? 1.0f : 0.0f; }
+}  // namespace
+
+#define TW_UNARY(name, expr) \
+  bool name(const TileCall& call, const Attrs&) { return map_aligned<1>(call, [](float x) { return expr; }); }
+#define TW_BINARY(name, a, b, expr) \
+  bool name(const TileCall& call, const Attrs&) { return map_aligned<2>(call, [](float a, float b) { return expr; }); }
+
+TW_UNARY(exp_, std::exp(x))
+TW_UNARY(log_, std::log(x))
+TW_UNARY(sqrt_, std::sqrt(x))
+TW_UNARY(rsqrt, 1.0f / std::sqrt(x))
+TW_UNARY(reciprocal, 1.0f / x)
+TW_UNARY(abs_, std::fabs(x))
+TW_UNARY(square, x * x)
+TW_UNARY(sign, truth(x > 0) - truth(x < 0))
+TW_UNARY(erf_, std::erf(x))
+TW_UNARY(sigmoid, logistic(x))
+TW_UNARY(tanh_, std::tanh(x))
+TW_UNARY(silu, x * logistic(x))
+TW_UNARY(gelu, 0.5f * x * (1.0f + std::erf(x * kSqrt1_2)))
+TW_UNARY(gelu_tanh, 0.5f * x * (1.0f + std::tanh(kGeluC * (x + 0.044715f * x * x * x))))
+TW_UNARY(softplus, nan_max(x, 0.0f) + std::log1p(std::exp(-std::fabs(x))))
+TW_UNARY(relu6, nan_min(nan_max(x, 0.0f), 6.0f))
+TW_UNARY(step_count, x + 1.0f)
+TW_BINARY(sqrt_grad, dy, y, 0.5f * dy / y)
+TW_BINARY(rsqrt_grad, dy, y, -0.5f * dy * y * y * y)
+TW_BINARY(reciprocal_grad, dy, y, -dy * y * y)
+TW_BINARY(abs_grad, dy, x, dy * (truth(x > 0) - truth(x < 0)))
+TW_BINARY(square_grad, dy, x, 2.0f * dy * x)
+TW_BINARY(erf_grad, dy, x, dy * kTwoOverSqrtPi * std::exp(-x * x))
+TW_BINARY(sigmoid_grad, dy, y, dy * y * (1.0f - y))
+TW_BINARY(tanh_grad, dy, y, dy * (1.0f - y * y))
+TW_BINARY(relu6_grad, dy, x, dy * truth(x > 0) * truth(x < 6))
+TW_BINARY(softplus_grad, dy, x, dy * logistic(x))
+TW_BINARY(maximum, a, b, nan_max(a, b))
+TW_BINARY(minimum, a, b, nan_min(a, b))
+TW_BINARY(squared_difference, a, b, (a - b) * (a - b))
+
+#undef TW_UNARY
+#undef TW_BINARY
+
+bool silu_grad(const TileCall& call, const Attrs&) {  // (dy, x)
+  return map_aligned<2>(call, [](float dy, float x) {
+    const float s = logistic(x);
+    return dy * s * (1.0f + x * (1.0f - s));
+  });
+}
+
+bool gelu_grad(const TileCall& call, const Attrs&) {  // (dy, x)
+  return map_aligned<2>(call, [](float dy, float x) {
+    return dy * (0.5f * (1.0f + std::erf(x * kSqrt1_2)) + x * std::exp(-0.5f * x * x) * kInvSqrt2Pi);
+  });
+}
+
+bool gelu_tanh_grad(const TileCall& call, const Attrs&) {  // (dy, x)
+  return map_aligned<2>(call, [](float dy, float x) {
+    const float t = std::tanh(kGeluC * (x + 0.044715f * x * x * x));
+    return dy * (0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * kGeluC * (1.0f + 3.0f * 0.044715f * x * x));
+  });
+}
+
+bool squared_difference_grad(const TileCall& call, const Attrs&) {  // (dy, a, b)
+  return map_aligned<3>(call, [](float dy, float a, float b) { return 2.0f * dy * (a - b); });
+}
+
+bool maximum_grad(const TileCall& call, const Attrs&) {  // (dy, a, b)
+  return map_aligned<3>(call, [](float dy, float a, float b) { return dy * (truth(a > b) + 0.5f * truth(a == b)); });
+}
+
+bool div_grad_divisor(const TileCall& call, const Attrs&) {  // (dy, a, b)
+  return map_aligned<3>(call, [](float dy, float a, float b) { return -dy * a / (b * b); });
+}
+
+bool where_(const TileCall& call, const Attrs&) {  // (cond, a, b): a where cond != 0 (NaN counts as true)
+  return map_aligned<3>(call, [](float c, float a, float b) { return c != 0.0f ? a : b; });
+}
+
+bool where_grad(const TileCall& call, const Attrs& attrs) {  // (cond, dy)
+  const bool first = attrs.integer("branch", 0) == 0;
+  return attrs.ok() && map_aligned<2>(call, [=](float c, float dy) { return (c != 0.0f) == first ? dy : 0.0f; });
+}
+
+bool leaky_relu(const TileCall& call, const Attrs& attrs) {
+  const float slope = static_cast<float>(attrs.num("slope", 0.01));
+  return attrs.ok() && map_aligned<1>(call, [=](float x) { return x > 0 ? x : slope * x; });
+}
+
+bool leaky_relu_grad(const TileCall& call, const Attrs& attrs) {  // (dy, x)
+  const float slope = static_cast<float>(attrs.num("slope", 0.01));
+  return attrs.ok() && map_aligned<2>(call, [=](float dy, float x) { return x > 0 ? dy : slope * dy; });
+}
+
+bool elu(const TileCall& call, const Attrs& attrs) {
+  const float alpha = static_cast<float>(attrs.num("alpha", 1.0));
+  return attrs.ok() && map_aligned<1>(call, [=](float x) { return x > 0 ? x : alpha * std::expm1(x); });
+}
+
+bool elu_grad(const TileCall& call, const Attrs& attrs) {  // (dy, x)
+  const float alpha = static_cast<float>(attrs.num("alpha", 1.0));
+  return attrs.ok() && map_aligned<2>(call, [=](float dy, float x) { return x > 0 ? dy : dy * alpha * std::exp(x); });
+}
+
+bool clip(const TileCall& call, const Attrs& attrs) {
+  const float lo = static_cast<float>(attrs.num("lo", -1.0)), hi = static_cast<float>(attrs.num("hi", 1.0));
+  return attrs.ok() && map_aligned<1>(call, [=](float x) { return nan_min(nan_max(x, lo), hi); });
+}
+
+bool clip_grad(const TileCall& call, const Attrs& attrs) {  // (dy, x)
+  const float lo = static_cast<float>(attrs.num("lo", -1.0)), hi = static_cast<float>(attrs.num("hi", 1.0));
+  return attrs.ok() && map_aligned<2>(call, [=](float dy, float x) { return dy * truth(x >= lo) * truth(x <= hi); });
+}
+
+bool power(const TileCall& call, const Attrs& attrs) {
+  const float e = static_cast<float>(attrs.num("exponent", 2.0));
+  return attrs.ok() && map_aligned<1>(call, [=](float x) { return std::pow(x, e); });
+}
+
+bool power_grad(const TileCall& call, const Attrs& attrs) {  // (dy, x)
+  const float e = static_cast<float>(attrs.num("exponent", 2.0));
+  return attrs.ok() && map_aligned<2>(call, [=](float dy, float x) { return dy * e * std::pow(x, e - 1.0f); });
+}
+
+bool dropout(const TileCall& call, const Attrs& attrs) {  // (x, mask)
+  const double p = attrs.num("p", 0.5);
+  const float keep = static_cast<float>(1.0 / (1.0 - p));
+  return attrs.ok() && p < 1.0 && map_aligned<2>(call, [=](float x, float m) { return x * m * keep; });
+}
+
+bool adam_m(const TileCall& call, const Attrs& attrs) {  // (m, g)
+  const double b = attrs.num("beta1", 0.9);
+  const float keep = static_cast<float>(b), take = static_cast<float>(1.0 - b);
+  return attrs.ok() && map_aligned<2>(call, [=](float m, float g) { return keep * m + take * g; });
+}
+
+bool adam_v(const TileCall& call, const Attrs& attrs) {  // (v, g)
+  const double b = attrs.num("beta2", 0.999);
+  const float keep = static_cast<float>(b), take = static_cast<float>(1.0 - b);
+  return attrs.ok() && map_aligned<2>(call, [=](float v, float g) { return keep * v + take * g * g; });
+}
+
+bool rmsprop_sq(const TileCall& call, const Attrs& attrs) {  // (s, g)
+  const double a = attrs.num("alpha", 0.99);
+  const float keep = static_cast<float>(a), take = static_cast<float>(1.0 - a);
+  return attrs.ok() && map_aligned<2>(call, [=](float s, float g) { return keep * s + take * g * g; });
+}
+
+bool rmsprop_weight(const TileCall& call, const Attrs& attrs) {  // (w, g, s)
+  const float lr = static_cast<float>(attrs.num("lr", 0.01)), eps = static_cast<float>(attrs.num("eps", 1e-8));
+  return attrs.ok() && map_aligned<3>(call, [=](float w, float g, float s) { return w - lr * g / (std::sqrt(s) + eps); });
+}
+
+bool mse_loss_grad(const TileCall& call, const Attrs&) {  // (a, b): 2 (a - b) / numel
+  if (call.inputs.size() != 2) return false;
+  int64_t n = 1;
+  for (int64_t d : call.inputs[0].shape) n *= d;
+  const float scale = static_cast<float>(2.0 / static_cast<double>(n));
+  return map_aligned<2>(call, [=](float a, float b) { return scale * (a - b); });
+}
+
+// (w, m, v, t): Adam's update with the bias corrections of step t = t[0], computed once per call
+// in double as the description does (1 / (1 - exp(t log beta)); 1 for beta = 0).
+bool adam_weight(const TileCall& call, const Attrs& attrs) {
+  const double lr = attrs.num("lr", 1e-3), b1 = attrs.num("beta1", 0.9), b2 = attrs.num("beta2", 0.999);
+  const double eps = attrs.num("eps", 1e-8), wd = attrs.num("weight_decay", 0.0);
+  if (!attrs.ok() || !pure_map(call, 4)) return false;
+  const TileIn& t = call.inputs[3];
+  if (t.shape.size() != 1 || !holds(t, {{0, 0}})) return false;
+  const double step = *element(t, {0});
+  auto correction = [&](double beta) { return beta == 0.0 ? 1.0 : 1.0 / (1.0 - std::exp(step * std::log(beta))); };
+  const float c1 = static_cast<float>(correction(b1)), c2 = static_cast<float>(correction(b2));
+  const float flr = static_cast<float>(lr), feps = static_cast<float>(eps), fwd = static_cast<float>(wd);
+  std::array<Read, 4> reads = {aligned(call, 0), aligned(call, 1), aligned(call, 2), Read{3, {kConstant}, {0}}};
+  return map<4>(call, reads, [=](float w, float m, float v, float) {
+    return w - flr * (m * c1 / (std::sqrt(v * c2) + feps) + fwd * w);
+  });
+}
+
 }  // namespace tilewise::kernels::tile
