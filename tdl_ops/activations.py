@@ -213,7 +213,7 @@ def _row(x, i):
     return lambda k: x[tuple(i[:-1]) + (k,)]
 
 
-@tw.op(reference=np_softmax)
+@tw.op(reference=np_softmax, kernel="softmax")
 def softmax(x):
     """exp(x - max) / sum(exp(x - max)) over the last axis."""
     def f(*i):
@@ -228,7 +228,7 @@ def _(g, x, out):
     return (softmax_grad(g, out),)
 
 
-@tw.op(reference=np_log_softmax)
+@tw.op(reference=np_log_softmax, kernel="log_softmax")
 def log_softmax(x):
     """x - max - log(sum(exp(x - max))) over the last axis."""
     def f(*i):
@@ -243,13 +243,13 @@ def _(g, x, out):
     return (log_softmax_grad(g, out),)
 
 
-@tw.op(reference=lambda dy, y: y * (dy - (dy * y).sum(axis=-1, keepdims=True)))
+@tw.op(reference=lambda dy, y: y * (dy - (dy * y).sum(axis=-1, keepdims=True)), kernel="softmax_grad")
 def softmax_grad(dy, y):
     """y * (dy - sum(dy * y)) over the last axis, y the softmax output."""
     return tw.compute(y.ndim, lambda *i: y[i] * (dy[i] - tw.Sum(lambda k: _row(dy, i)(k) * _row(y, i)(k))))
 
 
-@tw.op(reference=lambda dy, y: dy - np.exp(y) * dy.sum(axis=-1, keepdims=True))
+@tw.op(reference=lambda dy, y: dy - np.exp(y) * dy.sum(axis=-1, keepdims=True), kernel="log_softmax_grad")
 def log_softmax_grad(dy, y):
     """dy - exp(y) * sum(dy) over the last axis, y the log-softmax output."""
     return tw.compute(y.ndim, lambda *i: dy[i] - tw.exp(y[i]) * tw.Sum(_row(dy, i)))

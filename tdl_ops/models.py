@@ -213,7 +213,7 @@ def _split_heads_ref(x, heads=1, dim_head=1, piece=0, pieces=1):
     return y.transpose(0, 2, 1, 3).reshape(b * heads, s, dim_head)
 
 
-@tw.op(reference=_split_heads_ref, out_shape=_split_heads_shape)
+@tw.op(reference=_split_heads_ref, out_shape=_split_heads_shape, kernel="split_heads")
 def split_heads(x, heads=1, dim_head=1, piece=0, pieces=1):
     """(b, s, pieces*heads*dh) -> (b*heads, s, dh), taking piece number ``piece`` (q|k|v packing: pieces=3)."""
     off = piece * heads * dim_head
@@ -234,7 +234,7 @@ def _merge_heads_ref(x, heads=1, dim_head=1, piece=0, pieces=1):
     return out
 
 
-@tw.op(reference=_merge_heads_ref, out_shape=_merge_heads_shape)
+@tw.op(reference=_merge_heads_ref, out_shape=_merge_heads_shape, kernel="merge_heads")
 def merge_heads(x, heads=1, dim_head=1, piece=0, pieces=1):
     """(b*heads, s, dh) -> (b, s, pieces*heads*dh) at piece ``piece``, zeros elsewhere (split_heads' inverse)."""
     e = heads * dim_head

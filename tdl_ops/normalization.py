@@ -40,7 +40,7 @@ def _row(x, i):
     return lambda k: x[tuple(i[:-1]) + (k,)]
 
 
-@tw.op(reference=_layer_norm_ref)
+@tw.op(reference=_layer_norm_ref, kernel="layer_norm")
 def layer_norm(x, gamma, beta, eps=1e-5):
     """(x - mean) / sqrt(var + eps) * gamma + beta over the last axis, any rank."""
     def f(*i):
@@ -57,7 +57,8 @@ def _(g, x, gamma, beta, out, eps):
             ops.sum_axes(g, axes=leading(g.ndim)))
 
 
-@tw.op(reference=lambda x, gamma, eps=1e-6: x / np.sqrt((x * x).mean(axis=-1, keepdims=True) + eps) * gamma)
+@tw.op(reference=lambda x, gamma, eps=1e-6: x / np.sqrt((x * x).mean(axis=-1, keepdims=True) + eps) * gamma,
+       kernel="rms_norm")
 def rms_norm(x, gamma, eps=1e-6):
     """x / sqrt(mean(x**2) + eps) * gamma over the last axis, any rank."""
     def f(*i):
@@ -152,7 +153,8 @@ def _norm_grad_input_ref(dy, x, gamma, eps, axes, gamma_shape):
     return rstd * (dxhat - dxhat.mean(axis=axes, keepdims=True) - xhat * (dxhat * xhat).mean(axis=axes, keepdims=True))
 
 
-@tw.op(reference=lambda dy, x, gamma, eps=1e-5: _norm_grad_input_ref(dy, x, gamma, eps, -1, (-1,)))
+@tw.op(reference=lambda dy, x, gamma, eps=1e-5: _norm_grad_input_ref(dy, x, gamma, eps, -1, (-1,)),
+       kernel="layer_norm_grad_input")
 def layer_norm_grad_input(dy, x, gamma, eps=1e-5):
     """dx of layer_norm: rstd (dxhat - mean(dxhat) - xhat mean(dxhat xhat)), dxhat = dy gamma, over the last axis."""
     def f(*i):
@@ -165,7 +167,8 @@ def layer_norm_grad_input(dy, x, gamma, eps=1e-5):
     return tw.compute(x.ndim, f)
 
 
-@tw.op(reference=lambda dy, x, eps=1e-5: (dy * _xhat_ref(x, -1, eps)).reshape(-1, x.shape[-1]).sum(axis=0))
+@tw.op(reference=lambda dy, x, eps=1e-5: (dy * _xhat_ref(x, -1, eps)).reshape(-1, x.shape[-1]).sum(axis=0),
+       kernel="layer_norm_grad_gamma")
 def layer_norm_grad_gamma(dy, x, eps=1e-5):
     """dgamma of layer_norm: sum over the leading axes of dy xhat."""
     def term(j, r):
@@ -181,7 +184,7 @@ def _rms_grad_input_ref(dy, x, gamma, eps=1e-6):
     return r * gamma * dy - x * r**3 * (dy * gamma * x).mean(axis=-1, keepdims=True)
 
 
-@tw.op(reference=_rms_grad_input_ref)
+@tw.op(reference=_rms_grad_input_ref, kernel="rms_norm_grad_input")
 def rms_norm_grad_input(dy, x, gamma, eps=1e-6):
     """dx of rms_norm: r gamma dy - x r**3 mean(dy gamma x), r = 1 / sqrt(mean(x**2) + eps)."""
     def f(*i):

@@ -514,4 +514,220 @@ bool cross_entropy_backward(const TileCall& call, const Attrs&) {
   return true;
 }
 
+
+// ----- row-wise ops over the last axis (softmax, log-softmax, layer and RMS norm, their input
+// gradients): roles i0..i{r-1} (the output) then the nested reductions over the row, which must be
+// whole. A device may hold any block of outputs; it reads the whole rows through them.
+
+namespace {
+
+// The rank r of a row op's output and whether the call has its layout: outputs first, nested
+// reductions whole, every input in `rows` holding the whole last-axis rows of the block.
+bool row_layout(const TileCall& call, std::initializer_list<int> rows, int* rank) {
+  const int r = static_cast<int>(call.output_vars.size());
+  if (r < 1 || !outputs_first(call, r) || !nested_full(call, r)) return false;
+  std::vector<Span> box;
+  for (int d = 0; d < r; ++d) box.push_back(call.vars[d]);
+  box[r - 1] = all(call.extents[r - 1]);
+  for (int in : rows) {
+    if (in >= static_cast<int>(call.inputs.size()) || static_cast<int>(call.inputs[in].shape.size()) != r ||
+        call.inputs[in].shape[r - 1] != call.extents[r - 1] || !holds(call.inputs[in], box))
+      return false;
+  }
+  *rank = r;
+  return true;
+}
+
+// Calls f(rows, out, lo, hi): rows[j] points at the whole last-axis row of input rows_inputs[j]
+// for one leading index of the block, out at the block's output row, [lo, hi] the block's columns.
+template <class F>
+void for_each_row(const TileCall& call, int r, std::initializer_list<int> row_inputs, F&& f) {
+  std::vector<int64_t> at(r);
+  for (int d = 0; d < r; ++d) at[d] = call.vars[d].lo;
+  at[r - 1] = 0;
+  const Span cols = call.vars[r - 1];
+  std::vector<const float*> rows(row_inputs.size());
+  float* out = call.out;
+  while (true) {
+    size_t j = 0;
+    for (int in : row_inputs) rows[j++] = element(call.inputs[in], at);
+    f(rows.data(), out, cols.lo, cols.hi);
+    out += cols.size();
+    int d = r - 2;
+    while (d >= 0 && at[d] == call.vars[d].hi) at[d] = call.vars[d].lo, --d;
+    if (d < 0) return;
+    ++at[d];
+  }
+}
+
+// A vector input indexed by the last axis (gamma, beta) holding the block's columns.
+const float* column_vector(const TileCall& call, int input, int r) {
+  const TileIn& v = call.inputs[input];
+  if (v.shape.size() != 1 || v.shape[0] != call.extents[r - 1] || !holds(v, {call.vars[r - 1]})) return nullptr;
+  return element(v, {call.vars[r - 1].lo}) - call.vars[r - 1].lo;  // indexed by the column
+}
+
+// max over a row, NaN if any element is NaN (as the interpreter's Max).
+float row_max(const float* x, int64_t n) {
+  float m = -std::numeric_limits<float>::infinity();
+  for (int64_t k = 0; k < n; ++k) {
+    if (std::isnan(x[k])) return x[k];
+    m = std::max(m, x[k]);
+  }
+  return m;
+}
+
+}  // namespace
+
+bool softmax(const TileCall& call, const Attrs&) {
+  int r = 0;
+  if (call.inputs.size() != 1 || !row_layout(call, {0}, &r)) return false;
+  const int64_t n = call.extents[r - 1];
+  for_each_row(call, r, {0}, [&](const float* const* x, float* out, int64_t lo, int64_t hi) {
+    const float m = row_max(x[0], n);
+    const double z = sum_of(n, [&](int64_t k) { return std::exp(static_cast<double>(x[0][k]) - m); });
+    for (int64_t c = lo; c <= hi; ++c) out[c - lo] = static_cast<float>(std::exp(static_cast<double>(x[0][c]) - m) / z);
+  });
+  return true;
+}
+
+bool log_softmax(const TileCall& call, const Attrs&) {
+  int r = 0;
+  if (call.inputs.size() != 1 || !row_layout(call, {0}, &r)) return false;
+  const int64_t n = call.extents[r - 1];
+  for_each_row(call, r, {0}, [&](const float* const* x, float* out, int64_t lo, int64_t hi) {
+    const float m = row_max(x[0], n);
+    const double lz = std::log(sum_of(n, [&](int64_t k) { return std::exp(static_cast<double>(x[0][k]) - m); }));
+    for (int64_t c = lo; c <= hi; ++c) out[c - lo] = static_cast<float>(static_cast<double>(x[0][c]) - m - lz);
+  });
+  return true;
+}
+
+bool softmax_grad(const TileCall& call, const Attrs&) {  // (dy, y): y (dy - sum(dy y))
+  int r = 0;
+  if (call.inputs.size() != 2 || !row_layout(call, {0, 1}, &r)) return false;
+  const int64_t n = call.extents[r - 1];
+  for_each_row(call, r, {0, 1}, [&](const float* const* p, float* out, int64_t lo, int64_t hi) {
+    const double s = sum_of(n, [&](int64_t k) { return static_cast<double>(p[0][k]) * p[1][k]; });
+    for (int64_t c = lo; c <= hi; ++c) out[c - lo] = static_cast<float>(p[1][c] * (p[0][c] - s));
+  });
+  return true;
+}
+
+bool log_softmax_grad(const TileCall& call, const Attrs&) {  // (dy, y): dy - exp(y) sum(dy)
+  int r = 0;
+  if (call.inputs.size() != 2 || !row_layout(call, {0, 1}, &r)) return false;
+  const int64_t n = call.extents[r - 1];
+  for_each_row(call, r, {0, 1}, [&](const float* const* p, float* out, int64_t lo, int64_t hi) {
+    const double s = sum_of(n, [&](int64_t k) { return static_cast<double>(p[0][k]); });
+    for (int64_t c = lo; c <= hi; ++c) out[c - lo] = static_cast<float>(p[0][c] - std::exp(static_cast<double>(p[1][c])) * s);
+  });
+  return true;
+}
+
+bool layer_norm(const TileCall& call, const Attrs& attrs) {  // (x, gamma, beta)
+  const double eps = attrs.num("eps", 1e-5);
+  int r = 0;
+  if (!attrs.ok() || call.inputs.size() != 3 || !row_layout(call, {0}, &r)) return false;
+  const float *gamma = column_vector(call, 1, r), *beta = column_vector(call, 2, r);
+  if (!gamma || !beta) return false;
+  const int64_t n = call.extents[r - 1];
+  for_each_row(call, r, {0}, [&](const float* const* x, float* out, int64_t lo, int64_t hi) {
+    const double mu = sum_of(n, [&](int64_t k) { return static_cast<double>(x[0][k]); }) / n;
+    const double var = sum_of(n, [&](int64_t k) { return (x[0][k] - mu) * (x[0][k] - mu); }) / n;
+    const double rstd = 1.0 / std::sqrt(var + eps);
+    for (int64_t c = lo; c <= hi; ++c) out[c - lo] = static_cast<float>((x[0][c] - mu) * rstd * gamma[c] + beta[c]);
+  });
+  return true;
+}
+
+bool layer_norm_grad_input(const TileCall& call, const Attrs& attrs) {  // (dy, x, gamma)
+  const double eps = attrs.num("eps", 1e-5);
+  int r = 0;
+  if (!attrs.ok() || call.inputs.size() != 3 || !row_layout(call, {0, 1}, &r)) return false;
+  const int64_t n = call.extents[r - 1];
+  if (!holds(call.inputs[2], {all(n)}) || call.inputs[2].shape.size() != 1) return false;
+  const float* gamma = element(call.inputs[2], {0});
+  for_each_row(call, r, {0, 1}, [&](const float* const* p, float* out, int64_t lo, int64_t hi) {
+    const float *dy = p[0], *x = p[1];
+    const double mu = sum_of(n, [&](int64_t k) { return static_cast<double>(x[k]); }) / n;
+    const double rstd = 1.0 / std::sqrt(sum_of(n, [&](int64_t k) { return (x[k] - mu) * (x[k] - mu); }) / n + eps);
+    const double m1 = sum_of(n, [&](int64_t k) { return static_cast<double>(dy[k]) * gamma[k]; }) / n;
+    const double m2 = sum_of(n, [&](int64_t k) { return static_cast<double>(dy[k]) * gamma[k] * (x[k] - mu); }) / n;
+    for (int64_t c = lo; c <= hi; ++c)
+      out[c - lo] = static_cast<float>(rstd * (static_cast<double>(dy[c]) * gamma[c] - m1 - (x[c] - mu) * rstd * rstd * m2));
+  });
+  return true;
+}
+
+bool rms_norm(const TileCall& call, const Attrs& attrs) {  // (x, gamma): x / sqrt(mean(x^2) + eps) gamma
+  const double eps = attrs.num("eps", 1e-6);
+  int r = 0;
+  if (!attrs.ok() || call.inputs.size() != 2 || !row_layout(call, {0}, &r)) return false;
+  const float* gamma = column_vector(call, 1, r);
+  if (!gamma) return false;
+  const int64_t n = call.extents[r - 1];
+  for_each_row(call, r, {0}, [&](const float* const* x, float* out, int64_t lo, int64_t hi) {
+    const double inv = 1.0 / std::sqrt(sum_of(n, [&](int64_t k) { return static_cast<double>(x[0][k]) * x[0][k]; }) / n + eps);
+    for (int64_t c = lo; c <= hi; ++c) out[c - lo] = static_cast<float>(x[0][c] * inv * gamma[c]);
+  });
+  return true;
+}
+
+bool rms_norm_grad_input(const TileCall& call, const Attrs& attrs) {  // (dy, x, gamma)
+  const double eps = attrs.num("eps", 1e-6);
+  int r = 0;
+  if (!attrs.ok() || call.inputs.size() != 3 || !row_layout(call, {0, 1}, &r)) return false;
+  const int64_t n = call.extents[r - 1];
+  if (!holds(call.inputs[2], {all(n)}) || call.inputs[2].shape.size() != 1) return false;
+  const float* gamma = element(call.inputs[2], {0});
+  for_each_row(call, r, {0, 1}, [&](const float* const* p, float* out, int64_t lo, int64_t hi) {
+    const float *dy = p[0], *x = p[1];
+    const double rr = 1.0 / std::sqrt(sum_of(n, [&](int64_t k) { return static_cast<double>(x[k]) * x[k]; }) / n + eps);
+    const double m = sum_of(n, [&](int64_t k) { return static_cast<double>(dy[k]) * gamma[k] * x[k]; }) / n;
+    for (int64_t c = lo; c <= hi; ++c)
+      out[c - lo] = static_cast<float>(rr * gamma[c] * dy[c] - x[c] * rr * rr * rr * m);
+  });
+  return true;
+}
+
+// (dy, x): dgamma[j] = sum over the leading indices r of dy[r, j] (x[r, j] - mu_r) rstd_r. Roles: j,
+// the leading indices (top-level reduction: a device may hold a part of them, a partial sum), then
+// the row statistics' variables (whole).
+bool layer_norm_grad_gamma(const TileCall& call, const Attrs& attrs) {
+  const double eps = attrs.num("eps", 1e-5);
+  if (!attrs.ok() || call.inputs.size() != 2 || !outputs_first(call, 1)) return false;
+  const TileIn &dy = call.inputs[0], &x = call.inputs[1];
+  const int lead = static_cast<int>(x.shape.size()) - 1;
+  if (lead < 1 || dy.shape != x.shape || static_cast<int>(call.vars.size()) < 1 + lead ||
+      !nested_full(call, 1 + lead))
+    return false;
+  const int64_t n = x.shape[lead];
+  const Span j = call.vars[0];
+  std::vector<Span> rows, cols;
+  for (int d = 0; d < lead; ++d) rows.push_back(call.vars[1 + d]);
+  std::vector<Span> xbox = rows, dybox = rows;
+  xbox.push_back(all(n));
+  dybox.push_back(j);
+  if (!holds(x, xbox) || !holds(dy, dybox)) return false;
+  std::vector<double> acc(j.size(), 0.0);
+  std::vector<int64_t> at(lead + 1);
+  for (int d = 0; d < lead; ++d) at[d] = rows[d].lo;
+  while (true) {
+    at[lead] = 0;
+    const float* xr = element(x, at);
+    at[lead] = j.lo;
+    const float* dr = element(dy, at);
+    const double mu = sum_of(n, [&](int64_t k) { return static_cast<double>(xr[k]); }) / n;
+    const double rstd = 1.0 / std::sqrt(sum_of(n, [&](int64_t k) { return (xr[k] - mu) * (xr[k] - mu); }) / n + eps);
+    for (int64_t c = j.lo; c <= j.hi; ++c) acc[c - j.lo] += static_cast<double>(dr[c - j.lo]) * (xr[c] - mu) * rstd;
+    int d = lead - 1;
+    while (d >= 0 && at[d] == rows[d].hi) at[d] = rows[d].lo, --d;
+    if (d < 0) break;
+    ++at[d];
+  }
+  for (int64_t c = 0; c < j.size(); ++c) call.out[c] = static_cast<float>(acc[c]);
+  return true;
+}
+
 }  // namespace tilewise::kernels::tile

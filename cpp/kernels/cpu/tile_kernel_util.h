@@ -201,6 +201,21 @@ bool cross_entropy_backward(const TileCall&, const Attrs&);
 bool embedding(const TileCall&, const Attrs&);
 bool embedding_grad(const TileCall&, const Attrs&);
 
+// reduction_kernels.cpp, continued: row-wise ops over the last axis.
+bool softmax(const TileCall&, const Attrs&);
+bool log_softmax(const TileCall&, const Attrs&);
+bool softmax_grad(const TileCall&, const Attrs&);
+bool log_softmax_grad(const TileCall&, const Attrs&);
+bool layer_norm(const TileCall&, const Attrs&);
+bool layer_norm_grad_input(const TileCall&, const Attrs&);
+bool layer_norm_grad_gamma(const TileCall&, const Attrs&);
+bool rms_norm(const TileCall&, const Attrs&);
+bool rms_norm_grad_input(const TileCall&, const Attrs&);
+
+// layout_kernels.cpp: elements moved, not computed.
+bool split_heads(const TileCall&, const Attrs&);
+bool merge_heads(const TileCall&, const Attrs&);
+
 // conv_kernels.cpp: convolutions by im2col / col2im and GEMM.
 bool conv2d(const TileCall&, const Attrs&);
 bool conv2d_backward_data(const TileCall&, const Attrs&);

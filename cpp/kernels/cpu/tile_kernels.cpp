@@ -297,6 +297,18 @@ const std::unordered_map<std::string, Entry>& kernel_table() {
       {"mse_loss", {tile::mse_loss, {"r*"}}},
       {"cross_entropy", {tile::cross_entropy, {"b", "k", "j", "j'"}}},
       {"cross_entropy_backward", {tile::cross_entropy_backward, {"b", "k", "j", "j'", "j''"}}},
+      // row-wise over the last axis (reduction_kernels.cpp) and layouts (layout_kernels.cpp)
+      {"softmax", {tile::softmax, {"i*", "k", "k'"}}},
+      {"log_softmax", {tile::log_softmax, {"i*", "k", "k'"}}},
+      {"softmax_grad", {tile::softmax_grad, {"i*", "k"}}},
+      {"log_softmax_grad", {tile::log_softmax_grad, {"i*", "k"}}},
+      {"layer_norm", {tile::layer_norm, {"i*", "k", "k'"}}},
+      {"layer_norm_grad_input", {tile::layer_norm_grad_input, {"v*"}}},
+      {"layer_norm_grad_gamma", {tile::layer_norm_grad_gamma, {"j", "v*"}}},
+      {"rms_norm", {tile::rms_norm, {"i*", "k"}}},
+      {"rms_norm_grad_input", {tile::rms_norm_grad_input, {"v*"}}},
+      {"split_heads", {tile::split_heads, {"n", "s", "d"}}},
+      {"merge_heads", {tile::merge_heads, {"b", "s", "c"}}},
       // lookups (embedding_kernels.cpp)
       {"embedding", {tile::embedding, {"p*", "d"}}},
       {"embedding_grad", {tile::embedding_grad, {"v", "d", "p*"}}},
