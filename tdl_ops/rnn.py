@@ -98,7 +98,7 @@ def _cell_grad_gates_ref(dy, gates, c):
     return np.concatenate([dy * g * _dsig(i), dy * c * _dsig(f), dy * i * (1.0 - g * g), np.zeros_like(dy)], axis=1)
 
 
-@tw.op(reference=_cell_grad_gates_ref, out_shape=lambda dy, gates, c: tuple(gates))
+@tw.op(reference=_cell_grad_gates_ref, out_shape=lambda dy, gates, c: tuple(gates), kernel="lstm_cell_grad_gates")
 def lstm_cell_grad_gates(dy, gates, c):
     """d gates of lstm_cell: [dy tanh(g) si' | dy c sf' | dy si (1 - tanh(g)**2) | 0]."""
     n = c.shape[1]
@@ -125,7 +125,8 @@ def _hidden_grad_gates_ref(dy, gates, c_new):
     return np.concatenate([z, z, z, dy * np.tanh(c_new) * _dsig(o)], axis=1)
 
 
-@tw.op(reference=_hidden_grad_gates_ref, out_shape=lambda dy, gates, c_new: tuple(gates))
+@tw.op(reference=_hidden_grad_gates_ref, out_shape=lambda dy, gates, c_new: tuple(gates),
+       kernel="lstm_hidden_grad_gates")
 def lstm_hidden_grad_gates(dy, gates, c_new):
     """d gates of lstm_hidden: dy tanh(c') so' in the o quarter, zero elsewhere."""
     n = c_new.shape[1]

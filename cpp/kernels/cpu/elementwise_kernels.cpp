@@ -545,4 +545,99 @@ bool adam_weight(const TileCall& call, const Attrs& attrs) {
   });
 }
 
+// ----- LSTM gate gradients: out (batch, 4 hidden), one formula per quarter [i | f | g | o] of the
+// columns, each reading dy and the state at the column's offset inside its quarter (the
+// description reads outside the tensors there, which the interpreter takes as 0: those terms vanish).
+
+namespace {
+
+// Calls f(b, column range [lo, hi] of quarter q) for the block's rows and its parts in each quarter.
+template <class F>
+void by_quarter(const TileCall& call, int64_t n, F&& f) {
+  const Span b = call.vars[0], j = call.vars[1];
+  for (int64_t q = 0; q < 4; ++q) {
+    const int64_t lo = std::max(j.lo, q * n), hi = std::min(j.hi, q * n + n - 1);
+    if (lo <= hi) f(b, q, lo, hi);
+  }
+}
+
+bool gate_grad_layout(const TileCall& call, int gates, int64_t* n) {
+  if (call.inputs.size() != 3 || call.vars.size() != 2 || call.output_vars != std::vector<int>{0, 1}) return false;
+  const TileIn& g = call.inputs[gates];
+  if (g.shape.size() != 2 || call.inputs[0].shape.size() != 2 || g.shape[1] % 4 != 0) return false;
+  *n = g.shape[1] / 4;
+  return call.inputs[0].shape[1] == *n && call.inputs[2].shape.size() == 2 && call.inputs[2].shape[1] == *n;
+}
+
+}  // namespace
+
+// (dy, gates, c): [dy tanh(g) si' | dy c sf' | dy si (1 - tanh(g)^2) | 0].
+bool lstm_cell_grad_gates(const TileCall& call, const Attrs&) {
+  int64_t n = 0;
+  if (!gate_grad_layout(call, 1, &n)) return false;
+  const TileIn &dy = call.inputs[0], &gates = call.inputs[1], &c = call.inputs[2];
+  bool ok = true;
+  by_quarter(call, n, [&](Span b, int64_t q, int64_t lo, int64_t hi) {
+    if (q == 3) return;
+    const int64_t k = q * n;  // dy and c at column j - k
+    ok = ok && holds(dy, {b, {lo - k, hi - k}}) && holds(gates, {b, {lo, hi}});
+    if (q == 0) ok = ok && holds(gates, {b, {lo + 2 * n, hi + 2 * n}});
+    if (q == 1) ok = ok && holds(c, {b, {lo - n, hi - n}});
+    if (q == 2) ok = ok && holds(gates, {b, {lo - 2 * n, hi - 2 * n}});
+  });
+  if (!ok) return false;
+  const int64_t width = call.vars[1].size();
+  by_quarter(call, n, [&](Span b, int64_t q, int64_t lo, int64_t hi) {
+    for (int64_t bb = b.lo; bb <= b.hi; ++bb) {
+      float* out = call.out + (bb - b.lo) * width + (lo - call.vars[1].lo);
+      if (q == 3) {
+        std::fill(out, out + (hi - lo + 1), 0.0f);
+        continue;
+      }
+      const float* d = element(dy, {bb, lo - q * n});
+      const float* s = element(gates, {bb, lo});
+      for (int64_t t = 0; t <= hi - lo; ++t) {
+        const float sg = sigmoid(s[t]);
+        if (q == 0) out[t] = d[t] * std::tanh(*element(gates, {bb, lo + t + 2 * n})) * sg * (1.0f - sg);
+        if (q == 1) out[t] = d[t] * *element(c, {bb, lo + t - n}) * sg * (1.0f - sg);
+        if (q == 2) {
+          const float th = std::tanh(s[t]);
+          out[t] = d[t] * sigmoid(*element(gates, {bb, lo + t - 2 * n})) * (1.0f - th * th);
+        }
+      }
+    }
+  });
+  return true;
+}
+
+// (dy, gates, c_new): [0 | 0 | 0 | dy tanh(c') so'].
+bool lstm_hidden_grad_gates(const TileCall& call, const Attrs&) {
+  int64_t n = 0;
+  if (!gate_grad_layout(call, 1, &n)) return false;
+  const TileIn &dy = call.inputs[0], &gates = call.inputs[1], &cn = call.inputs[2];
+  bool ok = true;
+  by_quarter(call, n, [&](Span b, int64_t q, int64_t lo, int64_t hi) {
+    if (q == 3) ok = ok && holds(dy, {b, {lo - 3 * n, hi - 3 * n}}) && holds(cn, {b, {lo - 3 * n, hi - 3 * n}}) &&
+                     holds(gates, {b, {lo, hi}});
+  });
+  if (!ok) return false;
+  const int64_t width = call.vars[1].size();
+  by_quarter(call, n, [&](Span b, int64_t q, int64_t lo, int64_t hi) {
+    for (int64_t bb = b.lo; bb <= b.hi; ++bb) {
+      float* out = call.out + (bb - b.lo) * width + (lo - call.vars[1].lo);
+      if (q != 3) {
+        std::fill(out, out + (hi - lo + 1), 0.0f);
+        continue;
+      }
+      const float *d = element(dy, {bb, lo - 3 * n}), *c = element(cn, {bb, lo - 3 * n});
+      const float* o = element(gates, {bb, lo});
+      for (int64_t t = 0; t <= hi - lo; ++t) {
+        const float so = sigmoid(o[t]);
+        out[t] = d[t] * std::tanh(c[t]) * so * (1.0f - so);
+      }
+    }
+  });
+  return true;
+}
+
 }  // namespace tilewise::kernels::tile

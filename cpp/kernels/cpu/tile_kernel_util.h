@@ -184,6 +184,9 @@ bool rmsprop_weight(const TileCall&, const Attrs&);
 bool mse_loss_grad(const TileCall&, const Attrs&);
 bool adam_weight(const TileCall&, const Attrs&);
 
+bool lstm_cell_grad_gates(const TileCall&, const Attrs&);
+bool lstm_hidden_grad_gates(const TileCall&, const Attrs&);
+
 // reduction_kernels.cpp: reductions, normalisation, pooling and losses.
 bool sum_axes(const TileCall&, const Attrs&);
 bool max_pool2d(const TileCall&, const Attrs&);

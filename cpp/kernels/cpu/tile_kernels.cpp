@@ -230,6 +230,8 @@ const std::unordered_map<std::string, Entry>& kernel_table() {
       {"lstm_hidden", {tile::lstm_hidden, {"b", "j"}}},
       {"lstm_cell_grad_c", {tile::lstm_cell_grad_c, {"b", "j"}}},
       {"lstm_hidden_grad_c", {tile::lstm_hidden_grad_c, {"b", "j"}}},
+      {"lstm_cell_grad_gates", {tile::lstm_cell_grad_gates, {"b", "j"}}},
+      {"lstm_hidden_grad_gates", {tile::lstm_hidden_grad_gates, {"b", "j"}}},
       // activations, their gradients, optimizer and other maps (elementwise_kernels.cpp)
       {"exp", {tile::exp_, any}},
       {"log", {tile::log_, any}},
