@@ -114,6 +114,7 @@ def capture(module, example_inputs) -> Captured:
         else:
             raise GraphError(f"from_torch: inputs of kind {kind} ({spec.target}) are not supported")
 
+    _inline_wrappers(program)
     nodes = list(program.graph.nodes)
     out_node = nodes[-1]
     assert out_node.op == "output", "an fx graph ends with its output node"
@@ -123,6 +124,75 @@ def capture(module, example_inputs) -> Captured:
 
     live = _live(nodes, outputs)
     return Captured(program, nodes, parameters, constants, user_inputs, outputs, live, type(module).__name__)
+
+
+# Higher-order ops that torch.export wraps around a region of the model without changing what it
+# computes: the position of the submodule argument among the arguments (the ones after it are the
+# submodule's inputs). wrap_with_set_grad_enabled comes from torch.no_grad() regions (Llama's rotary
+# embedding), wrap_with_autocast from torch.autocast regions.
+_WRAPPERS = {"wrap_with_set_grad_enabled": 1, "wrap_with_autocast": 4}
+
+
+def _wrapper_submodule(node):
+    """The position of the submodule argument when ``node`` is a wrapper to inline, else None."""
+    if node.op != "call_function":
+        return None
+    name = getattr(node.target, "_name", None) or getattr(node.target, "__name__", "")
+    return _WRAPPERS.get(name)
+
+
+def _inline_wrappers(program) -> None:
+    """Replace every wrapper call (``_WRAPPERS``) by the nodes of its submodule, in place.
+
+    The submodule's placeholders take the call's arguments, its outputs replace the ``getitem``
+    users of the call. Nested wrappers are inlined too (the loop runs until none is left). The
+    nodes keep their metadata (fake values, module stack, source line).
+    """
+    import operator
+
+    import torch
+
+    gm = program.graph_module
+    graph = gm.graph
+    changed = True
+    while changed:
+        changed = False
+        for node in list(graph.nodes):
+            k = _wrapper_submodule(node)
+            if k is None:
+                continue
+            sub_node = node.args[k]
+            sub = getattr(gm, sub_node.target) if isinstance(sub_node, torch.fx.Node) else sub_node
+            values = {}
+            places = [n for n in sub.graph.nodes if n.op == "placeholder"]
+            for ph, arg in zip(places, node.args[k + 1:]):
+                values[ph] = arg
+            outs = None
+            with graph.inserting_before(node):
+                for n in sub.graph.nodes:
+                    if n.op == "placeholder":
+                        continue
+                    if n.op == "output":
+                        outs = torch.fx.node.map_arg(n.args[0], lambda a: values[a])
+                        continue
+                    if n.op == "get_attr":  # a nested wrapper's submodule: make it reachable from gm
+                        attr = f"{sub_node.target}_{n.target}"
+                        setattr(gm, attr, getattr(sub, n.target))
+                        values[n] = graph.get_attr(attr)
+                        continue
+                    values[n] = graph.node_copy(n, lambda a: values[a])
+            for user in list(node.users):
+                if user.op == "call_function" and user.target is operator.getitem:
+                    user.replace_all_uses_with(outs[user.args[1]])
+                    graph.erase_node(user)
+            if node.users:
+                node.replace_all_uses_with(outs)
+            graph.erase_node(node)
+            if isinstance(sub_node, torch.fx.Node) and not sub_node.users:
+                graph.erase_node(sub_node)
+            changed = True
+    if program.graph_module.graph is graph:
+        gm.recompile()
 
 
 def _live(nodes, outputs) -> set:
