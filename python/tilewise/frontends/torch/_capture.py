@@ -16,6 +16,7 @@ torch.export (not torch.fx.symbolic_trace) because
 from __future__ import annotations
 
 import contextlib
+import inspect
 import io
 import logging
 import warnings
@@ -86,16 +87,12 @@ def capture(module, example_inputs) -> Captured:
     if not isinstance(module, torch.nn.Module):
         raise GraphError(f"from_torch: expected a torch.nn.Module, got {type(module).__name__}")
     args, kwargs = _as_args(example_inputs)
+    _check_signature(module, args, kwargs)
     try:
         with _quiet_torch():
             program = torch.export.export(module, args, kwargs)
     except Exception as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise GraphError(
-            f"from_torch: torch.export could not capture {type(module).__name__}: {type(e).__name__}: {first}\n"
-            "The model must be traceable with static shapes (no data-dependent Python control flow); "
-            "see the torch.export documentation for rewrites."
-        ) from e
+        raise _export_error(module, args, kwargs, e) from e
 
     sig = program.graph_signature
     state, consts = program.state_dict, program.constants
@@ -193,6 +190,79 @@ def _inline_wrappers(program) -> None:
             changed = True
     if program.graph_module.graph is graph:
         gm.recompile()
+
+
+def _signature(module) -> str:
+    try:
+        return f"forward{inspect.signature(module.forward)}"
+    except (TypeError, ValueError):
+        return "forward(...)"
+
+
+def _describe(args, kwargs) -> str:
+    """The example inputs as the error messages show them: ``float32[2, 5]`` per tensor."""
+    import torch
+
+    def one(x):
+        if isinstance(x, torch.Tensor):
+            return f"{str(x.dtype).replace('torch.', '')}{list(x.shape)}"
+        if isinstance(x, (list, tuple)):
+            return "(" + ", ".join(one(y) for y in x) + ")"
+        return type(x).__name__
+    parts = [one(x) for x in args] + [f"{k}={one(v)}" for k, v in kwargs.items()]
+    return ", ".join(parts) if parts else "no inputs"
+
+
+def _check_signature(module, args, kwargs) -> None:
+    """Example inputs that forward() cannot take: say so before torch.export tries."""
+    try:
+        sig = inspect.signature(module.forward)
+    except (TypeError, ValueError):
+        return
+    try:
+        sig.bind(*args, **kwargs)
+    except TypeError as e:
+        raise GraphError(
+            f"from_torch: the example inputs do not fit {type(module).__name__}.{_signature(module)}: {e} "
+            f"(given: {_describe(args, kwargs)}).\n"
+            "Pass a tensor, a tuple of positional inputs, or a dict of keyword inputs (for Hugging Face "
+            "models: {'input_ids': ..., 'decoder_input_ids': ...})."
+        ) from None
+
+
+_DATA_DEPENDENT = ("data-dependent", "data dependent", "GuardOnDataDependent", "Dynamic control flow")
+
+
+def _export_error(module, args, kwargs, e) -> GraphError:
+    """One GraphError for a torch.export failure, with the hint that fits its cause: control flow
+    on tensor values, example inputs the model itself rejects (shapes, dtypes), or an operation
+    torch.export cannot trace."""
+    import copy
+
+    import torch
+
+    name = type(module).__name__
+    text = str(e).strip()
+    first = text.splitlines()[0] if text else type(e).__name__
+    head = f"from_torch: torch.export could not capture {name}: {type(e).__name__}: {first}\n"
+    if any(k in type(e).__name__ or k in text for k in _DATA_DEPENDENT):
+        return GraphError(head + "The model branches on, or takes a size from, the value of a tensor "
+                          "(`if x.sum() > 0`, `.item()`, `.tolist()`): tilewise graphs have static shapes and no "
+                          "data-dependent control flow. Rewrite it with torch.where, or compute that value outside "
+                          "the model.")
+    # Does the model run on these inputs at all? (A copy: training-mode layers update buffers.)
+    try:
+        with _quiet_torch(), torch.no_grad():
+            copy.deepcopy(module)(*args, **kwargs)
+    except Exception as eager:
+        msg = (str(eager).strip().splitlines() or [type(eager).__name__])[0]
+        return GraphError(head + "The model fails on these example inputs in plain PyTorch too "
+                          f"({type(eager).__name__}: {msg}): they do not fit {name}.{_signature(module)} "
+                          f"(given: {_describe(args, kwargs)}). "
+                          "Check their shapes and dtypes by calling the model on them.")
+    return GraphError(head + f"The model runs in PyTorch on these inputs ({_describe(args, kwargs)}), but "
+                      "torch.export cannot trace it; `torch.export.export(model, args, kwargs)` shows the full "
+                      "error, and the torch.export documentation the usual rewrites.")
 
 
 def _live(nodes, outputs) -> set:
