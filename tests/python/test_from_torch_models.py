@@ -21,17 +21,9 @@ try:
 except ImportError:  # pragma: no cover - depends on the machine
     torch = None
 
-from test_from_torch import assert_rel_close, op_types, run
+from test_from_torch import _transformers, assert_rel_close, op_types, run
 
 pytestmark = pytest.mark.skipif(torch is None, reason="from_torch needs PyTorch: pip install torch==2.13.0")
-
-
-def _transformers():
-    try:
-        import transformers
-    except ImportError:
-        pytest.skip("needs Hugging Face transformers: pip install transformers")
-    return transformers
 
 
 def check(model, inputs, rtol=1e-5):

@@ -347,42 +347,64 @@ def _arg_dtype(ctx, value, index):
 # ---------------------------------------------------------------- recurrent
 
 
-@rule(aten.lstm.input)
-def _lstm(ctx, a):
-    """unrolled lstm_gates, lstm_cell, lstm_hidden per layer and time step (tagged for coarsening), stacked"""
+def _unrolled(ctx, a, kind, states, cell):
+    """A multi-layer recurrent layer unrolled over time (tagged for coarsening), shared by LSTM and GRU.
+
+    ``states``: the initial states, (layers, batch, hidden) each (h first); ``cell(layer, x, states,
+    weights)`` returns the new states of one time step. Returns the output sequence and the final
+    states, each stacked.
+    """
     if a.bidirectional:
-        raise Unsupported("bidirectional LSTM")
+        raise Unsupported(f"bidirectional {kind}")
     layers = int(a.num_layers)
     params = list(a.params)
     if not a.has_biases or len(params) != 4 * layers:
-        raise Unsupported("LSTM without biases or with projections (proj_size)")
+        raise Unsupported(f"{kind} without biases" + (" or with projections (proj_size)" if kind == "LSTM" else ""))
     x = a.input
-    shape = ctx.shape(x)
     time_axis = 1 if a.batch_first else 0
-    steps = shape[time_axis]
-    h0, c0 = a.hx
-    hidden = ctx.shape(h0)[-1]
+    steps = ctx.shape(x)[time_axis]
+    hidden = ctx.shape(states[0])[-1]
     xs = [ctx.emit(T.select, x, axis=time_axis, index=t) for t in range(steps)]
-    hn, cn = [], []
+    finals = [[] for _ in states]
     for layer in range(layers):
-        w_ih, w_hh, b_ih, b_hh = params[4 * layer: 4 * layer + 4]
-        h = ctx.emit(T.select, h0, axis=0, index=layer)
-        c = ctx.emit(T.select, c0, axis=0, index=layer)
+        weights = params[4 * layer: 4 * layer + 4]
+        s = [ctx.emit(T.select, s0, axis=0, index=layer) for s0 in states]
         outs = []
         with ctx.g.unroll(ctx.scoped(f"{ctx.node.name}.l{layer}")) as u:
             for t in range(steps):
                 with u.step(t):
-                    gates = ctx.emit(T.lstm_gates, xs[t], h, w_ih, w_hh, b_ih, b_hh, name=f"l{layer}.lstm_gates")
-                    c = ctx.emit(T.lstm_cell, gates, c, name=f"l{layer}.lstm_cell")
-                    h = ctx.emit(T.lstm_hidden, gates, c, name=f"l{layer}.lstm_hidden")
+                    s = cell(layer, xs[t], s, weights)
                     if a.dropout and a.train and layer < layers - 1:
-                        outs.append(_dropout(ctx, h, a.dropout))
+                        outs.append(_dropout(ctx, s[0], a.dropout))
                     else:
-                        outs.append(h)
+                        outs.append(s[0])
         xs = outs
-        hn.append(h)
-        cn.append(c)
-    return (_stack(ctx, xs, time_axis, hidden), _stack(ctx, hn, 0, hidden), _stack(ctx, cn, 0, hidden))
+        for final, v in zip(finals, s):
+            final.append(v)
+    return (_stack(ctx, xs, time_axis, hidden),) + tuple(_stack(ctx, f, 0, hidden) for f in finals)
+
+
+@rule(aten.lstm.input)
+def _lstm(ctx, a):
+    """unrolled lstm_gates, lstm_cell, lstm_hidden per layer and time step (tagged for coarsening), stacked"""
+    def cell(layer, x, states, weights):
+        h, c = states
+        gates = ctx.emit(T.lstm_gates, x, h, *weights, name=f"l{layer}.lstm_gates")
+        c = ctx.emit(T.lstm_cell, gates, c, name=f"l{layer}.lstm_cell")
+        return ctx.emit(T.lstm_hidden, gates, c, name=f"l{layer}.lstm_hidden"), c
+    return _unrolled(ctx, a, "LSTM", list(a.hx), cell)
+
+
+@rule(aten.gru.input)
+def _gru(ctx, a):
+    """unrolled linear (input and hidden pre-activations) and gru_cell per layer and time step, stacked"""
+    def cell(layer, x, states, weights):
+        (h,) = states
+        w_ih, w_hh, b_ih, b_hh = weights
+        gi = ctx.emit(T.linear, x, w_ih, b_ih, name=f"l{layer}.gru_input")
+        gh = ctx.emit(T.linear, h, w_hh, b_hh, name=f"l{layer}.gru_hidden")
+        return (ctx.emit(T.gru_cell, gi, gh, h, name=f"l{layer}.gru_cell"),)
+    return _unrolled(ctx, a, "GRU", [a.hx], cell)
 
 
 def _stack(ctx, ts, axis, inner):
@@ -391,42 +413,6 @@ def _stack(ctx, ts, axis, inner):
         shape = ctx.shape(ts[0])
         return ctx.view(ts[0], tuple(shape[:axis]) + (1,) + tuple(shape[axis:]))
     return ctx.emit(T.models.stack_op(len(ts)), *ts, axis=axis, inner=inner)
-
-
-@rule(aten.gru.input)
-def _gru(ctx, a):
-    """unrolled linear (input and hidden pre-activations) and gru_cell per layer and time step, stacked"""
-    if a.bidirectional:
-        raise Unsupported("bidirectional GRU")
-    layers = int(a.num_layers)
-    params = list(a.params)
-    if not a.has_biases or len(params) != 4 * layers:
-        raise Unsupported("GRU without biases")
-    x = a.input
-    shape = ctx.shape(x)
-    time_axis = 1 if a.batch_first else 0
-    steps = shape[time_axis]
-    hx = a.hx
-    hidden = ctx.shape(hx)[-1]
-    xs = [ctx.emit(T.select, x, axis=time_axis, index=t) for t in range(steps)]
-    hn = []
-    for layer in range(layers):
-        w_ih, w_hh, b_ih, b_hh = params[4 * layer: 4 * layer + 4]
-        h = ctx.emit(T.select, hx, axis=0, index=layer)
-        outs = []
-        with ctx.g.unroll(ctx.scoped(f"{ctx.node.name}.l{layer}")) as u:
-            for t in range(steps):
-                with u.step(t):
-                    gi = ctx.emit(T.linear, xs[t], w_ih, b_ih, name=f"l{layer}.gru_input")
-                    gh = ctx.emit(T.linear, h, w_hh, b_hh, name=f"l{layer}.gru_hidden")
-                    h = ctx.emit(T.gru_cell, gi, gh, h, name=f"l{layer}.gru_cell")
-                    if a.dropout and a.train and layer < layers - 1:
-                        outs.append(_dropout(ctx, h, a.dropout))
-                    else:
-                        outs.append(h)
-        xs = outs
-        hn.append(h)
-    return (_stack(ctx, xs, time_axis, hidden), _stack(ctx, hn, 0, hidden))
 
 
 # ---------------------------------------------------------------- group norm
