@@ -131,3 +131,31 @@ def test_distilbert():
                                         max_position_embeddings=64)
     g = check(transformers.DistilBertModel(cfg).eval(), {"input_ids": _ids(2, 8)})
     assert {"layer_norm", "linear", "gelu", "softmax"} <= op_types(g)
+
+
+def test_llama_training_graph_with_torch_loss_and_optimizer():
+    """A training graph from torch's loss and optimizer: loss and every parameter's gradient as torch's.
+    (Through the runtime this waits for int64 ids: "the CPU runtime stores float32 tensors".)"""
+    import numpy as np
+    import torch.nn.functional as F
+
+    transformers = _transformers()
+    torch.manual_seed(5)
+    model = _llama_like(transformers, "llama").eval()
+    inputs = {"input_ids": _ids(2, 8)}
+    g = tw.from_torch(model, inputs, loss=F.mse_loss, optimizer=torch.optim.AdamW(model.parameters(), lr=1e-3))
+    assert sum(op.type == "adam_weight" for op in g.ops) == len(list(model.parameters()))
+    label = torch.randn(2, 8, 32, dtype=torch.float64)
+    feeds = {**g.torch_import.feeds(model, inputs), "label": label.numpy()}
+    for s in g.tensors_with_role("optimizer_state"):
+        if s.producer is None:
+            feeds[s.name] = np.zeros(s.shape)
+    values = run(g, feeds)
+    m = copy.deepcopy(model).double()
+    loss = F.mse_loss(m(**inputs).last_hidden_state, label)
+    loss.backward()
+    assert values["loss"] == pytest.approx(loss.item(), rel=1e-9)
+    grads = {t.grad_of.name: values[t.name] for t in g.tensors
+             if t.grad_of is not None and t.grad_of.role == "parameter"}
+    for name, p in m.named_parameters():
+        assert_rel_close(grads[name], p.grad.numpy(), 1e-6, what=f"d {name}")
