@@ -123,3 +123,28 @@ def test_adaptive_max_pool1d_indices_are_refused():
 
     with pytest.raises(tw.GraphError, match="the indices of adaptive max pooling"):
         tw.from_torch(Indices(), torch.randn(1, 2, 4))
+
+
+def test_group_norm_of_sequences_and_adaptive_max_pool2d():
+    torch.manual_seed(3)
+    model = nn.ModuleDict({"gn": nn.GroupNorm(3, 6), "pool": nn.AdaptiveMaxPool2d(2), "top": nn.AdaptiveMaxPool2d(1)})
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.m = model
+
+        def forward(self, seq, img):
+            return self.m["gn"](seq), self.m["pool"](img) + self.m["top"](img)
+
+    net = Net()
+    with torch.no_grad():
+        net.m["gn"].bias.normal_()
+    seq, img = torch.randn(2, 6, 5), torch.randn(2, 3, 4, 4)
+    g = tw.from_torch(net, (seq, img))
+    values = run(g, g.torch_import.feeds(net, seq, img))
+    with torch.no_grad():
+        want = copy.deepcopy(net).double()(seq.double(), img.double())
+    for name, w in zip(g.torch_import.outputs, want):
+        assert_rel_close(values[name], w.numpy(), 1e-6, what=name)
+    assert {"layer_norm", "broadcast_add", "max_pool2d", "global_max_pool2d"} <= op_types(g)

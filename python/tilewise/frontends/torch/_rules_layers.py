@@ -554,3 +554,30 @@ def _adaptive_max_pool1d(ctx, a):
     def indices(c):
         raise Unsupported("the indices of adaptive max pooling")
     return LazyOutputs(values, indices)
+
+
+@rule(aten.adaptive_max_pool2d.default)
+def _adaptive_max_pool2d(ctx, a):
+    """global_max_pool2d for (1, 1); max_pool2d when the input divides into square windows (the values only)"""
+    from ._rules import LazyOutputs
+
+    x = a.self
+    shape = ctx.shape(x)
+    if len(shape) != 4:
+        raise Unsupported(f"adaptive max pooling of a rank-{len(shape)} input")
+    vshape = tuple(ctx.node.meta["val"][0].shape)
+    (h, w), (oh, ow) = shape[2:], vshape[2:]
+    if h % oh or w % ow or (h // oh != w // ow and (oh, ow) != (1, 1)):
+        raise Unsupported(f"adaptive max pooling from {h}x{w} to {oh}x{ow} (only square windows that divide)")
+
+    def values(c):
+        if (oh, ow) == (h, w):
+            return x
+        if (oh, ow) == (1, 1):
+            return c.view(c.emit(T.global_max_pool2d, x), vshape)
+        k = h // oh
+        return c.emit(T.max_pool2d, x, kernel=k, stride=k, padding=0)
+
+    def indices(c):
+        raise Unsupported("the indices of adaptive max pooling")
+    return LazyOutputs(values, indices)
