@@ -133,6 +133,15 @@ def test_distilbert():
     assert {"layer_norm", "linear", "gelu", "softmax"} <= op_types(g)
 
 
+def test_vit():
+    transformers = _transformers()
+    torch.manual_seed(6)
+    cfg = transformers.ViTConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+                                 image_size=16, patch_size=4)
+    g = check(transformers.ViTModel(cfg).eval(), {"pixel_values": torch.randn(2, 3, 16, 16)})
+    assert {"conv2d", "concat_2", "layer_norm", "gelu", "softmax"} <= op_types(g)
+
+
 def test_llama_training_graph_with_torch_loss_and_optimizer():
     """A training graph from torch's loss and optimizer: loss and every parameter's gradient as torch's.
     (Through the runtime this waits for int64 ids: "the CPU runtime stores float32 tensors".)"""
