@@ -148,3 +148,19 @@ def test_group_norm_of_sequences_and_adaptive_max_pool2d():
     for name, w in zip(g.torch_import.outputs, want):
         assert_rel_close(values[name], w.numpy(), 1e-6, what=name)
     assert {"layer_norm", "broadcast_add", "max_pool2d", "global_max_pool2d"} <= op_types(g)
+
+
+@pytest.mark.parametrize("kind", ["GRU", "LSTM"])
+def test_bidirectional_recurrent_layers(kind):
+    class Bi(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rnn = getattr(nn, kind)(3, 4, num_layers=2, bidirectional=True)  # time first
+
+        def forward(self, x):
+            out, state = self.rnn(x)
+            return out, state if kind == "GRU" else state[1]
+
+    torch.manual_seed(4)
+    g = check_forward_and_gradients(Bi(), (torch.randn(3, 2, 3),))
+    assert g.outputs["output"].shape == (3, 2, 8) and g.outputs["output_1"].shape == (4, 2, 4)

@@ -350,16 +350,19 @@ def _arg_dtype(ctx, value, index):
 def _unrolled(ctx, a, kind, states, cell):
     """A multi-layer recurrent layer unrolled over time (tagged for coarsening), shared by LSTM and GRU.
 
-    ``states``: the initial states, (layers, batch, hidden) each (h first); ``cell(layer, x, states,
-    weights)`` returns the new states of one time step. Returns the output sequence and the final
-    states, each stacked.
+    ``states``: the initial states, (layers * directions, batch, hidden) each (h first);
+    ``cell(layer, x, states, weights)`` returns the new states of one time step. A bidirectional
+    layer runs a second chain over the reversed sequence; its outputs are concatenated with the
+    forward ones at each time step. Returns the output sequence and the final states, each stacked.
     """
-    if a.bidirectional:
-        raise Unsupported(f"bidirectional {kind}")
+    dirs = 2 if a.bidirectional else 1
     layers = int(a.num_layers)
     params = list(a.params)
-    if not a.has_biases or len(params) != 4 * layers:
+    if not a.has_biases or len(params) != 4 * layers * dirs:
         raise Unsupported(f"{kind} without biases" + (" or with projections (proj_size)" if kind == "LSTM" else ""))
+    drop = a.dropout and a.train and layers > 1
+    if drop and dirs == 2:
+        raise Unsupported(f"dropout between the layers of a bidirectional {kind} in training mode")
     x = a.input
     time_axis = 1 if a.batch_first else 0
     steps = ctx.shape(x)[time_axis]
@@ -367,27 +370,32 @@ def _unrolled(ctx, a, kind, states, cell):
     xs = [ctx.emit(T.select, x, axis=time_axis, index=t) for t in range(steps)]
     finals = [[] for _ in states]
     for layer in range(layers):
-        weights = params[4 * layer: 4 * layer + 4]
-        s = [ctx.emit(T.select, s0, axis=0, index=layer) for s0 in states]
-        outs = []
-        with ctx.g.unroll(ctx.scoped(f"{ctx.node.name}.l{layer}")) as u:
-            for t in range(steps):
-                with u.step(t):
-                    s = cell(layer, xs[t], s, weights)
-                    if a.dropout and a.train and layer < layers - 1:
-                        outs.append(_dropout(ctx, s[0], a.dropout))
-                    else:
-                        outs.append(s[0])
-        xs = outs
-        for final, v in zip(finals, s):
-            final.append(v)
-    return (_stack(ctx, xs, time_axis, hidden),) + tuple(_stack(ctx, f, 0, hidden) for f in finals)
+        per_dir = []
+        for d in range(dirs):
+            k = layer * dirs + d
+            weights = params[4 * k: 4 * k + 4]
+            s = [ctx.emit(T.select, s0, axis=0, index=k) for s0 in states]
+            outs = [None] * steps
+            suffix = "_reverse" if d else ""
+            with ctx.g.unroll(ctx.scoped(f"{ctx.node.name}.l{layer}{suffix}")) as u:
+                for n in range(steps):
+                    t = steps - 1 - n if d else n
+                    with u.step(n):
+                        s = cell(f"{layer}{suffix}", xs[t], s, weights)
+                        outs[t] = _dropout(ctx, s[0], a.dropout) if drop and layer < layers - 1 else s[0]
+            per_dir.append(outs)
+            for final, v in zip(finals, s):
+                final.append(v)
+        xs = per_dir[0] if dirs == 1 else [ctx.emit(T.models.concat_op(2), f, b, axis=1)
+                                           for f, b in zip(*per_dir)]
+    width = hidden * dirs
+    return (_stack(ctx, xs, time_axis, width),) + tuple(_stack(ctx, f, 0, hidden) for f in finals)
 
 
 @rule(aten.lstm.input)
 def _lstm(ctx, a):
     """unrolled lstm_gates, lstm_cell, lstm_hidden per layer and time step (tagged for coarsening), stacked"""
-    def cell(layer, x, states, weights):
+    def cell(layer, x, states, weights):  # layer: its number, "_reverse" added for the reverse direction
         h, c = states
         gates = ctx.emit(T.lstm_gates, x, h, *weights, name=f"l{layer}.lstm_gates")
         c = ctx.emit(T.lstm_cell, gates, c, name=f"l{layer}.lstm_cell")
