@@ -31,11 +31,12 @@ from . import (
     rnn,
     shape,
     torch_extra,
+    torch_ops,
 )
 from ._cases import Case, make_input, make_inputs
 
 FAMILIES = (elementwise, activations, linalg, conv, pooling, normalization, reductions, shape,
-            embedding, rnn, losses, optimizers, opaque, models, torch_extra)
+            embedding, rnn, losses, optimizers, opaque, models, torch_extra, torch_ops)
 
 
 def _is_op(obj) -> bool:

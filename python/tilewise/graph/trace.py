@@ -47,6 +47,11 @@ def trace(model, *placeholders, loss=None, label=None, optimizer=None, name: str
     """
     if loss is None and (label is not None or optimizer is not None):
         raise GraphError("label= and optimizer= need loss=")
+    loss = _translate("loss", loss)
+    optimizer = _translate("optimizer", optimizer)
+    if optimizer is not None and not callable(getattr(optimizer, "apply", None)):
+        raise GraphError(f"optimizer= must be a tilewise optimizer (tw.optim.SGD, Momentum, Adam, AdamW), "
+                         f"got {type(optimizer).__module__}.{type(optimizer).__qualname__}")
     g = Graph(name)
     inputs = [g.input(p.name or _default_name("input", k), p.shape, p.dtype)
               for k, p in enumerate(_placeholder(p) for p in placeholders)]
@@ -66,6 +71,28 @@ def trace(model, *placeholders, loss=None, label=None, optimizer=None, name: str
     return g
 
 
+# Translators of other frameworks' losses and optimizers: fn(kind, obj) -> the tilewise equivalent,
+# or None when obj is not theirs. Frontends register theirs (frontends/torch: torch's loss functions
+# and torch.optim optimizers), so that this layer knows no framework.
+_TRANSLATORS: list = []
+
+
+def register_translator(fn) -> None:
+    """Add ``fn(kind, obj)`` (kind "loss" or "optimizer") to the translators tw.trace consults."""
+    if fn not in _TRANSLATORS:
+        _TRANSLATORS.append(fn)
+
+
+def _translate(kind: str, obj):
+    if obj is None:
+        return None
+    for fn in _TRANSLATORS:
+        new = fn(kind, obj)
+        if new is not None:
+            return new
+    return obj
+
+
 def _placeholder(p) -> Placeholder:
     return p if isinstance(p, Placeholder) else placeholder(p)
 
@@ -77,7 +104,15 @@ def _default_name(base: str, k: int) -> str:
 def _named_loss(g: Graph, loss, out: GTensor, target: GTensor) -> GTensor:
     """``loss(out, target)``, built on a scratch graph and copied so that its last op is named "loss"."""
     s = Scratch(g)
-    value = loss(s.mirror(out), s.mirror(target))
+    try:
+        value = loss(s.mirror(out), s.mirror(target))
+    except AttributeError as e:  # a framework's function called on graph tensors: 'GTensor' has no 'size'
+        if "GTensor" not in str(e):
+            raise
+        raise GraphError(f"loss(output, label) is called with tilewise graph tensors, which have no {e.name!r}: "
+                         "write it with tilewise ops (tw.ops.mse_loss, cross_entropy, l1_loss, ...), or pass "
+                         "torch's loss itself (loss=torch.nn.functional.mse_loss, torch.nn.CrossEntropyLoss())"
+                         ) from None
     if not s.owns(value):
         raise GraphError(f"loss(output, label) must return a graph tensor, got {value!r}")
     if value.shape != ():

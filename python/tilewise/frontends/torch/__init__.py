@@ -19,6 +19,10 @@ values), and ``dropout_masks`` (in training mode every active dropout takes its 
 input; in eval mode dropout is the identity and disappears).
 """
 
+from ...graph.trace import register_translator
 from ._api import TorchImport, from_torch
+from ._training import translate
+
+register_translator(translate)  # tw.trace accepts torch's losses and optimizers
 
 __all__ = ["TorchImport", "from_torch"]

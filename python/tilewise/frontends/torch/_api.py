@@ -68,7 +68,8 @@ def _flatten(inputs):
     return out
 
 
-def from_torch(module, example_inputs, *, name: str | None = None, loss=None, optimizer=None) -> Graph:
+def from_torch(module, example_inputs, *, name: str | None = None, loss=None, optimizer=None,
+               label=None) -> Graph:
     """Import a ``torch.nn.Module`` as a ``tw.Graph``.
 
     ``example_inputs``: a tensor, a tuple of positional inputs or a dict of keyword inputs; their
@@ -77,10 +78,14 @@ def from_torch(module, example_inputs, *, name: str | None = None, loss=None, op
     takes a mask input; in eval mode BatchNorm uses its running statistics (constants) and
     dropout disappears.
 
-    With ``loss`` (``loss(output, label)`` of graph tensors, e.g. ``tdl_ops.mse_loss``) and
-    optionally ``optimizer`` (``tw.optim``), the training graph is built by ``tw.trace``: the
-    loss of the first output, a label input, the backward pass and the parameter updates.
-    ``graph.outputs`` maps "output" (and "output_1", ... for more outputs, "loss") to tensors.
+    With ``loss`` (``loss(output, label)`` of graph tensors, e.g. ``tdl_ops.mse_loss``, or one of
+    torch's losses: ``F.mse_loss``, ``nn.CrossEntropyLoss()``, ...) and optionally ``optimizer``
+    (``tw.optim``, or ``torch.optim.SGD/Adam/AdamW``, mapped with their hyper-parameters), the
+    training graph is built by ``tw.trace``: the loss of the first output, a label input, the
+    backward pass and the parameter updates. ``label`` (an example tensor, a ``tw.placeholder``
+    or a shape; default: the output's shape) gives the label's shape and dtype: class indices
+    ``torch.tensor([3, 1, ...])`` for ``cross_entropy``. ``graph.outputs`` maps "output" (and
+    "output_1", ... for more outputs, "loss") to tensors.
 
     Raises ``tw.GraphError`` listing every ATen op that has no TDL mapping (target, count, an
     example node and the model line), or when ``torch.export`` cannot trace the module.
@@ -108,17 +113,29 @@ def from_torch(module, example_inputs, *, name: str | None = None, loss=None, op
     graph.torch_import = info
     tensors = [t for t in outputs if t is not None]
     graph.outputs = {("output" if k == 0 else f"output_{k}"): t for k, t in enumerate(tensors)}
-    if loss is None and optimizer is None:
+    if loss is None and optimizer is None and label is None:
         return graph
-    return _training_graph(graph, captured, info, loss, optimizer)
+    return _training_graph(graph, captured, info, loss, optimizer, label)
 
 
-def _training_graph(graph, captured, info, loss, optimizer):
+def _label(label):
+    """A torch tensor as a placeholder of its shape and dtype; anything else as given to tw.trace."""
+    import torch
+
+    from ...graph.trace import placeholder
+    from ._convert import dtype_name
+
+    if isinstance(label, torch.Tensor):
+        return placeholder(tuple(int(d) for d in label.shape), name="label", dtype=dtype_name(label.dtype))
+    return label
+
+
+def _training_graph(graph, captured, info, loss, optimizer, label=None):
     """The training graph through tw.trace (autodiff + optimizer), replaying the import on its inputs."""
     from ...graph.trace import placeholder, trace
 
     if loss is None:
-        raise GraphError("from_torch: optimizer= needs loss=")
+        raise GraphError("from_torch: optimizer= and label= need loss=")
     from . import _convert, _table
 
     def forward(*inputs):
@@ -130,6 +147,7 @@ def _training_graph(graph, captured, info, loss, optimizer):
 
     placeholders = [placeholder(tuple(graph.tensor(n).shape), name=n, dtype=graph.tensor(n).dtype)
                     for n in info.inputs]
-    trained = trace(forward, *placeholders, loss=loss, optimizer=optimizer, name=graph.name)
+    trained = trace(forward, *placeholders, loss=loss, optimizer=optimizer, name=graph.name,
+                    label=None if label is None else _label(label))
     trained.torch_import = info
     return trained

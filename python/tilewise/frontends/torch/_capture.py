@@ -16,6 +16,7 @@ torch.export (not torch.fx.symbolic_trace) because
 from __future__ import annotations
 
 import contextlib
+import inspect
 import io
 import logging
 import warnings
@@ -86,16 +87,12 @@ def capture(module, example_inputs) -> Captured:
     if not isinstance(module, torch.nn.Module):
         raise GraphError(f"from_torch: expected a torch.nn.Module, got {type(module).__name__}")
     args, kwargs = _as_args(example_inputs)
+    _check_signature(module, args, kwargs)
     try:
         with _quiet_torch():
             program = torch.export.export(module, args, kwargs)
     except Exception as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise GraphError(
-            f"from_torch: torch.export could not capture {type(module).__name__}: {type(e).__name__}: {first}\n"
-            "The model must be traceable with static shapes (no data-dependent Python control flow); "
-            "see the torch.export documentation for rewrites."
-        ) from e
+        raise _export_error(module, args, kwargs, e) from e
 
     sig = program.graph_signature
     state, consts = program.state_dict, program.constants
@@ -114,6 +111,7 @@ def capture(module, example_inputs) -> Captured:
         else:
             raise GraphError(f"from_torch: inputs of kind {kind} ({spec.target}) are not supported")
 
+    _inline_wrappers(program)
     nodes = list(program.graph.nodes)
     out_node = nodes[-1]
     assert out_node.op == "output", "an fx graph ends with its output node"
@@ -123,6 +121,148 @@ def capture(module, example_inputs) -> Captured:
 
     live = _live(nodes, outputs)
     return Captured(program, nodes, parameters, constants, user_inputs, outputs, live, type(module).__name__)
+
+
+# Higher-order ops that torch.export wraps around a region of the model without changing what it
+# computes: the position of the submodule argument among the arguments (the ones after it are the
+# submodule's inputs). wrap_with_set_grad_enabled comes from torch.no_grad() regions (Llama's rotary
+# embedding), wrap_with_autocast from torch.autocast regions.
+_WRAPPERS = {"wrap_with_set_grad_enabled": 1, "wrap_with_autocast": 4}
+
+
+def _wrapper_submodule(node):
+    """The position of the submodule argument when ``node`` is a wrapper to inline, else None."""
+    if node.op != "call_function":
+        return None
+    name = getattr(node.target, "_name", None) or getattr(node.target, "__name__", "")
+    return _WRAPPERS.get(name)
+
+
+def _inline_wrappers(program) -> None:
+    """Replace every wrapper call (``_WRAPPERS``) by the nodes of its submodule, in place.
+
+    The submodule's placeholders take the call's arguments, its outputs replace the ``getitem``
+    users of the call. Nested wrappers are inlined too (the loop runs until none is left). The
+    nodes keep their metadata (fake values, module stack, source line).
+    """
+    import operator
+
+    import torch
+
+    gm = program.graph_module
+    graph = gm.graph
+    changed = True
+    while changed:
+        changed = False
+        for node in list(graph.nodes):
+            k = _wrapper_submodule(node)
+            if k is None:
+                continue
+            sub_node = node.args[k]
+            sub = getattr(gm, sub_node.target) if isinstance(sub_node, torch.fx.Node) else sub_node
+            values = {}
+            places = [n for n in sub.graph.nodes if n.op == "placeholder"]
+            for ph, arg in zip(places, node.args[k + 1:]):
+                values[ph] = arg
+            outs = None
+            with graph.inserting_before(node):
+                for n in sub.graph.nodes:
+                    if n.op == "placeholder":
+                        continue
+                    if n.op == "output":
+                        outs = torch.fx.node.map_arg(n.args[0], lambda a: values[a])
+                        continue
+                    if n.op == "get_attr":  # a nested wrapper's submodule: make it reachable from gm
+                        attr = f"{sub_node.target}_{n.target}"
+                        setattr(gm, attr, getattr(sub, n.target))
+                        values[n] = graph.get_attr(attr)
+                        continue
+                    values[n] = graph.node_copy(n, lambda a: values[a])
+            for user in list(node.users):
+                if user.op == "call_function" and user.target is operator.getitem:
+                    user.replace_all_uses_with(outs[user.args[1]])
+                    graph.erase_node(user)
+            if node.users:
+                node.replace_all_uses_with(outs)
+            graph.erase_node(node)
+            if isinstance(sub_node, torch.fx.Node) and not sub_node.users:
+                graph.erase_node(sub_node)
+            changed = True
+    if program.graph_module.graph is graph:
+        gm.recompile()
+
+
+def _signature(module) -> str:
+    try:
+        return f"forward{inspect.signature(module.forward)}"
+    except (TypeError, ValueError):
+        return "forward(...)"
+
+
+def _describe(args, kwargs) -> str:
+    """The example inputs as the error messages show them: ``float32[2, 5]`` per tensor."""
+    import torch
+
+    def one(x):
+        if isinstance(x, torch.Tensor):
+            return f"{str(x.dtype).replace('torch.', '')}{list(x.shape)}"
+        if isinstance(x, (list, tuple)):
+            return "(" + ", ".join(one(y) for y in x) + ")"
+        return type(x).__name__
+    parts = [one(x) for x in args] + [f"{k}={one(v)}" for k, v in kwargs.items()]
+    return ", ".join(parts) if parts else "no inputs"
+
+
+def _check_signature(module, args, kwargs) -> None:
+    """Example inputs that forward() cannot take: say so before torch.export tries."""
+    try:
+        sig = inspect.signature(module.forward)
+    except (TypeError, ValueError):
+        return
+    try:
+        sig.bind(*args, **kwargs)
+    except TypeError as e:
+        raise GraphError(
+            f"from_torch: the example inputs do not fit {type(module).__name__}.{_signature(module)}: {e} "
+            f"(given: {_describe(args, kwargs)}).\n"
+            "Pass a tensor, a tuple of positional inputs, or a dict of keyword inputs (for Hugging Face "
+            "models: {'input_ids': ..., 'decoder_input_ids': ...})."
+        ) from None
+
+
+_DATA_DEPENDENT = ("data-dependent", "data dependent", "GuardOnDataDependent", "Dynamic control flow")
+
+
+def _export_error(module, args, kwargs, e) -> GraphError:
+    """One GraphError for a torch.export failure, with the hint that fits its cause: control flow
+    on tensor values, example inputs the model itself rejects (shapes, dtypes), or an operation
+    torch.export cannot trace."""
+    import copy
+
+    import torch
+
+    name = type(module).__name__
+    text = str(e).strip()
+    first = text.splitlines()[0] if text else type(e).__name__
+    head = f"from_torch: torch.export could not capture {name}: {type(e).__name__}: {first}\n"
+    if any(k in type(e).__name__ or k in text for k in _DATA_DEPENDENT):
+        return GraphError(head + "The model branches on, or takes a size from, the value of a tensor "
+                          "(`if x.sum() > 0`, `.item()`, `.tolist()`): tilewise graphs have static shapes and no "
+                          "data-dependent control flow. Rewrite it with torch.where, or compute that value outside "
+                          "the model.")
+    # Does the model run on these inputs at all? (A copy: training-mode layers update buffers.)
+    try:
+        with _quiet_torch(), torch.no_grad():
+            copy.deepcopy(module)(*args, **kwargs)
+    except Exception as eager:
+        msg = (str(eager).strip().splitlines() or [type(eager).__name__])[0]
+        return GraphError(head + "The model fails on these example inputs in plain PyTorch too "
+                          f"({type(eager).__name__}: {msg}): they do not fit {name}.{_signature(module)} "
+                          f"(given: {_describe(args, kwargs)}). "
+                          "Check their shapes and dtypes by calling the model on them.")
+    return GraphError(head + f"The model runs in PyTorch on these inputs ({_describe(args, kwargs)}), but "
+                      "torch.export cannot trace it; `torch.export.export(model, args, kwargs)` shows the full "
+                      "error, and the torch.export documentation the usual rewrites.")
 
 
 def _live(nodes, outputs) -> set:

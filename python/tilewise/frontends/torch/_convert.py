@@ -283,10 +283,13 @@ class Converter:
             args, kwargs = self._map(node.args), self._map(node.kwargs)
             try:
                 value = self._convert(node, args, kwargs)
+                self._check(node, value)
             except Unsupported as e:
                 self._record(node, str(e))
                 value = self._stand_in(node.meta.get("val"))
-            self._check(node, value)
+            except Exception as e:  # a rule that breaks is one more entry of the error, not a traceback
+                self._record(node, f"its conversion rule failed ({type(e).__name__}: {_first_line(e)})")
+                value = self._stand_in(node.meta.get("val"))
             for c in _flat(value):
                 if isinstance(c, Const) and c.name is None:
                     c.name = self.scoped(node.name)
@@ -358,8 +361,9 @@ class Converter:
         if hasattr(val, "shape") and self.is_tensor(value):
             want = tuple(int(d) for d in val.shape)
             got = self.shape(value)
-            assert got == want, (f"from_torch rule for {target_name(node.target)} (node {node.name}) produced "
-                                 f"shape {got}, torch computed {want}")
+            if got != want:
+                raise Unsupported(f"its conversion rule produced shape {got} where torch computes {want} "
+                                  "(a bug in the rule)")
 
     def _stand_in(self, val, suffix=""):
         """A graph input in place of an unmapped node's value, so that conversion can go on."""
@@ -387,11 +391,20 @@ class Converter:
             n = len(e.nodes)
             lines.append(f"  {e.target} ({n} node{'s' if n > 1 else ''}): {e.reason}; e.g. node '{name}'"
                          + (f" {where}" if where else ""))
-        lines.append("Rewrite these parts of the model, or add a rule to tilewise/frontends/torch/_rules.py "
-                     "(and a TDL op to tdl_ops/torch_extra.py if none fits).")
+            others = list(dict.fromkeys(w for _, w in e.nodes[1:] if w and w != where))
+            if others:
+                more = f" (and {len(others) - 2} more)" if len(others) > 2 else ""
+                lines.append("      also " + "; ".join(others[:2]) + more)
+        lines.append("Rewrite these parts of the model, or add a rule to tilewise/frontends/torch/_rules*.py "
+                     "(and a TDL op to tdl_ops/torch_ops.py if none fits).")
         err = GraphError("\n".join(lines))
         err.unmapped = [(e.target, e.reason, len(e.nodes), e.nodes[0][0]) for e in entries]
         return err
+
+
+def _first_line(e) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
 
 
 def _is_view(node) -> bool:

@@ -378,12 +378,14 @@ def _where(ctx, a):
     if sx is not None and sy is not None:  # cond * (x - y) + y
         y = ctx.emit(T.scale, cond, alpha=_finite(sx) - _finite(sy), beta=_finite(sy))
         return _expand_to(ctx, y, out)
-    if sy is not None and ctx.is_tensor(x) and ctx.shape(x) == out:
-        return _fill(ctx, x, _not(ctx, cond), sy)
-    if sx is not None and ctx.is_tensor(y) and ctx.shape(y) == out:
-        return _fill(ctx, y, cond, sx)
+    # One side a number: the tensor side broadcast to the output (T5's position bias, (1, h, q, k)
+    # against a (b, 1, q, k) mask), then filled where the condition selects the number.
+    if sy is not None and ctx.is_tensor(x):
+        return _fill(ctx, _expand_to(ctx, x, out), _not(ctx, cond), sy)
+    if sx is not None and ctx.is_tensor(y):
+        return _fill(ctx, _expand_to(ctx, y, out), cond, sx)
     if not all(ctx.is_tensor(v) for v in (cond, x, y)):
-        raise Unsupported("where with a number on a broadcast side")
+        raise Unsupported("where with a condition that is not a tensor")
     return ctx.emit(T.where, *(_expand_to(ctx, v, out) for v in (cond, x, y)))
 
 

@@ -347,42 +347,72 @@ def _arg_dtype(ctx, value, index):
 # ---------------------------------------------------------------- recurrent
 
 
+def _unrolled(ctx, a, kind, states, cell):
+    """A multi-layer recurrent layer unrolled over time (tagged for coarsening), shared by LSTM and GRU.
+
+    ``states``: the initial states, (layers * directions, batch, hidden) each (h first);
+    ``cell(layer, x, states, weights)`` returns the new states of one time step. A bidirectional
+    layer runs a second chain over the reversed sequence; its outputs are concatenated with the
+    forward ones at each time step. Returns the output sequence and the final states, each stacked.
+    """
+    dirs = 2 if a.bidirectional else 1
+    layers = int(a.num_layers)
+    params = list(a.params)
+    if not a.has_biases or len(params) != 4 * layers * dirs:
+        raise Unsupported(f"{kind} without biases" + (" or with projections (proj_size)" if kind == "LSTM" else ""))
+    drop = a.dropout and a.train and layers > 1
+    if drop and dirs == 2:
+        raise Unsupported(f"dropout between the layers of a bidirectional {kind} in training mode")
+    x = a.input
+    time_axis = 1 if a.batch_first else 0
+    steps = ctx.shape(x)[time_axis]
+    hidden = ctx.shape(states[0])[-1]
+    xs = [ctx.emit(T.select, x, axis=time_axis, index=t) for t in range(steps)]
+    finals = [[] for _ in states]
+    for layer in range(layers):
+        per_dir = []
+        for d in range(dirs):
+            k = layer * dirs + d
+            weights = params[4 * k: 4 * k + 4]
+            s = [ctx.emit(T.select, s0, axis=0, index=k) for s0 in states]
+            outs = [None] * steps
+            suffix = "_reverse" if d else ""
+            with ctx.g.unroll(ctx.scoped(f"{ctx.node.name}.l{layer}{suffix}")) as u:
+                for n in range(steps):
+                    t = steps - 1 - n if d else n
+                    with u.step(n):
+                        s = cell(f"{layer}{suffix}", xs[t], s, weights)
+                        outs[t] = _dropout(ctx, s[0], a.dropout) if drop and layer < layers - 1 else s[0]
+            per_dir.append(outs)
+            for final, v in zip(finals, s):
+                final.append(v)
+        xs = per_dir[0] if dirs == 1 else [ctx.emit(T.models.concat_op(2), f, b, axis=1)
+                                           for f, b in zip(*per_dir)]
+    width = hidden * dirs
+    return (_stack(ctx, xs, time_axis, width),) + tuple(_stack(ctx, f, 0, hidden) for f in finals)
+
+
 @rule(aten.lstm.input)
 def _lstm(ctx, a):
     """unrolled lstm_gates, lstm_cell, lstm_hidden per layer and time step (tagged for coarsening), stacked"""
-    if a.bidirectional:
-        raise Unsupported("bidirectional LSTM")
-    layers = int(a.num_layers)
-    params = list(a.params)
-    if not a.has_biases or len(params) != 4 * layers:
-        raise Unsupported("LSTM without biases or with projections (proj_size)")
-    x = a.input
-    shape = ctx.shape(x)
-    time_axis = 1 if a.batch_first else 0
-    steps = shape[time_axis]
-    h0, c0 = a.hx
-    hidden = ctx.shape(h0)[-1]
-    xs = [ctx.emit(T.select, x, axis=time_axis, index=t) for t in range(steps)]
-    hn, cn = [], []
-    for layer in range(layers):
-        w_ih, w_hh, b_ih, b_hh = params[4 * layer: 4 * layer + 4]
-        h = ctx.emit(T.select, h0, axis=0, index=layer)
-        c = ctx.emit(T.select, c0, axis=0, index=layer)
-        outs = []
-        with ctx.g.unroll(ctx.scoped(f"{ctx.node.name}.l{layer}")) as u:
-            for t in range(steps):
-                with u.step(t):
-                    gates = ctx.emit(T.lstm_gates, xs[t], h, w_ih, w_hh, b_ih, b_hh, name=f"l{layer}.lstm_gates")
-                    c = ctx.emit(T.lstm_cell, gates, c, name=f"l{layer}.lstm_cell")
-                    h = ctx.emit(T.lstm_hidden, gates, c, name=f"l{layer}.lstm_hidden")
-                    if a.dropout and a.train and layer < layers - 1:
-                        outs.append(_dropout(ctx, h, a.dropout))
-                    else:
-                        outs.append(h)
-        xs = outs
-        hn.append(h)
-        cn.append(c)
-    return (_stack(ctx, xs, time_axis, hidden), _stack(ctx, hn, 0, hidden), _stack(ctx, cn, 0, hidden))
+    def cell(layer, x, states, weights):  # layer: its number, "_reverse" added for the reverse direction
+        h, c = states
+        gates = ctx.emit(T.lstm_gates, x, h, *weights, name=f"l{layer}.lstm_gates")
+        c = ctx.emit(T.lstm_cell, gates, c, name=f"l{layer}.lstm_cell")
+        return ctx.emit(T.lstm_hidden, gates, c, name=f"l{layer}.lstm_hidden"), c
+    return _unrolled(ctx, a, "LSTM", list(a.hx), cell)
+
+
+@rule(aten.gru.input)
+def _gru(ctx, a):
+    """unrolled linear (input and hidden pre-activations) and gru_cell per layer and time step, stacked"""
+    def cell(layer, x, states, weights):
+        (h,) = states
+        w_ih, w_hh, b_ih, b_hh = weights
+        gi = ctx.emit(T.linear, x, w_ih, b_ih, name=f"l{layer}.gru_input")
+        gh = ctx.emit(T.linear, h, w_hh, b_hh, name=f"l{layer}.gru_hidden")
+        return (ctx.emit(T.gru_cell, gi, gh, h, name=f"l{layer}.gru_cell"),)
+    return _unrolled(ctx, a, "GRU", [a.hx], cell)
 
 
 def _stack(ctx, ts, axis, inner):
@@ -391,3 +421,171 @@ def _stack(ctx, ts, axis, inner):
         shape = ctx.shape(ts[0])
         return ctx.view(ts[0], tuple(shape[:axis]) + (1,) + tuple(shape[axis:]))
     return ctx.emit(T.models.stack_op(len(ts)), *ts, axis=axis, inner=inner)
+
+
+# ---------------------------------------------------------------- group norm
+
+
+def _group_norm(ctx, x, groups, weight, bias, eps):
+    """layer_norm (no affine) over each group of channels and the spatial axes, then the channel affine."""
+    shape = ctx.shape(x)
+    n, c = shape[0], shape[1]
+    groups = int(groups)
+    if c % groups:
+        raise Unsupported(f"group norm of {c} channels in {groups} groups")
+    rest = prod(shape[1:]) // groups
+    y = _last_axes_norm(ctx, ctx.view(x, (n, groups, rest)), (rest,), None, None, eps, T.layer_norm)
+    y = ctx.view(y, shape)
+    per_channel = (c,) + (1,) * (len(shape) - 2)
+    bcast = (0,) + tuple(range(2, len(shape)))  # of the (1, c, 1, ...) view: every axis but the channels
+    if weight is not None:
+        y = ctx.emit(T.broadcast_mul, y, ctx.view(weight, (1,) + per_channel), b_bcast=bcast)
+    if bias is not None:
+        if len(shape) == 4:
+            y = ctx.emit(T.bias_add_channel, y, bias)
+        else:
+            y = ctx.emit(T.broadcast_add, y, ctx.view(bias, (1,) + per_channel), b_bcast=bcast)
+    return y
+
+
+@rule(aten.group_norm.default)
+def _group_norm_rule(ctx, a):
+    """layer_norm over each group (a view), broadcast_mul by the weight, bias_add_channel"""
+    return _group_norm(ctx, a.input, a.num_groups, a.weight, a.bias, a.eps)
+
+
+@rule(aten.native_group_norm.default)
+def _native_group_norm(ctx, a):
+    """as group_norm (output 0 only)"""
+    return (_group_norm(ctx, a.input, a.group, a.weight, a.bias, a.eps), None, None)
+
+
+# ---------------------------------------------------------------- upsampling
+
+
+def _interp_matrices(ctx, a, spatial):
+    """The interpolation matrix of each spatial axis, (out, in), as torch computes it: the same ATen
+    op applied to one-hot inputs (interpolation is separable, and each row of weights sums to 1)."""
+    mats = []
+    target = ctx.node.target
+    args, kwargs = ctx.node.args, ctx.node.kwargs
+    for d, n in enumerate(spatial):
+        probe_shape = (n, 1) + tuple(spatial)
+        probe = torch.zeros(probe_shape, dtype=torch.float64)
+        for k in range(n):
+            idx = (k, 0) + tuple(k if e == d else slice(None) for e in range(len(spatial)))
+            probe[idx] = 1.0
+        with torch.no_grad():
+            out = target(probe, *args[1:], **kwargs)
+        first = (slice(None), 0) + tuple(slice(None) if e == d else 0 for e in range(len(spatial)))
+        mats.append(out[first].T.contiguous())  # (out extent, in extent)
+    return mats
+
+
+def _repeat_factor(m) -> int | None:
+    """s when the matrix m (out, in) repeats each input s times (nearest upsampling by an integer), else None."""
+    o, i = m.shape
+    if o % i:
+        return None
+    s = o // i
+    want = torch.eye(i, dtype=m.dtype).repeat_interleave(s, dim=0)
+    return s if torch.equal(m, want) else None
+
+
+def _upsample(ctx, a):
+    x = _first_arg(a)
+    shape = ctx.shape(x)
+    spatial = tuple(shape[2:])
+    if len(spatial) not in (1, 2):
+        raise Unsupported(f"upsampling of a rank-{len(shape)} input (1-D and 2-D only)")
+    mats = _interp_matrices(ctx, a, spatial)
+    factors = [_repeat_factor(m) for m in mats]
+    if all(f is not None for f in factors):
+        if all(f == 1 for f in factors):
+            return x
+        if len(spatial) == 2 and factors[0] == factors[1]:
+            return ctx.emit(T.upsample_nearest2d, x, scale=factors[0])
+        x4 = x if len(spatial) == 2 else ctx.view(x, tuple(shape[:2]) + (1, spatial[0]))
+        sh, sw = (factors[0], factors[1]) if len(spatial) == 2 else (1, factors[0])
+        return ctx.view(ctx.emit(T.upsample_nearest2d_hw, x4, sh=sh, sw=sw), ctx.out_shape)
+    # Any other size or mode: one matrix product per spatial axis with torch's own weights.
+    ndim = len(shape)
+    y = x
+    for d in reversed(range(len(spatial))):
+        axis = 2 + d
+        mt = mats[d].T.to(torch.float32).contiguous()  # (in, out)
+        const = Const(mt, tuple(mt.shape), torch.float32, ctx.scoped(f"{ctx.node.name}.interp{d}"))
+        if axis == ndim - 1:
+            y = ctx.emit(T.matmul_nd, y, const)
+        else:
+            perm = tuple(k for k in range(ndim) if k != axis) + (axis,)
+            inv = tuple(perm.index(k) for k in range(ndim))
+            y = ctx.emit(T.permute, ctx.emit(T.matmul_nd, ctx.emit(T.permute, y, perm=perm), const), perm=inv)
+    return y
+
+
+def _first_arg(a):
+    return a[0] if a._positional else a.input
+
+
+@rule(aten.upsample_nearest2d.vec, aten.upsample_nearest2d.default, aten.upsample_nearest1d.vec,
+      aten.upsample_nearest1d.default, aten.upsample_bilinear2d.vec, aten.upsample_bilinear2d.default,
+      aten.upsample_linear1d.vec, aten.upsample_linear1d.default)
+def _upsample_rule(ctx, a):
+    """upsample_nearest2d / upsample_nearest2d_hw (integer factors), else matmul_nd per axis by torch's weights"""
+    return _upsample(ctx, a)
+
+
+# ---------------------------------------------------------------- adaptive max pooling
+
+
+@rule(aten.adaptive_max_pool1d.default)
+def _adaptive_max_pool1d(ctx, a):
+    """max_pool1d (non-overlapping windows: the input length a multiple of the output's; the values only)"""
+    from ._rules import LazyOutputs
+
+    x = a.self
+    shape = ctx.shape(x)
+    if len(shape) not in (2, 3):
+        raise Unsupported(f"adaptive max pooling of a rank-{len(shape)} input")
+    length, out = shape[-1], ctx.node.meta["val"][0].shape[-1]
+    if length % out:
+        raise Unsupported(f"adaptive max pooling from {length} to {out} (the sizes must divide)")
+    vshape = tuple(ctx.node.meta["val"][0].shape)
+
+    def values(c):
+        if out == length:
+            return x
+        x3 = c.view(x, (1,) + tuple(shape)) if len(shape) == 2 else x
+        return c.view(c.emit(T.max_pool1d, x3, kernel=length // out), vshape)
+
+    def indices(c):
+        raise Unsupported("the indices of adaptive max pooling")
+    return LazyOutputs(values, indices)
+
+
+@rule(aten.adaptive_max_pool2d.default)
+def _adaptive_max_pool2d(ctx, a):
+    """global_max_pool2d for (1, 1); max_pool2d when the input divides into square windows (the values only)"""
+    from ._rules import LazyOutputs
+
+    x = a.self
+    shape = ctx.shape(x)
+    if len(shape) != 4:
+        raise Unsupported(f"adaptive max pooling of a rank-{len(shape)} input")
+    vshape = tuple(ctx.node.meta["val"][0].shape)
+    (h, w), (oh, ow) = shape[2:], vshape[2:]
+    if h % oh or w % ow or (h // oh != w // ow and (oh, ow) != (1, 1)):
+        raise Unsupported(f"adaptive max pooling from {h}x{w} to {oh}x{ow} (only square windows that divide)")
+
+    def values(c):
+        if (oh, ow) == (h, w):
+            return x
+        if (oh, ow) == (1, 1):
+            return c.view(c.emit(T.global_max_pool2d, x), vshape)
+        k = h // oh
+        return c.emit(T.max_pool2d, x, kernel=k, stride=k, padding=0)
+
+    def indices(c):
+        raise Unsupported("the indices of adaptive max pooling")
+    return LazyOutputs(values, indices)
