@@ -23,7 +23,7 @@ def _(g, x, out):
     return (transpose(g),)
 
 
-@tw.op(reference=lambda x, perm=(1, 0): np.transpose(x, perm))
+@tw.op(reference=lambda x, perm=(1, 0): np.transpose(x, perm), kernel="permute")
 def permute(x, perm=(1, 0)):
     """Axis permutation: out.shape[d] = x.shape[perm[d]]."""
     def f(*i):

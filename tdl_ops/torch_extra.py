@@ -58,7 +58,7 @@ def _reshape_shape(x, shape=(), in_shape=()):
     return tuple(shape)
 
 
-@tw.op(reference=lambda x, shape=(), in_shape=(): x.reshape(shape).copy(), out_shape=_reshape_shape)
+@tw.op(reference=lambda x, shape=(), in_shape=(): x.reshape(shape).copy(), out_shape=_reshape_shape, kernel="reshape")
 def reshape(x, shape=(), in_shape=()):
     """Row-major reshape of x (whose shape is in_shape) to shape (PyTorch view / reshape / flatten).
 
@@ -231,19 +231,19 @@ def _(g, x, mask, out, value, mask_bcast):
 # ---------------------------------------------------------------- batched matrix products, any rank
 
 
-@tw.op(reference=np.matmul)
+@tw.op(reference=np.matmul, kernel="bmatmul")
 def bmatmul(a, b):
     """a @ b over any number of equal leading batch axes: (..., m, k) x (..., k, n) -> (..., m, n)."""
     return tw.compute(a.ndim, lambda *i: tw.Sum(lambda k: a[tuple(i[:-1]) + (k,)] * b[tuple(i[:-2]) + (k, i[-1])]))
 
 
-@tw.op(reference=lambda a, b: a @ np.swapaxes(b, -1, -2))
+@tw.op(reference=lambda a, b: a @ np.swapaxes(b, -1, -2), kernel="bmatmul_nt")
 def bmatmul_nt(a, b):
     """a @ b^T over equal leading batch axes: (..., m, k) x (..., n, k) -> (..., m, n) (attention scores)."""
     return tw.compute(a.ndim, lambda *i: tw.Sum(lambda k: a[tuple(i[:-1]) + (k,)] * b[tuple(i[:-2]) + (i[-1], k)]))
 
 
-@tw.op(reference=lambda a, b: np.swapaxes(a, -1, -2) @ b)
+@tw.op(reference=lambda a, b: np.swapaxes(a, -1, -2) @ b, kernel="bmatmul_tn")
 def bmatmul_tn(a, b):
     """a^T @ b over equal leading batch axes: (..., k, m) x (..., k, n) -> (..., m, n)."""
     return tw.compute(
@@ -251,13 +251,13 @@ def bmatmul_tn(a, b):
     )
 
 
-@tw.op(reference=lambda a, b: a @ b)
+@tw.op(reference=lambda a, b: a @ b, kernel="matmul_nd")
 def matmul_nd(a, b):
     """a @ b with a of any rank and b a matrix: (..., m, k) x (k, n) -> (..., m, n)."""
     return tw.compute(a.ndim, lambda *i: tw.Sum(lambda k: a[tuple(i[:-1]) + (k,)] * b[k, i[-1]]))
 
 
-@tw.op(reference=lambda a, b: a.reshape(-1, a.shape[-1]).T @ b.reshape(-1, b.shape[-1]))
+@tw.op(reference=lambda a, b: a.reshape(-1, a.shape[-1]).T @ b.reshape(-1, b.shape[-1]), kernel="linear_grad_weight")
 def matmul_nd_tn(a, b):
     """a^T @ b summed over all leading axes: (..., k) x (..., n) -> (k, n) (matmul_nd's weight gradient)."""
     return lambda k, n: tw.Sum(lambda *r: a[r + (k,)] * b[r + (n,)], ndim=a.ndim - 1)

@@ -206,7 +206,36 @@ bool batch_mat(const TileCall& call, std::vector<int> a_dims, std::vector<int> b
 
 }  // namespace
 
+// Batched products over any number r - 2 of leading batch axes: roles i0..i{r-1} (the output,
+// rows m = i{r-2}, columns n = i{r-1}) then k. `a_tail` / `b_tail` give the last two dimensions of
+// each operand in terms of m, n, k (as 0, 1, 2); `b_batched`: b has the batch axes too.
+static bool batched(const TileCall& call, std::vector<int> a_tail, std::vector<int> b_tail, bool b_batched) {
+  const int r = static_cast<int>(call.vars.size()) - 1;
+  if (r < 2 || call.inputs.size() != 2 || static_cast<int>(call.output_vars.size()) != r) return false;
+  for (int t = 0; t < r; ++t)
+    if (call.output_vars[t] != t) return false;
+  const int role[3] = {r - 2, r - 1, r};  // m, n, k
+  Contraction c;
+  c.a.input = 0;
+  c.b.input = 1;
+  for (int t = 0; t < r - 2; ++t) {
+    c.loops.push_back(t);
+    c.a.dims.push_back(t);
+    if (b_batched) c.b.dims.push_back(t);
+  }
+  for (int x : a_tail) c.a.dims.push_back(role[x]);
+  for (int x : b_tail) c.b.dims.push_back(role[x]);
+  c.m = role[0];
+  c.n = role[1];
+  c.k = role[2];
+  return contract(call, c);
+}
+
 bool matmul(const TileCall& call, const Attrs&) { return mat(call, {0, 2}, {2, 1}); }
+bool bmatmul(const TileCall& call, const Attrs&) { return batched(call, {0, 2}, {2, 1}, true); }
+bool bmatmul_nt(const TileCall& call, const Attrs&) { return batched(call, {0, 2}, {1, 2}, true); }
+bool bmatmul_tn(const TileCall& call, const Attrs&) { return batched(call, {2, 0}, {2, 1}, true); }
+bool matmul_nd(const TileCall& call, const Attrs&) { return batched(call, {0, 2}, {2, 1}, false); }
 bool matmul_tn(const TileCall& call, const Attrs&) { return mat(call, {2, 0}, {2, 1}); }
 bool matmul_nt(const TileCall& call, const Attrs&) { return mat(call, {0, 2}, {1, 2}); }
 bool matmul_tt(const TileCall& call, const Attrs&) { return mat(call, {2, 0}, {1, 2}); }

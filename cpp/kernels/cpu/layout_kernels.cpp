@@ -83,4 +83,80 @@ bool merge_heads(const TileCall& call, const Attrs& attrs) {
   return true;
 }
 
+// out[i] = x[j] with j[perm[d]] = i[d]: walks the block with x's strides, copying whole runs
+// where the last output axis is x's last axis.
+bool permute(const TileCall& call, const Attrs& attrs) {
+  const std::vector<int64_t> perm = attrs.ints("perm");
+  const int r = static_cast<int>(call.vars.size());
+  if (!attrs.ok() || call.inputs.size() != 1 || static_cast<int>(perm.size()) != r || r < 1 ||
+      static_cast<int>(call.output_vars.size()) != r)
+    return false;
+  for (int d = 0; d < r; ++d)
+    if (call.output_vars[d] != d || perm[d] < 0 || perm[d] >= r) return false;
+  const TileIn& x = call.inputs[0];
+  if (static_cast<int>(x.shape.size()) != r) return false;
+  std::vector<Span> box(r);
+  for (int d = 0; d < r; ++d) box[perm[d]] = call.vars[d];
+  if (!holds(x, box)) return false;
+  const std::vector<int64_t> rs = region_strides(x);
+  std::vector<int64_t> step(r);  // x's stride along output axis d
+  std::vector<int64_t> corner(r);
+  for (int d = 0; d < r; ++d) {
+    step[d] = rs[perm[d]];
+    corner[perm[d]] = call.vars[d].lo;
+  }
+  const float* base = element(x, corner);
+  const int64_t inner = call.vars[r - 1].size(), s_inner = step[r - 1];
+  std::vector<int64_t> idx(r, 0);
+  float* out = call.out;
+  while (true) {
+    const float* src = base;
+    for (int d = 0; d + 1 < r; ++d) src += idx[d] * step[d];
+    if (s_inner == 1) {
+      out = std::copy(src, src + inner, out);
+    } else {
+      for (int64_t t = 0; t < inner; ++t) *out++ = src[t * s_inner];
+    }
+    int d = r - 2;
+    while (d >= 0 && idx[d] + 1 == call.vars[d].size()) idx[d] = 0, --d;
+    if (d < 0) return true;
+    ++idx[d];
+  }
+}
+
+// Row-major reshape: the output element at flat position f is x's element at flat position f.
+// Needs x whole on the device (its regions under a split follow the // and % of the description).
+bool reshape(const TileCall& call, const Attrs&) {
+  const int r = static_cast<int>(call.output_vars.size());
+  if (call.inputs.size() != 1 || static_cast<int>(call.vars.size()) != r) return false;
+  for (int d = 0; d < r; ++d)
+    if (call.output_vars[d] != d) return false;
+  const TileIn& x = call.inputs[0];
+  std::vector<Span> whole;
+  int64_t nx = 1, nout = 1;
+  for (int64_t e : x.shape) whole.push_back({0, e - 1}), nx *= e;
+  for (int64_t e : call.output_shape) nout *= e;
+  if (nx != nout || x.region.size() != whole.size() || (nx > 0 && !holds(x, whole))) return false;
+  for (size_t d = 0; d < whole.size(); ++d)
+    if (x.region[d].lo != 0 || x.region[d].hi != whole[d].hi) return false;  // x's buffer is the whole tensor
+  const std::vector<int64_t> so = [&] {
+    std::vector<int64_t> st(r, 1);
+    for (int d = r - 2; d >= 0; --d) st[d] = st[d + 1] * call.output_shape[d + 1];
+    return st;
+  }();
+  std::vector<int64_t> idx(r);
+  for (int d = 0; d < r; ++d) idx[d] = call.vars[d].lo;
+  const int64_t inner = r == 0 ? 1 : call.vars[r - 1].size();
+  float* out = call.out;
+  while (true) {
+    int64_t flat = 0;
+    for (int d = 0; d < r; ++d) flat += idx[d] * so[d];
+    out = std::copy(x.data + flat, x.data + flat + inner, out);
+    int d = r - 2;
+    while (d >= 0 && idx[d] == call.vars[d].hi) idx[d] = call.vars[d].lo, --d;
+    if (d < 0) return true;
+    ++idx[d];
+  }
+}
+
 }  // namespace tilewise::kernels::tile

@@ -99,6 +99,10 @@ bool matvec(const TileCall&, const Attrs&);
 bool vecmat(const TileCall&, const Attrs&);
 bool outer(const TileCall&, const Attrs&);
 bool lstm_gates(const TileCall&, const Attrs&);
+bool bmatmul(const TileCall&, const Attrs&);
+bool bmatmul_nt(const TileCall&, const Attrs&);
+bool bmatmul_tn(const TileCall&, const Attrs&);
+bool matmul_nd(const TileCall&, const Attrs&);
 
 // elementwise_kernels.cpp: one output element from the inputs at (about) the same index.
 bool identity(const TileCall&, const Attrs&);
@@ -218,6 +222,8 @@ bool rms_norm_grad_input(const TileCall&, const Attrs&);
 // layout_kernels.cpp: elements moved, not computed.
 bool split_heads(const TileCall&, const Attrs&);
 bool merge_heads(const TileCall&, const Attrs&);
+bool permute(const TileCall&, const Attrs&);
+bool reshape(const TileCall&, const Attrs&);
 
 // conv_kernels.cpp: convolutions by im2col / col2im and GEMM.
 bool conv2d(const TileCall&, const Attrs&);

@@ -202,6 +202,10 @@ const std::unordered_map<std::string, Entry>& kernel_table() {
       {"vecmat", {tile::vecmat, {"j", "i"}}},
       {"outer", {tile::outer, {"i", "j"}}},
       {"lstm_gates", {tile::lstm_gates, {"b", "j", "k", "k'"}}},
+      {"bmatmul", {tile::bmatmul, {"i*", "k"}}},
+      {"bmatmul_nt", {tile::bmatmul_nt, {"i*", "k"}}},
+      {"bmatmul_tn", {tile::bmatmul_tn, {"i*", "k"}}},
+      {"matmul_nd", {tile::matmul_nd, {"i*", "k"}}},
       // element-wise (elementwise_kernels.cpp)
       {"identity", {tile::identity, any}},
       {"neg", {tile::neg, any}},
@@ -311,6 +315,8 @@ const std::unordered_map<std::string, Entry>& kernel_table() {
       {"rms_norm_grad_input", {tile::rms_norm_grad_input, {"v*"}}},
       {"split_heads", {tile::split_heads, {"n", "s", "d"}}},
       {"merge_heads", {tile::merge_heads, {"b", "s", "c"}}},
+      {"permute", {tile::permute, {"i*"}}},
+      {"reshape", {tile::reshape, {"i*"}}},
       // lookups (embedding_kernels.cpp)
       {"embedding", {tile::embedding, {"p*", "d"}}},
       {"embedding_grad", {tile::embedding_grad, {"v", "d", "p*"}}},
