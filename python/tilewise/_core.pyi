@@ -80,6 +80,9 @@ def gemm(a: np.ndarray, b: np.ndarray, trans_a: bool = False, trans_b: bool = Fa
 
 class GraphError(ValueError): ...
 class ExecError(ValueError): ...
+class CommunicationError(RuntimeError):
+    device: int
+    peer: int
 
 class TensorNode:
     id: int

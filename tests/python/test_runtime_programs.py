@@ -1,0 +1,115 @@
+"""Programs (cpp/exec/program.h): what each device runs, built from the cost model's transfer
+enumeration. Bytes sent in the programs, and measured, equal the plan's prediction in total and per
+device; programs print and serialise; profiled steps export a Chrome/Perfetto trace."""
+import json
+
+import numpy as np
+import pytest
+
+import tilewise as tw
+
+MODELS = {
+    "mlp": lambda: tw.models.mlp(layers=2, hidden=16, batch=8),
+    "rnn": lambda: tw.models.rnn(layers=1, hidden=8, steps=3, batch=4, in_features=6),
+}
+ALGORITHMS = ["tofu", "kcuts", "spartan", "data_parallel", "equal_chop"]
+
+
+def _feeds(g, rng):
+    return {t.name: rng.standard_normal(t.shape).astype(np.float32) for t in g.tensors
+            if t.producer is None and t.role in ("input", "label", "constant")}
+
+
+@pytest.mark.parametrize("model", sorted(MODELS))
+@pytest.mark.parametrize("devices", [2, 4])
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_program_bytes_equal_the_plan_per_device(model, devices, algorithm):
+    g = MODELS[model]()
+    plan = tw.partition(g, devices=devices, algorithm=algorithm)
+    exe = tw.compile(g, plan).initialize(seed=1)
+    programs = [exe.program(d) for d in range(devices)]
+    assert sum(p.bytes_sent for p in programs) == plan.comm_bytes
+    assert sum(p.bytes_received for p in programs) == plan.comm_bytes
+    exe.step(_feeds(g, np.random.default_rng(0)))
+    stats = exe.stats
+    assert sum(stats.predicted_bytes_sent_per_device) == plan.comm_bytes
+    assert sum(stats.predicted_bytes_received_per_device) == plan.comm_bytes
+    assert [p.bytes_sent for p in programs] == stats.predicted_bytes_sent_per_device
+    assert [p.bytes_received for p in programs] == stats.predicted_bytes_received_per_device
+    assert stats.bytes_sent_per_device == stats.predicted_bytes_sent_per_device
+    assert stats.bytes_received_per_device == stats.predicted_bytes_received_per_device
+    for row in stats.per_device:
+        assert row["bytes_sent"] == row["predicted_bytes_sent"]
+        assert row["step_seconds"] > 0
+
+
+def test_programs_print_and_serialise():
+    g = MODELS["mlp"]()
+    plan = tw.partition(g, devices=2, algorithm="kcuts")
+    exe = tw.compile(g, plan)
+    prog = exe.program(1)
+    text = prog.text()
+    assert text.startswith("program of device 1 of 2")
+    assert len(text.splitlines()) == len(prog) + 1
+    for kind in ("alloc", "compute", "free"):
+        assert f"  {kind} " in text
+    doc = json.loads(prog.to_json())
+    assert doc["device"] == 1 and doc["streams"] == ["compute", "comm"]
+    assert len(doc["instructions"]) == len(prog)
+    kinds = {i["kind"] for i in doc["instructions"]}
+    assert {"alloc", "free", "compute"} <= kinds
+    sends = [i for i in doc["instructions"] if i["kind"] == "send"]
+    assert sum(i["bytes"] for i in sends) == prog.bytes_sent
+    for i in sends:
+        assert i["stream"] == "comm" and 0 <= i["peer"] < 2 and i["tag"] >= 0
+    assert sum(i["flops"] for i in doc["instructions"]) == pytest.approx(prog.flops)
+    # Compute instructions carry the device's share of the FLOPs, as the plan counts them.
+    computes = sum(i["flops"] for i in doc["instructions"] if i["kind"] == "compute")
+    assert abs(computes - plan.flops_per_device[1]) <= len(g.ops)
+    # Every send has its receive on the peer, same tag and box.
+    other = json.loads(exe.program(0).to_json())
+    recvs = {(i["tag"]): i for i in other["instructions"] if i["kind"] == "recv"}
+    for i in sends:
+        assert recvs[i["tag"]]["box"] == i["box"] and recvs[i["tag"]]["peer"] == 1
+    # Streams wait on each other where they hand data over.
+    assert {"record", "wait"} <= kinds
+    with pytest.raises(ValueError, match="device must be one of"):
+        exe.program(2)
+
+
+def test_profiled_step_exports_a_trace_with_a_row_per_device_and_stream(tmp_path):
+    g = MODELS["mlp"]()
+    plan = tw.partition(g, devices=2, algorithm="tofu")
+    exe = tw.compile(g, plan, profile=True).initialize()
+    with pytest.raises(ValueError, match="no step"):
+        exe.trace()
+    exe.step(_feeds(g, np.random.default_rng(0)))
+    path = tmp_path / "step.json"
+    exe.trace(path)
+    doc = json.loads(path.read_text())
+    events = doc["traceEvents"]
+    processes = {e["pid"]: e["args"]["name"] for e in events if e["name"] == "process_name"}
+    threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e["name"] == "thread_name"}
+    assert processes == {0: "device 0", 1: "device 1"}
+    assert set(threads.values()) == {"compute", "comm"} and len(threads) == 4
+    spans = [e for e in events if e["ph"] == "X"]
+    assert {(e["pid"], e["tid"]) for e in spans} == set(threads)  # every row has instructions
+    assert all(e["dur"] >= 0 and e["ts"] >= 0 for e in spans)
+    assert any(e["cat"] == "compute" and e["args"]["flops"] > 0 for e in spans)
+    assert sum(e["args"]["bytes"] for e in spans if e["cat"] == "send") == plan.comm_bytes
+    unprofiled = tw.compile(g, plan).initialize()
+    unprofiled.step(_feeds(g, np.random.default_rng(0)))
+    with pytest.raises(ValueError, match="profile=True"):
+        unprofiled.trace()
+
+
+def test_steps_reuse_the_workers_and_compile_checks_the_timeout():
+    g = MODELS["mlp"]()
+    plan = tw.partition(g, devices=4, algorithm="kcuts")
+    exe = tw.compile(g, plan).initialize()
+    rng = np.random.default_rng(0)
+    losses = [float(exe.step(_feeds(g, rng))["loss"]) for _ in range(20)]
+    assert all(np.isfinite(losses)) and exe.stats.steps == 20
+    with pytest.raises(tw.ExecError, match="timeout"):
+        tw.compile(g, plan, timeout=0)
+    assert issubclass(tw.CommunicationError, RuntimeError)
