@@ -41,6 +41,9 @@ def test_program_bytes_equal_the_plan_per_device(model, devices, algorithm):
     for row in stats.per_device:
         assert row["bytes_sent"] == row["predicted_bytes_sent"]
         assert row["step_seconds"] > 0
+    assert "bytes sent per device" in stats.summary()
+    # Ops on the interpreter fallback copy their regions to float64 outside the arena: counted.
+    assert (max(stats.scratch_bytes_per_device) > 0) == (stats.interpreted_ops > 0)
 
 
 def test_programs_print_and_serialise():
@@ -113,3 +116,24 @@ def test_steps_reuse_the_workers_and_compile_checks_the_timeout():
     with pytest.raises(tw.ExecError, match="timeout"):
         tw.compile(g, plan, timeout=0)
     assert issubclass(tw.CommunicationError, RuntimeError)
+
+
+def test_a_device_out_of_memory_mid_step_releases_the_others():
+    """One device fails inside a step while its peers wait on receives from it: the step raises
+    the device's OutOfMemory (not a CommunicationError of a peer) and nothing hangs."""
+    g = tw.models.mlp(layers=3, hidden=64, batch=32)
+    plan = tw.partition(g, devices=4, algorithm="kcuts")
+    failed_in_step = 0
+    for frac in (0.95, 0.9, 0.8, 0.7, 0.6, 0.5):
+        try:
+            exe = tw.compile(g, plan, memory_per_device=int(max(plan.memory_per_device) * frac),
+                             timeout=30).initialize()
+        except tw.OutOfMemory:
+            break  # the resident tensors no longer fit
+        with pytest.raises(tw.OutOfMemory) as err:
+            exe.step(_feeds(g, np.random.default_rng(0)))
+        assert 0 <= err.value.device < 4
+        with pytest.raises(tw.ExecError, match="previous step"):
+            exe.step()
+        failed_in_step += 1
+    assert failed_in_step

@@ -93,8 +93,13 @@ class ExecStats:
     def summary(self) -> str:
         mem = ", ".join(f"{m / 2**20:.1f}" for m in self.peak_memory_per_device)
         pred = ", ".join(f"{m / 2**20:.1f}" for m in self.predicted_memory_per_device)
+        sent = ", ".join(f"{b:,}" for b in self.bytes_sent_per_device)
+        sent_plan = ", ".join(f"{b:,}" for b in self.predicted_bytes_sent_per_device)
+        secs = ", ".join(f"{t:.3f}" for t in self.step_seconds_per_device)
         return "\n".join([
             f"bytes moved: {self.bytes_moved:,} (plan: {self.predicted_bytes:,})",
+            f"bytes sent per device: {sent} (plan: {sent_plan})",
+            f"seconds per device: {secs}",
             f"peak memory per device (MiB): {mem} (plan: {pred}; largest error {self.memory_error:.1%})",
             f"step: {self.step_seconds:.3f} s (plan, calibrated: {self.predicted_step_seconds:.3f} s); "
             f"ops on native kernels: {self.native_ops}, "
