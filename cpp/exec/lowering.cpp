@@ -126,8 +126,8 @@ class ProgramBuilder {
       if (dev.direct) {
         computed[d] = tile_[d][out_t];
       } else {
-        computed[d] = add_buffer(d, g_.tensor(node.output).name + "@" + node.name, BufferRole::kComputed, node.output,
-                                 dev.computed);
+        computed[d] = add_buffer(d, "computed(" + g_.tensor(node.output).name + ")", BufferRole::kComputed,
+                                 node.output, dev.computed);
         emit_alloc(d, op.op, computed[d]);
       }
       Instr in;
@@ -158,8 +158,7 @@ class ProgramBuilder {
       if (dev.reduce_in.empty()) continue;
       std::vector<int> stages;
       for (const Transfer& tr : dev.reduce_in) {
-        stages.push_back(add_buffer(d, g_.tensor(node.output).name + "@" + node.name + ".partial" +
-                                           std::to_string(stages.size()),
+        stages.push_back(add_buffer(d, "partial" + std::to_string(stages.size()) + "(" + g_.tensor(node.output).name + ")",
                                     BufferRole::kStaging, node.output, tr.what));
         emit_alloc(d, op.op, stages.back());
       }

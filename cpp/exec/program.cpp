@@ -140,9 +140,12 @@ std::string Program::text() const {
     << " FLOPs\n";
   size_t width = 0;
   for (const auto& st : streams) width = std::max(width, st.size());
+  const size_t digits = std::to_string(instrs.empty() ? 0 : instrs.size() - 1).size();
   for (size_t i = 0; i < instrs.size(); ++i) {
     const std::string& st = streams[instrs[i].stream];
-    s << i << "  " << st << std::string(width - st.size(), ' ') << "  " << instr_text(instrs[i]) << "\n";
+    const std::string idx = std::to_string(i);
+    s << std::string(digits - idx.size(), ' ') << idx << "  " << st << std::string(width - st.size(), ' ') << "  "
+      << instr_text(instrs[i]) << "\n";
   }
   return s.str();
 }

@@ -7,6 +7,10 @@
 #include <mutex>
 #include <thread>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include "exec/box_copy.h"
 #include "exec/errors.h"
 #include "kernels/cpu/blas.h"
@@ -310,12 +314,18 @@ void Executable::step() {
     failed_ = true;
     std::rethrow_exception(pool_->error);
   }
+  const bool recorded = !runners_.empty() && !runners_[0]->arena().planned();
   try {
     for (auto& r : runners_) r->arena().end_step();  // plans the arenas after the first step
   } catch (...) {
     failed_ = true;
     throw;
   }
+#if defined(__GLIBC__)
+  // The recorded step's buffers came from malloc and went back to it; hand that memory back to the
+  // system, or the process holds it beside the planned blocks (peak RSS 1.3-1.7x the plan).
+  if (recorded) malloc_trim(0);
+#endif
   stats_.bytes_received = comm_->bytes_received();
   stats_.bytes_sent = comm_->bytes_sent();
   stats_.bytes_moved = 0;
