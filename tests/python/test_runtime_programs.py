@@ -137,3 +137,37 @@ def test_a_device_out_of_memory_mid_step_releases_the_others():
             exe.step()
         failed_in_step += 1
     assert failed_in_step
+
+
+def test_a_silent_peer_raises_a_communication_error_within_the_timeout(monkeypatch):
+    """Device 0 (the caller's thread) stalls in an embedding lookup; device 1, waiting on a message
+    from it, gives up at the deadline: tw.CommunicationError names the peer and the instruction."""
+    import importlib
+    import threading
+    import time
+
+    emb = importlib.import_module("tdl_ops.embedding")  # the module (tdl_ops.embedding is the op)
+
+    g = tw.models.transformer(layers=1, hidden=16, heads=2, seq=4, batch=2, vocab=11, classes=3, dropout=0.0)
+    plan = tw.partition(g, devices=2, algorithm="data_parallel")
+    exe = tw.compile(g, plan, timeout=0.5).initialize()
+    assert any(" from 0 " in line for line in exe.program(1).text().splitlines() if "recv" in line)
+    rng = np.random.default_rng(0)
+    feeds = {t.name: (rng.integers(0, 2, size=t.shape) if t.name in ("ids", "token_type_ids")
+                      else rng.standard_normal(t.shape)).astype(np.float32)
+             for t in g.tensors if t.producer is None and t.role in ("input", "label", "constant")}
+    lookup, stalled = emb.Lookup.fn, []
+
+    def slow(*args):
+        if threading.current_thread() is threading.main_thread() and not stalled:
+            stalled.append(1)
+            time.sleep(2.0)
+        return lookup(*args)
+
+    monkeypatch.setattr(emb.Lookup, "fn", slow)
+    start = time.perf_counter()
+    with pytest.raises(tw.CommunicationError) as err:
+        exe.step(feeds)
+    assert time.perf_counter() - start < 2.0 + 5
+    assert stalled and err.value.device == 1 and err.value.peer == 0
+    assert "deadline" in str(err.value) and "recv" in str(err.value)
