@@ -229,7 +229,7 @@ class ProgramBuilder {
   int add_buffer(int d, std::string name, BufferRole role, int tensor, const Box& box) {
     auto& bufs = low_.programs[d].buffers;
     BufferDesc b;
-    b.name = std::move(name), b.role = role, b.tensor = tensor, b.box = box;
+    b.name = std::move(name), b.role = role, b.tensor = tensor, b.box = box, b.dtype = g_.tensor(tensor).dtype;
     bufs.push_back(std::move(b));
     return static_cast<int>(bufs.size()) - 1;
   }

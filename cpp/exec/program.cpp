@@ -159,7 +159,8 @@ std::string Program::to_json() const {
     const BufferDesc& b = buffers[i];
     s << (i ? ", " : "") << "{\"name\": " << quoted(b.name) << ", \"role\": \"" << role_name(b.role)
       << "\", \"tensor\": " << b.tensor << ", \"box\": " << box_json(b.box)
-      << ", \"resident\": " << (b.resident ? "true" : "false") << ", \"bytes\": " << b.elements() * 4 << "}";
+      << ", \"dtype\": " << quoted(b.dtype) << ", \"resident\": " << (b.resident ? "true" : "false")
+      << ", \"bytes\": " << b.elements() * 4 << "}";
   }
   s << "], \"instructions\": [";
   for (size_t i = 0; i < instrs.size(); ++i) {

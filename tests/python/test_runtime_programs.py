@@ -58,6 +58,7 @@ def test_programs_print_and_serialise():
         assert f"  {kind} " in text
     doc = json.loads(prog.to_json())
     assert doc["device"] == 1 and doc["streams"] == ["compute", "comm"]
+    assert all(b["dtype"] == "float32" and b["bytes"] >= 0 for b in doc["buffers"])
     assert len(doc["instructions"]) == len(prog)
     kinds = {i["kind"] for i in doc["instructions"]}
     assert {"alloc", "free", "compute"} <= kinds
