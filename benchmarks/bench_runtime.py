@@ -8,7 +8,8 @@ PyTorch gets one thread too (torch.set_num_threads(1)): the peer of one device.
 Step-time prediction (approximate, stated plainly): calibrated on the 1-device run of the same
 model (FLOP rate = total FLOPs / its step time), predicted k-device time = the busiest device's
 FLOPs / that rate + its received bytes / the measured copy bandwidth. Median of --runs steps
-after one warm-up step.
+after one warm-up step; the 1-device and 2-device steps alternate (1, 2, 1, 2, ...), so a shared,
+noisy machine slows both alike. Bytes sent per device are checked against the plan's prediction.
 
     python benchmarks/bench_runtime.py [--runs 5] [--quick]
 """
@@ -41,18 +42,30 @@ def feeds(g, rng):
             if t.producer is None and t.role in ("input", "label", "constant")}
 
 
-def run(g, devices: int, runs: int, algorithm: str = "tofu"):
+def compiled(g, devices: int, algorithm: str = "tofu"):
     plan = tw.partition(g, devices=devices, algorithm=algorithm)
     exe = tw.compile(g, plan).initialize(0)
+    exe.step(feeds(g, np.random.default_rng(0)))  # warm-up: plans the arenas
+    return plan, exe
+
+
+def alternate(exes, g, runs: int) -> list[float]:
+    """Median step time of each executable, their steps interleaved."""
     rng = np.random.default_rng(0)
-    exe.step(feeds(g, rng))
-    times = []
+    times = [[] for _ in exes]
     for _ in range(runs):
         f = feeds(g, rng)
-        t0 = time.perf_counter()
-        exe.step(f)
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times), plan, exe.stats
+        for exe, ts in zip(exes, times, strict=True):
+            t0 = time.perf_counter()
+            exe.step(f)
+            ts.append(time.perf_counter() - t0)
+    return [statistics.median(ts) for ts in times]
+
+
+def run(g, devices: int, runs: int, algorithm: str = "tofu"):
+    plan, exe = compiled(g, devices, algorithm)
+    (t,) = alternate([exe], g, runs)
+    return t, plan, exe.stats
 
 
 def copy_bandwidth() -> float:
@@ -101,10 +114,13 @@ def main() -> None:
     print(f"{'model, algorithm':44s} {'1 dev s':>8s} {'2 dev s':>8s} {'speed-up':>8s} {'goal':>5s} "
           f"{'predicted 2 dev s':>17s} {'error':>6s} {'MB moved':>9s} {'native ops':>10s}")
     for key, label, g in models(args.quick):
-        t1, plan1, s1 = run(g, 1, args.runs)
-        rate = sum(plan1.flops_per_device) / t1
+        plan1, exe1 = compiled(g, 1)
         for algorithm in ALGORITHMS:
-            t2, plan2, s2 = run(g, 2, args.runs, algorithm)
+            plan2, exe2 = compiled(g, 2, algorithm)
+            t1, t2 = alternate([exe1, exe2], g, args.runs)
+            rate = sum(plan1.flops_per_device) / t1
+            s2 = exe2.stats
+            assert s2.bytes_sent_per_device == s2.predicted_bytes_sent_per_device, s2.summary()
             predicted = max(f / rate + b / bandwidth for f, b in zip(plan2.flops_per_device, s2.bytes_per_device,
                                                                      strict=True))
             error = (predicted - t2) / t2
@@ -113,7 +129,10 @@ def main() -> None:
                   f"{s2.bytes_moved / 1e6:9.1f} {s2.native_ops:5d}/{s2.native_ops + s2.interpreted_ops}", flush=True)
             out["rows"].append(dict(model=label, algorithm=algorithm, one=t1, two=t2, speedup=t1 / t2,
                                     goal=GOALS[key], predicted=predicted, error=error, bytes=s2.bytes_moved,
-                                    predicted_bytes=plan2.comm_bytes, memory_error=s2.memory_error))
+                                    predicted_bytes=plan2.comm_bytes, memory_error=s2.memory_error,
+                                    bytes_sent_per_device=s2.bytes_sent_per_device,
+                                    step_seconds_per_device=s2.step_seconds_per_device,
+                                    message_buffer_bytes=s2.message_buffer_bytes))
     hidden, batch = (2048, 512) if not args.quick else (512, 128)
     torch_t = torch_mlp_step(hidden, batch, 4, args.runs)
     if torch_t is not None:

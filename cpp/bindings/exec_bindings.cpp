@@ -30,9 +30,57 @@ void bind_exec(py::module_& m) {
     }
   });
 
+  static py::exception<CommunicationError> comm_error(m, "CommunicationError", PyExc_RuntimeError);
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const CommunicationError& e) {
+      py::object err = py::handle(comm_error.ptr())(e.what());
+      err.attr("device") = e.device;
+      err.attr("peer") = e.peer;
+      PyErr_SetObject(comm_error.ptr(), err.ptr());
+    }
+  });
+
+  py::class_<Program>(m, "Program", "One device's step: instructions on named streams (cpp/exec/program.h).")
+      .def_readonly("device", &Program::device)
+      .def_readonly("devices", &Program::devices)
+      .def_readonly("streams", &Program::streams)
+      .def("text", &Program::text)
+      .def("to_json", &Program::to_json)
+      .def_property_readonly("bytes_sent", &Program::bytes_sent)
+      .def_property_readonly("bytes_received", &Program::bytes_received)
+      .def_property_readonly("flops", &Program::flops)
+      .def("__len__", [](const Program& p) { return p.instrs.size(); })
+      .def("instructions",
+           [](const Program& p) {
+             // (kind, stream, op name or "", text, bytes, flops) per instruction
+             py::list out;
+             for (const Instr& in : p.instrs)
+               out.append(py::make_tuple(kind_name(in.kind), p.streams[in.stream],
+                                         in.op >= 0 ? p.op_names[in.op] : std::string(), p.instr_text(in), in.bytes,
+                                         in.flops));
+             return out;
+           })
+      .def("__repr__", [](const Program& p) {
+        return "<Program of device " + std::to_string(p.device) + ": " + std::to_string(p.instrs.size()) +
+               " instructions>";
+      });
+
+  m.def(
+      "predicted_traffic",
+      [](const graph::Graph& g, const partition::Plan& plan) { return predicted_traffic(g, plan); },
+      py::arg("graph"), py::arg("plan"),
+      "Bytes each device sends and receives in a step under the plan: (sent, received), per device.");
+
   py::class_<RunStats>(m, "RunStats", "What the last step measured.")
       .def_readonly("bytes_moved", &RunStats::bytes_moved)
       .def_readonly("bytes_received", &RunStats::bytes_received)
+      .def_readonly("bytes_sent", &RunStats::bytes_sent)
+      .def_readonly("scratch_bytes", &RunStats::scratch_bytes)
+      .def_readonly("device_seconds", &RunStats::device_seconds)
+      .def_readonly("message_bytes", &RunStats::message_bytes)
+      .def_readonly("profile", &RunStats::profile)
       .def_readonly("peak_bytes", &RunStats::peak_bytes)
       .def_readonly("op_seconds", &RunStats::op_seconds)
       .def_property_readonly("op_native", [](const RunStats& s) { return std::vector<bool>(s.op_native.begin(), s.op_native.end()); })
@@ -41,17 +89,17 @@ void bind_exec(py::module_& m) {
 
   py::class_<Executable>(m, "Executable", "A partition plan lowered for CPU devices (worker threads).")
       .def(py::init([](const graph::Graph& g, const partition::Plan& plan, int64_t capacity,
-                       const std::vector<int>& keep, const std::vector<py::object>& opaque) {
+                       const std::vector<int>& keep, const std::vector<py::object>& opaque, double timeout) {
              // Per op: None, or fn(function id, [float64 arrays]) -> array, called with the GIL.
              std::vector<tdl::OpaqueCall> calls(opaque.size());
              for (size_t i = 0; i < opaque.size(); ++i) {
                if (opaque[i].is_none()) continue;
                calls[i] = opaque_from_python(opaque[i]);
              }
-             return std::make_unique<Executable>(g, plan, capacity, keep, std::move(calls));
+             return std::make_unique<Executable>(g, plan, capacity, keep, std::move(calls), timeout);
            }),
            py::arg("graph"), py::arg("plan"), py::arg("capacity") = 0, py::arg("keep") = std::vector<int>{},
-           py::arg("opaque") = std::vector<py::object>{}, py::keep_alive<1, 2>())
+           py::arg("opaque") = std::vector<py::object>{}, py::arg("timeout") = 300.0, py::keep_alive<1, 2>())
       .def("set_tensor",
            [](Executable& e, int tensor, py::array_t<float, py::array::c_style | py::array::forcecast> a) {
              e.set_tensor(tensor, a.data());
@@ -65,6 +113,8 @@ void bind_exec(py::module_& m) {
            })
       .def("step", &Executable::step, py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("stats", &Executable::stats, py::return_value_policy::copy)
+      .def("program", &Executable::program, py::arg("device"), py::return_value_policy::reference_internal)
+      .def("set_profile", &Executable::set_profile, py::arg("on"))
       .def_property_readonly("devices", &Executable::devices);
 }
 

@@ -10,7 +10,9 @@ namespace tilewise::exec {
 
 namespace {
 
-// Calls row(src_offset, dst_offset, length) for every innermost run of `what`.
+// Calls row(src_offset, dst_offset, length) for every contiguous run of `what`: the innermost
+// dimensions that `what` covers whole in both buffers merge with the one outside them, so a box of
+// whole rows (a 1x1 convolution's weights, a batch slice) is one run, not one per innermost row.
 template <class Row>
 void for_each_row(const Box& src_box, const Box& dst_box, const Box& what, Row row) {
   const size_t rank = what.dims.size();
@@ -25,21 +27,34 @@ void for_each_row(const Box& src_box, const Box& dst_box, const Box& what, Row r
     src_stride[d - 1] = src_stride[d] * src_box.dims[d].size();
     dst_stride[d - 1] = dst_stride[d] * dst_box.dims[d].size();
   }
-  const int64_t len = what.dims[rank - 1].size();
-  std::vector<int64_t> idx(rank, 0);
-  for (size_t d = 0; d < rank; ++d) idx[d] = what.dims[d].lo;
-  while (true) {
-    int64_t so = 0, doff = 0;
-    for (size_t d = 0; d < rank; ++d) {
-      so += (idx[d] - src_box.dims[d].lo) * src_stride[d];
-      doff += (idx[d] - dst_box.dims[d].lo) * dst_stride[d];
-    }
+  auto whole = [&](size_t d) {
+    return what.dims[d].lo == src_box.dims[d].lo && what.dims[d].hi == src_box.dims[d].hi &&
+           what.dims[d].lo == dst_box.dims[d].lo && what.dims[d].hi == dst_box.dims[d].hi;
+  };
+  size_t inner = rank - 1;  // runs span dimensions inner.. (whole beyond inner)
+  int64_t len = what.dims[rank - 1].size();
+  while (inner > 0 && whole(inner)) len *= what.dims[--inner].size();
+  int64_t so = 0, doff = 0;
+  for (size_t d = 0; d < rank; ++d) {
+    so += (what.dims[d].lo - src_box.dims[d].lo) * src_stride[d];
+    doff += (what.dims[d].lo - dst_box.dims[d].lo) * dst_stride[d];
+  }
+  if (inner == 0) {
     row(so, doff, len);
-    if (rank == 1) return;
-    size_t d = rank - 2;
+    return;
+  }
+  // Odometer over the outer dimensions 0..inner-1, offsets updated incrementally.
+  std::vector<int64_t> idx(inner, 0);
+  while (true) {
+    row(so, doff, len);
+    size_t d = inner - 1;
     while (true) {
-      if (++idx[d] <= what.dims[d].hi) break;
-      idx[d] = what.dims[d].lo;
+      if (++idx[d] < what.dims[d].size()) {
+        so += src_stride[d], doff += dst_stride[d];
+        break;
+      }
+      so -= (what.dims[d].size() - 1) * src_stride[d], doff -= (what.dims[d].size() - 1) * dst_stride[d];
+      idx[d] = 0;
       if (d == 0) return;
       --d;
     }

@@ -2,6 +2,7 @@
 // a ValueError). Running out of a device's memory is exec::OutOfMemory (arena.h), a MemoryError.
 #pragma once
 #include <stdexcept>
+#include <string>
 
 namespace tilewise::exec {
 
@@ -10,6 +11,19 @@ namespace tilewise::exec {
 /// The message names the tensor or op and what would be valid.
 struct ExecError : std::invalid_argument {
   using std::invalid_argument::invalid_argument;
+};
+
+}  // namespace tilewise::exec
+
+namespace tilewise::exec {
+
+/// A receive that did not complete by its deadline, or a peer that failed while this device
+/// waited on it (Python tw.CommunicationError, a RuntimeError). Names the device, the peer and the
+/// instruction it was waiting on.
+struct CommunicationError : std::runtime_error {
+  CommunicationError(int device, int peer, const std::string& what)
+      : std::runtime_error(what), device(device), peer(peer) {}
+  int device, peer;
 };
 
 }  // namespace tilewise::exec

@@ -1,14 +1,320 @@
 #include "exec/lowering.h"
 
 #include <algorithm>
+#include <unordered_map>
 
 #include "cost/comm_cost.h"
 #include "cost/transfers.h"
 #include "exec/errors.h"
+#include "tdl/op_cost.h"
 
 namespace tilewise::exec {
 
-Lowered lower(const graph::Graph& g, const cost::Placement& plan) {
+namespace {
+
+void buffer_lifetimes(const graph::Graph& g, const std::vector<int>& keep, Lowered& low) {
+  const int nt = static_cast<int>(g.tensors().size());
+  low.storage_of.resize(nt);
+  low.last_use.assign(nt, -1);
+  for (const auto& t : g.tensors()) {
+    int s = t.id;
+    while (g.tensor(s).updates >= 0) s = g.tensor(s).updates;  // in place of the tensor it updates
+    low.storage_of[t.id] = s;
+    if (s != t.id)
+      for (int d = 0; d < low.devices; ++d)
+        TW_ASSERT(low.tiles[t.id][d].dims == low.tiles[s][d].dims, "an update shares its tensor's tiles");
+    if (t.producer < 0 || s != t.id) continue;
+    int last = t.producer;
+    for (int c : t.consumers) last = std::max(last, c);
+    bool kept = t.consumers.empty() || std::find(keep.begin(), keep.end(), t.id) != keep.end();
+    if (kept) low.kept.push_back(t.id);
+    else low.last_use[t.id] = last;
+  }
+}
+
+double op_flops(const cost::OpView& view, const std::vector<Range>& vars) {
+  auto work = tdl::op_work(*view.desc, view.extents, view.input_shapes);
+  double out_elems = 1, iter = 1, share = 1;
+  for (int64_t s : view.output_shape) out_elems *= static_cast<double>(s);
+  for (int64_t e : view.extents) iter *= static_cast<double>(std::max<int64_t>(e, 1));
+  for (const auto& r : vars) share *= static_cast<double>(std::max<int64_t>(r.size(), 1));
+  return work.flops_per_element * out_elems * share / iter;
+}
+
+// Builds every device's program, op by op. Per op and device the order is: fetch sends, region
+// allocations, local copies and fetch receives, compute, partial sends, partial receives and
+// combines, result sends, result receives, frees. Sends never wait (the communicator buffers or
+// the transport copies), and every receive of a phase is matched by a send its peer posts before
+// any receive of that phase or a later one, so the programs cannot deadlock.
+class ProgramBuilder {
+ public:
+  ProgramBuilder(const graph::Graph& g, Lowered& low) : g_(g), low_(low) {
+    const int n = low.devices;
+    low.programs.resize(n);
+    tile_.assign(n, std::vector<int>(g.tensors().size(), -1));
+    allocated_.assign(n, std::vector<char>(g.tensors().size(), 0));
+    last_stream_.assign(n, -1);
+    for (int d = 0; d < n; ++d) {
+      Program& p = low.programs[d];
+      p.device = d, p.devices = n;
+      p.streams = {"compute", "comm"};
+      for (const auto& op : g.ops()) p.op_names.push_back(op.name);
+      for (const auto& t : g.tensors())
+        if (t.producer < 0 && !low.tiles[t.id][d].empty()) {
+          tile_buffer(d, t.id).resident = true;
+          allocated_[d][t.id] = 1;
+        }
+    }
+  }
+
+  void op(const OpPlan& op, const cost::OpView& view) {
+    const auto& node = g_.op(op.op);
+    const int n = low_.devices;
+    const int out_t = low_.storage_of[node.output];
+    std::vector<std::vector<int>> region(n, std::vector<int>(node.inputs.size(), -1));
+    std::vector<int> computed(n, -1);
+    // A: fetches. Sends first, from the sources' tiles.
+    for (int d = 0; d < n; ++d)
+      for (size_t j = 0; j < node.inputs.size(); ++j) {
+        const SlotPlan& slot = op.devices[d].slots[j];
+        const int t = low_.storage_of[node.inputs[j]];
+        for (const Transfer& tr : slot.parts)
+          if (tr.src != d) {
+            int64_t tag = next_tag_++;
+            fetch_tags_.push_back(tag);
+            Instr in = comm(InstrKind::kSend, op.op, tile_[tr.src][t], tr.what);
+            in.peer = d, in.tag = tag;
+            emit(tr.src, in, 1);
+          }
+      }
+    size_t next_fetch = 0;
+    for (int d = 0; d < n; ++d) {
+      const DeviceOp& dev = op.devices[d];
+      for (size_t j = 0; j < node.inputs.size(); ++j) {
+        const SlotPlan& slot = dev.slots[j];
+        if (slot.region.empty() || slot.use_tile) continue;
+        region[d][j] = add_buffer(d, g_.tensor(node.inputs[j]).name + "@" + node.name, BufferRole::kRegion,
+                                  node.inputs[j], slot.region);
+        emit_alloc(d, op.op, region[d][j]);
+      }
+    }
+    for (int d = 0; d < n; ++d)
+      for (size_t j = 0; j < node.inputs.size(); ++j) {
+        const SlotPlan& slot = op.devices[d].slots[j];
+        const int t = low_.storage_of[node.inputs[j]];
+        for (const Transfer& tr : slot.parts) {
+          if (tr.src == d) {
+            Instr in = comm(InstrKind::kCopy, op.op, region[d][j], tr.what);
+            in.src = tile_[d][t];
+            emit(d, in, 0);
+          } else {
+            Instr in = comm(InstrKind::kRecv, op.op, region[d][j], tr.what);
+            in.peer = tr.src, in.tag = fetch_tags_[next_fetch++];
+            emit(d, in, 1);
+          }
+        }
+      }
+    fetch_tags_.clear();
+    // B: compute.
+    for (int d = 0; d < n; ++d) {
+      const DeviceOp& dev = op.devices[d];
+      if (!dev.tile.empty() && !allocated_[d][out_t]) {
+        allocated_[d][out_t] = 1;
+        emit_alloc(d, op.op, tile_buffer_id(d, out_t));
+      }
+      if (!dev.active) continue;
+      if (dev.direct) {
+        computed[d] = tile_[d][out_t];
+      } else {
+        computed[d] = add_buffer(d, "computed(" + g_.tensor(node.output).name + ")", BufferRole::kComputed,
+                                 node.output, dev.computed);
+        emit_alloc(d, op.op, computed[d]);
+      }
+      Instr in;
+      in.kind = InstrKind::kCompute, in.op = op.op, in.buffer = computed[d];
+      for (size_t j = 0; j < node.inputs.size(); ++j) {
+        const SlotPlan& slot = dev.slots[j];
+        int b = slot.region.empty() ? -1 : slot.use_tile ? tile_[d][low_.storage_of[node.inputs[j]]] : region[d][j];
+        in.inputs.push_back(b);
+        if (b >= 0) in.bytes += slot.region.volume() * 4;
+      }
+      in.bytes += dev.computed.volume() * 4;
+      in.flops = op_flops(view, dev.vars);
+      emit(d, in, 0);
+    }
+    // C: partials to their owners (sends, then each owner receives into staging and combines).
+    std::vector<int64_t> partial_tags;
+    for (int d = 0; d < n; ++d)
+      for (const Transfer& tr : op.devices[d].reduce_in) {
+        int64_t tag = next_tag_++;
+        partial_tags.push_back(tag);
+        Instr in = comm(InstrKind::kSend, op.op, computed[tr.src], tr.what);
+        in.peer = d, in.tag = tag;
+        emit(tr.src, in, 1);
+      }
+    size_t next_partial = 0;
+    for (int d = 0; d < n; ++d) {
+      const DeviceOp& dev = op.devices[d];
+      if (dev.reduce_in.empty()) continue;
+      std::vector<int> stages;
+      for (const Transfer& tr : dev.reduce_in) {
+        stages.push_back(add_buffer(d, "partial" + std::to_string(stages.size()) + "(" + g_.tensor(node.output).name + ")",
+                                    BufferRole::kStaging, node.output, tr.what));
+        emit_alloc(d, op.op, stages.back());
+      }
+      for (size_t i = 0; i < dev.reduce_in.size(); ++i) {
+        const Transfer& tr = dev.reduce_in[i];
+        Instr rv = comm(InstrKind::kRecv, op.op, stages[i], tr.what);
+        rv.peer = tr.src, rv.tag = partial_tags[next_partial++];
+        emit(d, rv, 1);
+        Instr cb = comm(InstrKind::kCombine, op.op, computed[d], tr.what);
+        cb.src = stages[i], cb.reducer = op.reducer, cb.flops = static_cast<double>(tr.what.volume());
+        emit(d, cb, 0);
+      }
+      for (int b : stages) emit_free(d, op.op, b);
+    }
+    // D: results to the holders.
+    std::vector<int64_t> result_tags;
+    for (int d = 0; d < n; ++d)
+      for (const Transfer& tr : op.devices[d].result_in)
+        if (tr.src != d) {
+          int64_t tag = next_tag_++;
+          result_tags.push_back(tag);
+          Instr in = comm(InstrKind::kSend, op.op, computed[tr.src], tr.what);
+          in.peer = d, in.tag = tag;
+          emit(tr.src, in, 1);
+        }
+    size_t next_result = 0;
+    for (int d = 0; d < n; ++d)
+      for (const Transfer& tr : op.devices[d].result_in) {
+        if (tr.src == d) {
+          Instr in = comm(InstrKind::kCopy, op.op, tile_[d][out_t], tr.what);
+          in.src = computed[d];
+          emit(d, in, 0);
+        } else {
+          Instr in = comm(InstrKind::kRecv, op.op, tile_[d][out_t], tr.what);
+          in.peer = tr.src, in.tag = result_tags[next_result++];
+          emit(d, in, 1);
+        }
+      }
+    // Frees: regions, the computed buffer, inputs and the output at their last use.
+    for (int d = 0; d < n; ++d) {
+      for (int b : region[d])
+        if (b >= 0) emit_free(d, op.op, b);
+      if (computed[d] >= 0 && computed[d] != tile_[d][out_t]) emit_free(d, op.op, computed[d]);
+      auto dead = [&](int t) {
+        if (low_.last_use[t] == op.op && low_.storage_of[t] == t && allocated_[d][t]) {
+          allocated_[d][t] = 0;
+          emit_free(d, op.op, tile_[d][t]);
+        }
+      };
+      for (int t : node.inputs) dead(t);
+      dead(node.output);
+    }
+  }
+
+  void finish() {
+    for (int d = 0; d < low_.devices; ++d) {
+      Program& p = low_.programs[d];
+      p.tile_of = tile_[d];
+    }
+  }
+
+ private:
+  BufferDesc& tile_buffer(int d, int t) { return low_.programs[d].buffers[tile_buffer_id(d, t)]; }
+  int tile_buffer_id(int d, int t) {
+    if (tile_[d][t] < 0) tile_[d][t] = add_buffer(d, g_.tensor(t).name, BufferRole::kTile, t, low_.tiles[t][d]);
+    return tile_[d][t];
+  }
+  int add_buffer(int d, std::string name, BufferRole role, int tensor, const Box& box) {
+    auto& bufs = low_.programs[d].buffers;
+    BufferDesc b;
+    b.name = std::move(name), b.role = role, b.tensor = tensor, b.box = box, b.dtype = g_.tensor(tensor).dtype;
+    bufs.push_back(std::move(b));
+    return static_cast<int>(bufs.size()) - 1;
+  }
+  static Instr comm(InstrKind kind, int op, int buffer, const Box& box) {
+    Instr in;
+    in.kind = kind, in.op = op, in.buffer = buffer, in.box = box;
+    in.bytes = box.volume() * static_cast<int64_t>(sizeof(float));
+    return in;
+  }
+  void emit_alloc(int d, int op, int b) { emit_mem(d, op, b, InstrKind::kAlloc); }
+  void emit_free(int d, int op, int b) { emit_mem(d, op, b, InstrKind::kFree); }
+  void emit_mem(int d, int op, int b, InstrKind kind) {
+    Instr in;
+    in.kind = kind, in.op = op, in.buffer = b;
+    in.bytes = low_.programs[d].buffers[b].elements() * static_cast<int64_t>(sizeof(float));
+    emit(d, in, 0);
+  }
+  // Appends `in` on `stream`; where the stream changes, the new one waits for an event the previous
+  // one records (the data the next instruction reads was written there).
+  void emit(int d, Instr in, int stream) {
+    Program& p = low_.programs[d];
+    int& last = last_stream_[d];
+    if (last >= 0 && last != stream) {
+      Instr rec, wait;
+      rec.kind = InstrKind::kRecord, rec.stream = last, rec.event = next_event_[d], rec.op = in.op;
+      wait.kind = InstrKind::kWait, wait.stream = stream, wait.event = next_event_[d]++, wait.op = in.op;
+      p.instrs.push_back(rec);
+      p.instrs.push_back(wait);
+    }
+    last = stream;
+    in.stream = stream;
+    p.instrs.push_back(std::move(in));
+  }
+
+  const graph::Graph& g_;
+  Lowered& low_;
+  std::vector<std::vector<int>> tile_;        // [device][tensor]: its tile's buffer id
+  std::vector<std::vector<char>> allocated_;  // [device][tensor]: tile held at this point
+  std::vector<int> last_stream_;
+  std::unordered_map<int, int> next_event_;
+  std::vector<int64_t> fetch_tags_;
+  int64_t next_tag_ = 0;
+};
+
+}  // namespace
+
+std::pair<std::vector<int64_t>, std::vector<int64_t>> predicted_traffic(const graph::Graph& g,
+                                                                        const cost::Placement& plan) {
+  std::string misfit = cost::placement_misfit(g, plan);
+  if (!misfit.empty()) throw ExecError(misfit);
+  const int steps = static_cast<int>(plan.parts.size());
+  const int n = static_cast<int>(cost::device_count(plan.parts));
+  const auto& a = plan.assignment;
+  std::vector<std::vector<Box>> tiles;
+  for (const auto& t : g.tensors()) tiles.push_back(cost::device_tiles(t.shape, a.tilings[t.id], plan.parts, steps));
+  std::vector<int64_t> sent(n, 0), received(n, 0);
+  for (const auto& node : g.ops()) {
+    std::vector<cost::Shape> shapes;
+    for (int t : node.inputs) shapes.push_back(g.tensor(t).shape);
+    cost::OpView view = cost::make_view(*node.desc, shapes, g.tensor(node.output).shape);
+    const auto& split = a.splits[node.id];
+    auto reads = cost::device_reads(view, split, plan.parts, steps);
+    auto computed = cost::device_outputs(view, split, plan.parts, steps);
+    auto classes = cost::partial_classes(split, plan.parts, steps);
+    auto box_visit = [&](cost::TransferKind, int src, int dst, const Box& cell) {
+      if (src != dst) sent[src] += cell.volume() * static_cast<int64_t>(sizeof(float));
+    };
+    // Sent: who sends each box (the enumeration with boxes). Received: the cost model's counts.
+    for (size_t j = 0; j < node.inputs.size(); ++j)
+      for (int d = 0; d < n; ++d) {
+        cost::for_each_fetch(reads[j][d], tiles[node.inputs[j]], d, box_visit);
+        if (!reads[j][d].empty())
+          received[d] += (reads[j][d].volume() - tdl::intersect_volume(reads[j][d], tiles[node.inputs[j]][d])) *
+                         static_cast<int64_t>(sizeof(float));
+      }
+    const auto& out_tiles = tiles[node.output];
+    cost::for_each_conversion(computed, classes, out_tiles, cost::outputs_are_disjoint(split), box_visit);
+    std::vector<int64_t> rec;
+    cost::output_elements(computed, classes, out_tiles, cost::outputs_are_disjoint(split), &rec);
+    for (int d = 0; d < n && d < static_cast<int>(rec.size()); ++d) received[d] += rec[d] * static_cast<int64_t>(sizeof(float));
+  }
+  return {sent, received};
+}
+
+Lowered lower(const graph::Graph& g, const cost::Placement& plan, const std::vector<int>& keep) {
   std::string misfit = cost::placement_misfit(g, plan);
   if (!misfit.empty()) throw ExecError(misfit);
   Lowered low;
@@ -18,6 +324,8 @@ Lowered lower(const graph::Graph& g, const cost::Placement& plan) {
   const int n = low.devices;
   const auto& a = plan.assignment;
   for (const auto& t : g.tensors()) low.tiles.push_back(cost::device_tiles(t.shape, a.tilings[t.id], plan.parts, steps));
+  buffer_lifetimes(g, keep, low);
+  ProgramBuilder programs(g, low);
 
   for (const auto& node : g.ops()) {
     std::vector<cost::Shape> shapes;
@@ -71,8 +379,10 @@ Lowered lower(const graph::Graph& g, const cost::Placement& plan) {
       for (const Transfer& tr : op.devices[d].result_in) op.remote_results = op.remote_results || tr.src != d;
     }
     op.remote_results = op.remote_results || op.reduces;
+    programs.op(op, view);
     low.ops.push_back(std::move(op));
   }
+  programs.finish();
   return low;
 }
 

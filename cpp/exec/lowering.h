@@ -5,9 +5,11 @@
 // moves equal plan.comm_bytes by construction; tests check it anyway.
 #pragma once
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "cost/placement.h"
+#include "exec/program.h"
 #include "graph/graph.h"
 #include "tdl/expr.h"
 #include "tdl/interval.h"
@@ -52,15 +54,27 @@ struct OpPlan {
   std::vector<DeviceOp> devices;
 };
 
-/// A graph lowered under a placement: tiles of every tensor and the ops in graph order.
+/// A graph lowered under a placement: tiles of every tensor, the ops in graph order and, built from
+/// them, every device's program (what executors run).
 struct Lowered {
   std::vector<int> parts;
   int devices = 1;
   std::vector<std::vector<Box>> tiles;  ///< [tensor][device]
   std::vector<OpPlan> ops;              ///< in graph order
+  std::vector<int> storage_of;          ///< [tensor]: the tensor whose tiles it uses (in-place updates)
+  std::vector<int> last_use;            ///< [tensor]: op after which its tiles are freed (-1: never in a step)
+  std::vector<int> kept;                ///< results held after a step for reading (freed before the next)
+  std::vector<Program> programs;        ///< [device]
 };
 
 /// Lowers `plan` for `g`. Throws ExecError when the plan does not fit the graph.
-Lowered lower(const graph::Graph& g, const cost::Placement& plan);
+/// `keep`: tensors to hold after a step (besides the results no op reads).
+Lowered lower(const graph::Graph& g, const cost::Placement& plan, const std::vector<int>& keep = {});
+
+/// The bytes each device sends and receives in a step under `plan` (the plan's prediction per
+/// device), from the transfer enumeration of cost/transfers.h, independently of the programs:
+/// sent [device], received [device].
+std::pair<std::vector<int64_t>, std::vector<int64_t>> predicted_traffic(const graph::Graph& g,
+                                                                        const cost::Placement& plan);
 
 }  // namespace tilewise::exec

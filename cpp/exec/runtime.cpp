@@ -7,6 +7,10 @@
 #include <mutex>
 #include <thread>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include "exec/box_copy.h"
 #include "exec/errors.h"
 #include "kernels/cpu/blas.h"
@@ -20,38 +24,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-bool lives_all_iteration(const graph::TensorNode& t) { return t.producer < 0; }
-
-// A barrier that a failing worker can break, releasing the others.
-class Barrier {
- public:
-  explicit Barrier(int n) : n_(n) {}
-  bool wait() {
-    std::unique_lock<std::mutex> lock(m_);
-    if (broken_) return false;
-    int gen = gen_;
-    if (++count_ == n_) {
-      count_ = 0, ++gen_;
-      cv_.notify_all();
-      return true;
-    }
-    cv_.wait(lock, [&] { return gen != gen_ || broken_; });
-    return !broken_;
-  }
-  void breakdown() {
-    std::lock_guard<std::mutex> lock(m_);
-    broken_ = true;
-    cv_.notify_all();
-  }
-  void reset() { broken_ = false, count_ = 0; }
-
- private:
-  std::mutex m_;
-  std::condition_variable cv_;
-  int n_, count_ = 0, gen_ = 0;
-  bool broken_ = false;
-};
-
 kernels::Span span(const Range& r) { return {r.lo, r.hi}; }
 
 std::vector<kernels::Span> spans(const Box& b) {
@@ -60,108 +32,218 @@ std::vector<kernels::Span> spans(const Box& b) {
   return s;
 }
 
+double since(Clock::time_point t0, Clock::time_point t) { return std::chrono::duration<double>(t - t0).count(); }
+
 }  // namespace
 
-struct Executable::Shared {
-  explicit Shared(int n) : barrier(n), computed(n, nullptr) {}
-  Barrier barrier;
-  std::vector<float*> computed;  // this op's computed buffer per device (phase C/D read others')
+// ---------------------------------------------------------------------------------------------
+// DeviceRunner
+
+DeviceRunner::DeviceRunner(const graph::Graph& g, const Lowered& low, int device, int64_t capacity,
+                           const std::vector<tdl::OpaqueCall>& opaque)
+    : g_(g), low_(low), prog_(low.programs[device]), device_(device), arena_(device, capacity), opaque_(opaque) {
+  ptr_.assign(prog_.buffers.size(), nullptr);
+  for (size_t b = 0; b < prog_.buffers.size(); ++b) {
+    const BufferDesc& buf = prog_.buffers[b];
+    if (!buf.resident) continue;
+    ptr_[b] = arena_.allocate(buf.elements(), buf.name);
+    std::fill(ptr_[b], ptr_[b] + buf.elements(), 0.0f);
+  }
+  // Kernel calls: everything but the buffers is known now; a step fills in the pointers.
+  calls_.resize(prog_.instrs.size());
+  for (size_t i = 0; i < prog_.instrs.size(); ++i) {
+    const Instr& in = prog_.instrs[i];
+    if (in.kind != InstrKind::kCompute) continue;
+    const auto& node = g.op(in.op);
+    const OpPlan& op = low.ops[in.op];
+    const DeviceOp& dev = op.devices[device];
+    kernels::TileCall& call = calls_[i];
+    call.type = node.type;
+    call.attrs = kernels::OpAttrs::parse(node.attrs_json);  // once, not per step
+    for (const auto& v : node.desc->vars) call.var_names.push_back(v.name);
+    call.output_vars = node.desc->output_vars;
+    call.extents = op.extents;
+    for (const auto& r : dev.vars) call.vars.push_back(span(r));
+    for (size_t j = 0; j < node.inputs.size(); ++j)
+      call.inputs.push_back({nullptr, spans(dev.slots[j].region), g.tensor(node.inputs[j]).shape});
+    call.output_shape = g.tensor(node.output).shape;
+    call.kernel = node.desc->kernel;  // the op's declared native kernel, in its role order
+    kernels::bind_roles(call, node.desc->kernel_vars);
+  }
+  native_.assign(g.ops().size(), 1);
+  op_seconds_.assign(g.ops().size(), 0);
+}
+
+DeviceRunner::~DeviceRunner() {
+  for (size_t b = 0; b < ptr_.size(); ++b) arena_.release(ptr_[b], prog_.buffers[b].elements());
+}
+
+float* DeviceRunner::tile(int tensor) const {
+  int b = prog_.tile_of[low_.storage_of[tensor]];
+  return b < 0 ? nullptr : ptr_[b];
+}
+
+void DeviceRunner::release_kept() {
+  for (int t : low_.kept) {
+    int b = prog_.tile_of[t];
+    if (b < 0 || !ptr_[b]) continue;
+    arena_.release(ptr_[b], prog_.buffers[b].elements());
+    ptr_[b] = nullptr;
+  }
+}
+
+void DeviceRunner::compute(const Instr& in, size_t index) {
+  const auto& node = g_.op(in.op);
+  const DeviceOp& dev = low_.ops[in.op].devices[device_];
+  kernels::TileCall& call = calls_[index];
+  for (size_t j = 0; j < node.inputs.size(); ++j) call.inputs[j].data = in.inputs[j] < 0 ? nullptr : ptr_[in.inputs[j]];
+  float* out = ptr_[in.buffer];
+  call.out = out;
+  if (kernels::run_native(call)) return;
+  native_[in.op] = 0;
+  // Interpreter fallback (float64) on the same regions: its copies are scratch outside the arena.
+  std::vector<std::vector<double>> in64(node.inputs.size());
+  std::vector<tdl::RegionView> views;
+  int64_t scratch = 0;
+  for (size_t j = 0; j < node.inputs.size(); ++j) {
+    const float* data = call.inputs[j].data;
+    int64_t m = dev.slots[j].region.empty() ? 0 : dev.slots[j].region.volume();
+    in64[j].assign(data ? data : nullptr, data ? data + m : nullptr);
+    scratch += static_cast<int64_t>(in64[j].size()) * 8;
+    views.push_back({in64[j].data(), dev.slots[j].region, call.inputs[j].shape});
+  }
+  std::vector<double> out64(dev.computed.volume());
+  scratch += static_cast<int64_t>(out64.size()) * 8;
+  scratch_bytes_ = std::max(scratch_bytes_, scratch);
+  // The description's own variable order (the call's is the kernel's role order).
+  tdl::interpret_region(*node.desc, views, low_.ops[in.op].extents, dev.vars, out64.data(), opaque_[in.op], 1);
+  std::copy(out64.begin(), out64.end(), out);
+}
+
+void DeviceRunner::run(Communicator& comm, Deadline deadline, bool profile) {
+  const auto start = Clock::now();
+  std::fill(native_.begin(), native_.end(), 1);
+  std::fill(op_seconds_.begin(), op_seconds_.end(), 0.0);
+  if (profile) profile_.assign(prog_.instrs.size(), {0.0, 0.0});
+  else profile_.clear();
+  const auto& bufs = prog_.buffers;
+  int current_op = -1;
+  auto op_start = start;
+  for (size_t i = 0; i < prog_.instrs.size(); ++i) {
+    const Instr& in = prog_.instrs[i];
+    if (in.op != current_op) {
+      auto now = Clock::now();
+      if (current_op >= 0) op_seconds_[current_op] += since(op_start, now);
+      current_op = in.op, op_start = now;
+    }
+    const auto t0 = profile ? Clock::now() : start;
+    switch (in.kind) {
+      case InstrKind::kAlloc: ptr_[in.buffer] = arena_.allocate(bufs[in.buffer].elements(), bufs[in.buffer].name); break;
+      case InstrKind::kFree:
+        arena_.release(ptr_[in.buffer], bufs[in.buffer].elements());
+        ptr_[in.buffer] = nullptr;
+        break;
+      case InstrKind::kCompute: compute(in, i); break;
+      case InstrKind::kSend: comm.send(device_, in.peer, in.tag, ptr_[in.buffer], bufs[in.buffer].box, in.box); break;
+      case InstrKind::kRecv:
+        try {
+          comm.recv(device_, in.peer, in.tag, ptr_[in.buffer], bufs[in.buffer].box, in.box, deadline);
+        } catch (const CommunicationError& e) {
+          throw CommunicationError(e.device, e.peer,
+                                   std::string(e.what()) + ", at instruction " + std::to_string(i) + " of its program: " +
+                                       prog_.instr_text(in));
+        }
+        break;
+      case InstrKind::kCombine:
+        combine_box(ptr_[in.src], bufs[in.src].box, ptr_[in.buffer], bufs[in.buffer].box, in.box, in.reducer);
+        break;
+      case InstrKind::kCopy: copy_box(ptr_[in.src], bufs[in.src].box, ptr_[in.buffer], bufs[in.buffer].box, in.box); break;
+      case InstrKind::kRecord:
+      case InstrKind::kWait:
+        break;  // one worker runs the streams in program order: events hold already
+      case InstrKind::kSwapOut:
+      case InstrKind::kSwapIn: throw ExecError("swap instructions are not implemented by the thread executor");
+    }
+    if (profile) profile_[i] = {since(start, t0), since(start, Clock::now())};
+  }
+  const auto end = Clock::now();
+  if (current_op >= 0) op_seconds_[current_op] += since(op_start, end);
+  seconds_ = since(start, end);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The thread executor
+
+struct Executable::Pool {
+  std::vector<std::thread> threads;
+  std::mutex m;
+  std::condition_variable go, done;
+  int64_t generation = 0;
+  int pending = 0;
+  bool stop = false;
   std::mutex error_mutex;
   std::exception_ptr error;
-  std::vector<char> native;      // per op, and-ed over devices
 };
 
 Executable::Executable(const graph::Graph& g, const cost::Placement& plan, int64_t capacity,
-                       const std::vector<int>& keep, std::vector<tdl::OpaqueCall> opaque)
-    : g_(g), low_(lower(g, plan)), opaque_(std::move(opaque)) {
+                       const std::vector<int>& keep, std::vector<tdl::OpaqueCall> opaque, double timeout_seconds)
+    : g_(g), low_(lower(g, plan, keep)), opaque_(std::move(opaque)), timeout_(timeout_seconds) {
   opaque_.resize(g.ops().size());
   const int n = low_.devices;
   for (const auto& t : g.tensors())
     if (t.dtype != "float32")
       throw ExecError("the CPU runtime stores float32 tensors; '" + t.name + "' is " + t.dtype);
-  for (const auto& op : g.ops())
+  for (const auto& op : g.ops()) {
+    TW_ASSERT(low_.ops[op.id].op == op.id, "ops are lowered in id order");
     if (!op.desc->opaque_names.empty() && !opaque_[op.id])
       throw ExecError("op '" + op.name + "' (" + op.type + ") calls an opaque function and none was given");
-  for (int d = 0; d < n; ++d) arenas_.push_back(std::make_unique<Arena>(d, capacity));
-  comm_ = std::make_unique<InProcessCommunicator>(n);
-  shared_ = std::make_unique<Shared>(n);
-  const int nt = static_cast<int>(g.tensors().size());
-  tiles_.assign(nt, std::vector<float*>(n, nullptr));
-  storage_of_.resize(nt);
-  last_use_.assign(nt, -1);
-  for (const auto& t : g.tensors()) {
-    int s = t.id;
-    while (g.tensor(s).updates >= 0) s = g.tensor(s).updates;  // in place of the tensor it updates
-    storage_of_[t.id] = s;
-    if (s != t.id)
-      for (int d = 0; d < n; ++d)
-        TW_ASSERT(low_.tiles[t.id][d].dims == low_.tiles[s][d].dims, "an update shares its tensor's tiles");
-    if (lives_all_iteration(t) || s != t.id) continue;
-    int last = t.producer;
-    for (int c : t.consumers) last = std::max(last, c);
-    bool kept = t.consumers.empty() || std::find(keep.begin(), keep.end(), t.id) != keep.end();
-    if (kept) keep_.push_back(t.id);
-    else last_use_[t.id] = last;
   }
-  for (const auto& t : g.tensors())
-    if (lives_all_iteration(t))
-      for (int d = 0; d < n; ++d) {
-        tiles_[t.id][d] = arenas_[d]->allocate(low_.tiles[t.id][d].volume(), t.name);
-        std::fill(tiles_[t.id][d], tiles_[t.id][d] + low_.tiles[t.id][d].volume(), 0.0f);
-      }
-  // Kernel calls: everything but the buffers is known now; a step fills in the pointers.
-  calls_.resize(g.ops().size());
-  for (const OpPlan& op : low_.ops) {
-    const auto& node = g.op(op.op);
-    calls_[op.op].resize(n);
-    for (int d = 0; d < n; ++d) {
-      const DeviceOp& dev = op.devices[d];
-      if (!dev.active) continue;
-      kernels::TileCall& call = calls_[op.op][d];
-      call.type = node.type;
-      call.attrs = kernels::OpAttrs::parse(node.attrs_json);  // once, not per step
-      for (const auto& v : node.desc->vars) call.var_names.push_back(v.name);
-      call.output_vars = node.desc->output_vars;
-      call.extents = op.extents;
-      for (const auto& r : dev.vars) call.vars.push_back(span(r));
-      for (size_t j = 0; j < node.inputs.size(); ++j)
-        call.inputs.push_back({nullptr, spans(dev.slots[j].region), g.tensor(node.inputs[j]).shape});
-      call.output_shape = g.tensor(node.output).shape;
-      call.kernel = node.desc->kernel;  // the op's declared native kernel, in its role order
-      kernels::bind_roles(call, node.desc->kernel_vars);
-    }
-  }
+  for (int d = 0; d < n; ++d) runners_.push_back(std::make_unique<DeviceRunner>(g, low_, d, capacity, opaque_));
+  comm_ = std::make_unique<MailboxCommunicator>(n);
   stats_.op_seconds.assign(g.ops().size(), 0);
   stats_.op_native.assign(g.ops().size(), 1);
+  pool_ = std::make_unique<Pool>();
+  for (int d = 1; d < n; ++d) pool_->threads.emplace_back([this, d] { worker(d); });
 }
 
 Executable::~Executable() {
-  const int n = low_.devices;
-  for (size_t t = 0; t < tiles_.size(); ++t)
-    if (storage_of_[t] == static_cast<int>(t))
-      for (int d = 0; d < n; ++d) arenas_[d]->release(tiles_[t][d], low_.tiles[t][d].volume());
+  {
+    std::lock_guard<std::mutex> lock(pool_->m);
+    pool_->stop = true;
+  }
+  pool_->go.notify_all();
+  for (auto& th : pool_->threads) th.join();
+}
+
+const Program& Executable::program(int device) const {
+  if (device < 0 || device >= low_.devices)
+    throw ExecError("device " + std::to_string(device) + " is not one of the " + std::to_string(low_.devices) +
+                    " devices");
+  return low_.programs[device];
 }
 
 void Executable::set_tensor(int tensor, const float* data) {
   const auto& t = g_.tensor(tensor);
-  if (!lives_all_iteration(t))
+  if (t.producer >= 0)
     throw ExecError("'" + t.name + "' is computed by the graph; only inputs, labels, parameters, "
                     "optimizer state and constants can be set");
   const Box whole = Box::whole(t.shape);
   for (int d = 0; d < low_.devices; ++d)
-    copy_box(data, whole, tiles_[tensor][d], low_.tiles[tensor][d], low_.tiles[tensor][d]);
+    if (float* tile = runners_[d]->tile(tensor))
+      copy_box(data, whole, tile, low_.tiles[tensor][d], low_.tiles[tensor][d]);
 }
 
 std::vector<float> Executable::get_tensor(int tensor) const {
   const auto& t = g_.tensor(tensor);
-  int s = storage_of_[tensor];
+  int s = low_.storage_of[tensor];
   const Box whole = Box::whole(t.shape);
   std::vector<float> out(whole.volume(), 0.0f);
   bool any = false;
   for (int d = 0; d < low_.devices; ++d) {
-    if (!tiles_[s][d]) continue;
+    const float* tile = runners_[d]->tile(tensor);
+    if (!tile) continue;
     any = true;
-    copy_box(tiles_[s][d], low_.tiles[s][d], out.data(), whole, low_.tiles[s][d]);
+    copy_box(tile, low_.tiles[s][d], out.data(), whole, low_.tiles[s][d]);
   }
   if (!any)
     throw ExecError("'" + t.name + "' is not held after a step (only resident tensors and results "
@@ -169,151 +251,103 @@ std::vector<float> Executable::get_tensor(int tensor) const {
   return out;
 }
 
+void Executable::run_device(int d) {
+  try {
+    runners_[d]->run(*comm_, deadline_, profile_);
+  } catch (...) {
+    std::string why = "error";
+    try {
+      throw;
+    } catch (const std::exception& e) {
+      why = e.what();
+    } catch (...) {
+    }
+    {
+      std::lock_guard<std::mutex> lock(pool_->error_mutex);
+      if (!pool_->error) pool_->error = std::current_exception();
+    }
+    comm_->abort(d, why);  // releases the devices waiting on this one
+  }
+}
+
+void Executable::worker(int d) {
+  int64_t seen = 0;
+  while (true) {
+    {
+      std::unique_lock<std::mutex> lock(pool_->m);
+      pool_->go.wait(lock, [&] { return pool_->stop || pool_->generation != seen; });
+      if (pool_->stop) return;
+      seen = pool_->generation;
+    }
+    run_device(d);
+    {
+      std::lock_guard<std::mutex> lock(pool_->m);
+      if (--pool_->pending == 0) pool_->done.notify_all();
+    }
+  }
+}
+
 void Executable::step() {
   const int n = low_.devices;
   // Results kept from the previous step go now (the caller has read them).
-  for (int t : keep_)
-    for (int d = 0; d < n; ++d) {
-      arenas_[d]->release(tiles_[t][d], low_.tiles[t][d].volume());
-      tiles_[t][d] = nullptr;
-    }
-  if (failed_)
-    throw ExecError("a previous step of this executable failed; compile the plan again");
+  for (auto& r : runners_) r->release_kept();
+  if (failed_) throw ExecError("a previous step of this executable failed; compile the plan again");
   comm_->reset();
-  for (auto& a : arenas_) a->reset_peak(), a->begin_step();
-  shared_->barrier.reset();
-  shared_->error = nullptr;
-  shared_->native.assign(g_.ops().size(), 1);
+  for (auto& r : runners_) r->arena().reset_peak(), r->arena().begin_step();
+  pool_->error = nullptr;
   // A device is one core: its kernels run on its worker thread alone (the BLAS included).
   const int blas_before = kernels::blas_threads();
   kernels::set_blas_threads(1);
   auto start = Clock::now();
-  std::vector<std::thread> pool;
-  for (int d = 1; d < n; ++d) pool.emplace_back([this, d] { run_device(d); });
-  run_device(0);
-  for (auto& th : pool) th.join();
-  kernels::set_blas_threads(blas_before);
-  stats_.step_seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  if (shared_->error) {
-    failed_ = true;
-    std::rethrow_exception(shared_->error);
+  deadline_ = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_));
+  {
+    std::lock_guard<std::mutex> lock(pool_->m);
+    pool_->pending = n - 1;
+    ++pool_->generation;
   }
+  pool_->go.notify_all();
+  run_device(0);
+  {
+    std::unique_lock<std::mutex> lock(pool_->m);
+    pool_->done.wait(lock, [&] { return pool_->pending == 0; });
+  }
+  kernels::set_blas_threads(blas_before);
+  stats_.step_seconds = since(start, Clock::now());
+  if (pool_->error) {
+    failed_ = true;
+    std::rethrow_exception(pool_->error);
+  }
+  const bool recorded = !runners_.empty() && !runners_[0]->arena().planned();
   try {
-    for (auto& a : arenas_) a->end_step();  // plans the arenas after the first step
+    for (auto& r : runners_) r->arena().end_step();  // plans the arenas after the first step
   } catch (...) {
     failed_ = true;
     throw;
   }
+#if defined(__GLIBC__)
+  // The recorded step's buffers came from malloc and went back to it; hand that memory back to the
+  // system, or the process holds it beside the planned blocks (peak RSS 1.3-1.7x the plan).
+  if (recorded) malloc_trim(0);
+#endif
   stats_.bytes_received = comm_->bytes_received();
+  stats_.bytes_sent = comm_->bytes_sent();
   stats_.bytes_moved = 0;
   for (int64_t b : stats_.bytes_received) stats_.bytes_moved += b;
   stats_.peak_bytes.clear();
-  for (auto& a : arenas_) stats_.peak_bytes.push_back(a->footprint());
-  stats_.op_native = shared_->native;
-  ++stats_.steps;
-}
-
-void Executable::run_device(int d) {
-  Shared& sh = *shared_;
-  Arena& arena = *arenas_[d];
-  auto fail = [&](std::exception_ptr e) {
-    {
-      std::lock_guard<std::mutex> lock(sh.error_mutex);
-      if (!sh.error) sh.error = e;
-    }
-    sh.barrier.breakdown();
-  };
-  std::vector<float*> region_bufs;
-  std::vector<int64_t> region_sizes;
-  try {
-    for (const OpPlan& op : low_.ops) {
-      auto op_start = Clock::now();
-      const auto& node = g_.op(op.op);
-      const DeviceOp& dev = op.devices[d];
-      const int out_t = storage_of_[node.output];
-      // A: assemble every input region (fetching what other devices hold).
-      region_bufs.assign(node.inputs.size(), nullptr);
-      region_sizes.assign(node.inputs.size(), 0);
-      std::vector<const float*> in_data(node.inputs.size(), nullptr);
-      for (size_t j = 0; j < node.inputs.size(); ++j) {
-        const SlotPlan& slot = dev.slots[j];
-        if (slot.region.empty()) continue;
-        const int t = storage_of_[node.inputs[j]];
-        if (slot.use_tile) {
-          in_data[j] = tiles_[t][d];
-          continue;
-        }
-        region_sizes[j] = slot.region.volume();
-        region_bufs[j] = arena.allocate(region_sizes[j], g_.tensor(node.inputs[j]).name + " (region for " + node.name + ")");
-        for (const Transfer& tr : slot.parts)
-          comm_->receive(tr.src, tiles_[t][tr.src], low_.tiles[t][tr.src], d, region_bufs[j], slot.region, tr.what);
-        in_data[j] = region_bufs[j];
-      }
-      if (!sh.barrier.wait()) return;
-      // B: compute this device's share.
-      if (!dev.tile.empty() && !tiles_[out_t][d]) tiles_[out_t][d] = arena.allocate(dev.tile.volume(), g_.tensor(node.output).name);
-      float* computed = nullptr;
-      int64_t computed_size = 0;
-      if (dev.active) {
-        if (dev.direct) {
-          computed = tiles_[out_t][d];
-        } else {
-          computed_size = dev.computed.volume();
-          computed = arena.allocate(computed_size, g_.tensor(node.output).name + " (computed by " + node.name + ")");
-        }
-        kernels::TileCall& call = calls_[op.op][d];  // prepared once; this device's entry only
-        for (size_t j = 0; j < node.inputs.size(); ++j) call.inputs[j].data = in_data[j];
-        call.out = computed;
-        if (!kernels::run_native(call)) {
-          sh.native[op.op] = 0;
-          // Interpreter fallback (float64) on the same regions.
-          std::vector<std::vector<double>> in64(node.inputs.size());
-          std::vector<tdl::RegionView> views;
-          for (size_t j = 0; j < node.inputs.size(); ++j) {
-            int64_t m = dev.slots[j].region.volume();
-            in64[j].assign(in_data[j] ? in_data[j] : nullptr, in_data[j] ? in_data[j] + m : nullptr);
-            views.push_back({in64[j].data(), dev.slots[j].region, call.inputs[j].shape});
-          }
-          std::vector<double> out64(dev.computed.volume());
-          tdl::interpret_region(*node.desc, views, op.extents, dev.vars, out64.data(), opaque_[op.op], 1);
-          std::copy(out64.begin(), out64.end(), computed);
-        }
-      }
-      sh.computed[d] = computed;
-      // Only needed when others read this buffer (an op computed where it is held skips it).
-      if (op.remote_results && !sh.barrier.wait()) return;
-      // C: owners combine the other classes' partial sums.
-      if (!dev.reduce_in.empty()) {
-        int64_t total = 0;
-        for (const Transfer& tr : dev.reduce_in) total += tr.what.volume();
-        float* stage = arena.allocate(total, g_.tensor(node.output).name + " (partials for " + node.name + ")");
-        for (const Transfer& tr : dev.reduce_in) {
-          comm_->receive(tr.src, sh.computed[tr.src], op.devices[tr.src].computed, d, stage, tr.what, tr.what);
-          combine_box(stage, tr.what, computed, dev.computed, tr.what, op.reducer);
-        }
-        arena.release(stage, total);
-      }
-      if (op.reduces && !sh.barrier.wait()) return;
-      // D: every holder gets its tile's final values.
-      for (const Transfer& tr : dev.result_in)
-        comm_->receive(tr.src, sh.computed[tr.src], op.devices[tr.src].computed, d, tiles_[out_t][d], dev.tile, tr.what);
-      if (!sh.barrier.wait()) return;
-      for (size_t j = 0; j < region_bufs.size(); ++j) arena.release(region_bufs[j], region_sizes[j]);
-      if (computed_size) arena.release(computed, computed_size);
-      for (int t : node.inputs)
-        if (last_use_[t] == op.op && storage_of_[t] == t && tiles_[t][d]) {
-          arena.release(tiles_[t][d], low_.tiles[t][d].volume());
-          tiles_[t][d] = nullptr;
-        }
-      if (last_use_[node.output] == op.op && storage_of_[node.output] == node.output && tiles_[node.output][d]) {
-        arena.release(tiles_[node.output][d], low_.tiles[node.output][d].volume());
-        tiles_[node.output][d] = nullptr;
-      }
-      if (d == 0) stats_.op_seconds[op.op] = std::chrono::duration<double>(Clock::now() - op_start).count();
-    }
-  } catch (...) {
-    fail(std::current_exception());
+  stats_.scratch_bytes.clear();
+  stats_.device_seconds.clear();
+  stats_.profile.clear();
+  std::fill(stats_.op_native.begin(), stats_.op_native.end(), 1);
+  for (auto& r : runners_) {
+    stats_.peak_bytes.push_back(r->arena().footprint());
+    stats_.scratch_bytes.push_back(r->scratch_bytes());
+    stats_.device_seconds.push_back(r->seconds());
+    for (size_t o = 0; o < stats_.op_native.size(); ++o) stats_.op_native[o] = stats_.op_native[o] && r->native()[o];
+    if (profile_) stats_.profile.push_back(r->profile());
   }
+  stats_.op_seconds = runners_[0]->op_seconds();
+  stats_.message_bytes = comm_->buffer_bytes();
+  ++stats_.steps;
 }
 
 }  // namespace tilewise::exec

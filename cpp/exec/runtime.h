@@ -1,7 +1,10 @@
-// The CPU runtime: one worker thread per device, each with its own arena, running the lowered
-// plan op by op in lockstep (assemble inputs | compute | reduce partials | distribute results,
-// with a barrier between phases, so buffers are reused exactly as the cost model assumes).
+// Executors of programs (program.h). The part every executor shares is DeviceRunner: one device's
+// buffers, arena and prepared kernel calls, running that device's program instruction by
+// instruction against a Communicator. The thread executor (Executable) runs one DeviceRunner per
+// device on persistent worker threads of this process with a MailboxCommunicator; an MPI executor
+// runs one DeviceRunner per rank (its own device's program) with a communicator over MPI.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -12,6 +15,7 @@
 #include "exec/communicator.h"
 #include "exec/errors.h"
 #include "exec/lowering.h"
+#include "exec/program.h"
 #include "graph/graph.h"
 #include "kernels/cpu/tile_kernels.h"
 #include "tdl/interpreter.h"
@@ -22,25 +26,77 @@ namespace tilewise::exec {
 struct RunStats {
   int64_t bytes_moved = 0;                 ///< all devices, last step
   std::vector<int64_t> bytes_received;     ///< per device, last step
+  std::vector<int64_t> bytes_sent;         ///< per device, last step
   std::vector<int64_t> peak_bytes;         ///< per device: resident tensors + the planned block (the
                                            ///< first step: the dynamic peak, before planning)
-  std::vector<double> op_seconds;          ///< per op, last step (wall time of the op's four phases)
+  std::vector<int64_t> scratch_bytes;      ///< per device: largest interpreter scratch (float64 copies) of a step
+  std::vector<double> device_seconds;      ///< per device: its program's wall time, last step
+  std::vector<double> op_seconds;          ///< per op, last step (device 0's wall time in the op's instructions)
   std::vector<char> op_native;             ///< per op: 1 = native kernel on every active device, 0 = interpreter
   double step_seconds = 0;                 ///< last step
+  int64_t message_bytes = 0;               ///< message buffers of the communicator (outside the arenas)
   int steps = 0;
+  /// With profiling: per device, per instruction of its program, [start, end] in seconds from the step's start.
+  std::vector<std::vector<std::array<double, 2>>> profile;
 };
 
+/// One device's state and its program's interpreter.
+class DeviceRunner {
+ public:
+  DeviceRunner(const graph::Graph& g, const Lowered& low, int device, int64_t capacity,
+               const std::vector<tdl::OpaqueCall>& opaque);
+  ~DeviceRunner();
+  DeviceRunner(const DeviceRunner&) = delete;
+  DeviceRunner& operator=(const DeviceRunner&) = delete;
+
+  /// Runs the program once. Throws what an instruction throws (OutOfMemory, CommunicationError
+  /// naming the instruction waited on, a kernel's error).
+  void run(Communicator& comm, Deadline deadline, bool profile);
+  /// The buffer holding `tensor`'s tile here (its storage's), null when not held.
+  float* tile(int tensor) const;
+  /// Releases tiles of results kept after the last step (before the next one).
+  void release_kept();
+  Arena& arena() { return arena_; }
+  const Program& program() const { return prog_; }
+  const std::vector<char>& native() const { return native_; }
+  const std::vector<double>& op_seconds() const { return op_seconds_; }
+  const std::vector<std::array<double, 2>>& profile() const { return profile_; }
+  double seconds() const { return seconds_; }
+  int64_t scratch_bytes() const { return scratch_bytes_; }
+
+ private:
+  void compute(const Instr& in, size_t index);
+  const graph::Graph& g_;
+  const Lowered& low_;
+  const Program& prog_;
+  int device_;
+  Arena arena_;
+  const std::vector<tdl::OpaqueCall>& opaque_;
+  std::vector<float*> ptr_;                    ///< per buffer, null when not held
+  std::vector<kernels::TileCall> calls_;       ///< per instruction (Compute ones), prepared once
+  std::vector<char> native_;                   ///< per op
+  std::vector<double> op_seconds_;             ///< per op
+  std::vector<std::array<double, 2>> profile_;  ///< per instruction
+  double seconds_ = 0;
+  int64_t scratch_bytes_ = 0;
+};
+
+/// The thread executor: one persistent worker thread per device (device 0 on the caller's thread),
+/// each running its device's program; data moves only through send and receive.
 class Executable {
  public:
-  /// Lowers `plan` (a partition::Plan is one) for `g` and allocates the tensors that live all iteration. capacity 0 = unlimited.
-  /// A device is one core: its worker thread runs its kernels alone (one BLAS thread).
+  /// Lowers `plan` (a partition::Plan is one) for `g` into programs and allocates the tensors that
+  /// live all iteration. capacity 0 = unlimited. A device is one core: its worker thread runs its
+  /// kernels alone (one BLAS thread).
   /// Throws ExecError for a plan of another graph or a graph this runtime cannot hold, OutOfMemory.
   /// `keep`: tensors to hold after a step for reading (the loss, the model's output), besides the
   /// results no op reads.
   /// `opaque`: per op, the opaque functions of its description (empty when it has none); they run
   /// in the interpreter fallback, called from the device's worker thread.
+  /// `timeout_seconds`: a receive waiting longer raises CommunicationError (a bug in one process).
   Executable(const graph::Graph& g, const cost::Placement& plan, int64_t capacity_per_device,
-             const std::vector<int>& keep = {}, std::vector<tdl::OpaqueCall> opaque = {});
+             const std::vector<int>& keep = {}, std::vector<tdl::OpaqueCall> opaque = {},
+             double timeout_seconds = 300);
   ~Executable();
   Executable(const Executable&) = delete;
   Executable& operator=(const Executable&) = delete;
@@ -54,24 +110,26 @@ class Executable {
   void step();
   const RunStats& stats() const { return stats_; }
   int devices() const { return low_.devices; }
+  const Program& program(int device) const;
+  const Lowered& lowered() const { return low_; }
+  /// Per-instruction timings in later steps (RunStats::profile).
+  void set_profile(bool on) { profile_ = on; }
 
  private:
-  struct Worker;
   void run_device(int d);
+  void worker(int d);
   const graph::Graph& g_;
   Lowered low_;
-  std::vector<std::unique_ptr<Arena>> arenas_;
-  std::unique_ptr<Communicator> comm_;
-  std::vector<std::vector<float*>> tiles_;  ///< [tensor][device], null when not allocated
-  std::vector<int> storage_of_;             ///< a tensor whose tiles are another's (in-place updates)
-  std::vector<int> last_use_;               ///< op after which a tensor's tiles are freed (-1: resident)
-  std::vector<int> keep_;                   ///< results kept after the step (no consumers)
+  std::vector<tdl::OpaqueCall> opaque_;
+  std::vector<std::unique_ptr<DeviceRunner>> runners_;
+  std::unique_ptr<MailboxCommunicator> comm_;
   RunStats stats_;
   bool failed_ = false;
-  std::vector<tdl::OpaqueCall> opaque_;
-  std::vector<std::vector<kernels::TileCall>> calls_;  ///< [op][device], inputs' and output's buffers set per step
-  struct Shared;
-  std::unique_ptr<Shared> shared_;
+  bool profile_ = false;
+  double timeout_;
+  Deadline deadline_;
+  struct Pool;
+  std::unique_ptr<Pool> pool_;
 };
 
 }  // namespace tilewise::exec

@@ -22,7 +22,7 @@ import tdl_ops as ops  # noqa: E402 - the operator library; importing it fills t
 from . import _core, models, nn, optim, tdl  # noqa: E402,F401
 from ._build_info import build_info  # noqa: E402
 from ._core import ExecError, GraphError, PlanError, SearchTimeout, SearchTooLarge, ShapeError, TDLError  # noqa: E402
-from .exec.executable import ExecStats, Executable, OutOfMemory, compile  # noqa: E402,F401
+from .exec.executable import CommunicationError, ExecStats, Executable, OutOfMemory, Program, compile  # noqa: E402,F401
 from .frontends.torch import from_torch  # noqa: E402
 from .graph.autodiff import grad  # noqa: E402
 from .graph.coarsen import CoarseGraph, coarsen  # noqa: E402
@@ -59,10 +59,12 @@ __version__ = "0.1.0"
 # ``max``, ``min``, ``abs`` (TDL's) and ``compile`` are attributes (``tw.max``, ``tw.compile``) but not in
 # ``__all__``: ``from tilewise import *`` must not shadow the builtins.
 __all__ = [
+    "CommunicationError",
     "Executable",
     "ExecError",
     "ExecStats",
     "OutOfMemory",
+    "Program",
     "CoarseGraph", "Cut", "GOp", "GTensor", "Graph", "GraphError", "Max", "Min", "Op", "Plan", "PlanCost",
     "PlanError", "Prod", "SearchTimeout", "SearchTooLarge", "ShapeError", "Strategy", "Sum", "TDLError",
     "build_info", "coarsen", "compute", "erf", "evaluate", "exp", "from_torch", "grad", "index_value", "log",

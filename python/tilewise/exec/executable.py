@@ -1,12 +1,15 @@
 """Run partition plans on CPU devices: ``exe = tw.compile(graph, plan)``, ``exe.step(feeds)``.
 
-The C++ runtime (cpp/exec) lowers the plan, runs one worker thread per device with its own
-memory arena, moves exactly the regions the cost model counts through an in-process communicator,
-and reports what it measured beside what the plan predicted (docs/RUNTIME.md).
+The C++ runtime (cpp/exec) lowers the plan into one program per device (``exe.program(d)``:
+instructions on named streams, two-sided sends and receives), runs each on a persistent worker
+thread with its own memory arena, moves exactly the regions the cost model counts, and reports
+what it measured beside what the plan predicted (docs/RUNTIME.md).
 """
 
 from __future__ import annotations
 
+import json
+import pathlib
 from collections.abc import Mapping
 
 import numpy as np
@@ -18,6 +21,8 @@ from ..plan.plan import Plan
 from .calibration import calibration
 
 OutOfMemory = _core.OutOfMemory
+CommunicationError = _core.CommunicationError
+Program = _core.Program
 BACKENDS = ("cpu",)
 _RESIDENT = ("input", "label", "parameter", "optimizer_state", "constant")
 
@@ -31,6 +36,12 @@ class ExecStats:
         self.steps = core.steps
         self.bytes_moved = core.bytes_moved
         self.bytes_per_device = list(core.bytes_received)
+        self.bytes_received_per_device = list(core.bytes_received)
+        self.bytes_sent_per_device = list(core.bytes_sent)
+        self.predicted_bytes_sent_per_device, self.predicted_bytes_received_per_device = exe._predicted_traffic()
+        self.step_seconds_per_device = list(core.device_seconds)
+        self.scratch_bytes_per_device = list(core.scratch_bytes)
+        self.message_buffer_bytes = core.message_bytes
         self.peak_memory_per_device = list(core.peak_bytes)
         self.step_seconds = core.step_seconds
         self.op_seconds = {op.name: s for op, s in zip(exe.graph.ops, core.op_seconds, strict=True)}
@@ -55,9 +66,25 @@ class ExecStats:
         return max(abs(m - p) / p for m, p in zip(self.peak_memory_per_device, self.predicted_memory_per_device,
                                                    strict=True) if p) if self.predicted_memory_per_device else 0.0
 
+    @property
+    def per_device(self) -> list[dict]:
+        """Per device: bytes sent and received (and the plan's predictions), peak memory (and the
+        plan's), interpreter scratch outside the arena, its program's seconds in the last step."""
+        return [dict(device=d, bytes_sent=self.bytes_sent_per_device[d],
+                     predicted_bytes_sent=self.predicted_bytes_sent_per_device[d],
+                     bytes_received=self.bytes_received_per_device[d],
+                     predicted_bytes_received=self.predicted_bytes_received_per_device[d],
+                     peak_memory=self.peak_memory_per_device[d],
+                     predicted_memory=self.predicted_memory_per_device[d],
+                     scratch_bytes=self.scratch_bytes_per_device[d],
+                     step_seconds=self.step_seconds_per_device[d])
+                for d in range(len(self.peak_memory_per_device))]
+
     def to_dict(self) -> dict:
         return dict(steps=self.steps, bytes_moved=self.bytes_moved, predicted_bytes=self.predicted_bytes,
-                    bytes_per_device=self.bytes_per_device, peak_memory_per_device=self.peak_memory_per_device,
+                    bytes_per_device=self.bytes_per_device, per_device=self.per_device,
+                    message_buffer_bytes=self.message_buffer_bytes,
+                    peak_memory_per_device=self.peak_memory_per_device,
                     predicted_memory_per_device=self.predicted_memory_per_device, memory_error=self.memory_error,
                     step_seconds=self.step_seconds, predicted_step_seconds=self.predicted_step_seconds,
                     native_ops=self.native_ops,
@@ -66,8 +93,13 @@ class ExecStats:
     def summary(self) -> str:
         mem = ", ".join(f"{m / 2**20:.1f}" for m in self.peak_memory_per_device)
         pred = ", ".join(f"{m / 2**20:.1f}" for m in self.predicted_memory_per_device)
+        sent = ", ".join(f"{b:,}" for b in self.bytes_sent_per_device)
+        sent_plan = ", ".join(f"{b:,}" for b in self.predicted_bytes_sent_per_device)
+        secs = ", ".join(f"{t:.3f}" for t in self.step_seconds_per_device)
         return "\n".join([
             f"bytes moved: {self.bytes_moved:,} (plan: {self.predicted_bytes:,})",
+            f"bytes sent per device: {sent} (plan: {sent_plan})",
+            f"seconds per device: {secs}",
             f"peak memory per device (MiB): {mem} (plan: {pred}; largest error {self.memory_error:.1%})",
             f"step: {self.step_seconds:.3f} s (plan, calibrated: {self.predicted_step_seconds:.3f} s); "
             f"ops on native kernels: {self.native_ops}, "
@@ -82,16 +114,62 @@ class ExecStats:
 class Executable:
     """A plan lowered onto CPU devices. Feed parameters (or ``initialize``), then ``step``."""
 
-    def __init__(self, graph: Graph, plan: Plan, memory_per_device: int | None = None):
+    def __init__(self, graph: Graph, plan: Plan, memory_per_device: int | None = None, *, profile: bool = False,
+                 timeout: float = 300.0):
         self.graph, self.plan = graph, plan
         self._results = self._result_tensors()
         self._core = _core.Executable(graph._g, plan._core, int(memory_per_device or 0),
-                                      [t.id for t in self._results.values()], self._opaque_calls())
+                                      [t.id for t in self._results.values()], self._opaque_calls(), float(timeout))
+        self._core.set_profile(bool(profile))
+        self.profile = bool(profile)
         self._fed: set[str] = set()
+        self._traffic: tuple[list[int], list[int]] | None = None
 
     @property
     def devices(self) -> int:
         return self._core.devices
+
+    def program(self, device: int) -> Program:
+        """What ``device`` runs in a step: ``.text()`` prints it, ``.to_json()`` serialises it,
+        ``.bytes_sent``/``.bytes_received``/``.flops`` sum its instructions."""
+        if not isinstance(device, int) or not 0 <= device < self.devices:
+            raise ValueError(f"device must be one of 0..{self.devices - 1}, got {device!r}")
+        return self._core.program(device)
+
+    def _predicted_traffic(self) -> tuple[list[int], list[int]]:
+        """The plan's bytes sent and received per device (cost/transfers.h enumerated)."""
+        if self._traffic is None:
+            sent, received = _core.predicted_traffic(self.graph._g, self.plan._core)
+            self._traffic = (list(sent), list(received))
+        return self._traffic
+
+    def trace(self, path: str | pathlib.Path | None = None) -> dict:
+        """The last step's per-instruction timings as a Chrome/Perfetto trace (``chrome://tracing``,
+        ui.perfetto.dev): one process per device, one thread per stream. Needs
+        ``tw.compile(..., profile=True)``. Writes JSON to ``path`` when given; returns the dict."""
+        if not self.profile:
+            raise ValueError("compile with tw.compile(..., profile=True) to record instruction timings")
+        core = self._core.stats
+        if core.steps == 0:
+            raise ValueError("no step has run yet")
+        events = []
+        for d, timings in enumerate(core.profile):
+            prog = self._core.program(d)
+            events.append(dict(name="process_name", ph="M", pid=d, tid=0, args=dict(name=f"device {d}")))
+            for i, stream in enumerate(prog.streams):
+                events.append(dict(name="thread_name", ph="M", pid=d, tid=i, args=dict(name=stream)))
+            streams = {name: i for i, name in enumerate(prog.streams)}
+            for (kind, stream, op, text, nbytes, flops), (start, end) in zip(prog.instructions(), timings,
+                                                                            strict=True):
+                if kind in ("record", "wait"):
+                    continue
+                events.append(dict(name=f"{kind} {op}" if op else kind, cat=kind, ph="X", pid=d, tid=streams[stream],
+                                   ts=start * 1e6, dur=max(end - start, 0.0) * 1e6,
+                                   args=dict(instruction=text, bytes=nbytes, flops=flops)))
+        trace = dict(traceEvents=events, displayTimeUnit="ms")
+        if path is not None:
+            pathlib.Path(path).write_text(json.dumps(trace))
+        return trace
 
     def _opaque_calls(self) -> list:
         """Per op: None, or the callable running its opaque functions (embedding lookups...)."""
@@ -181,11 +259,14 @@ class Executable:
         return f"<tw.Executable '{self.graph.name}' on {self.devices} CPU devices ({self.plan.algorithm})>"
 
 
-def compile(graph: Graph, plan: Plan, backend: str = "cpu", *, memory_per_device: int | None = None) -> Executable:  # noqa: A001
+def compile(graph: Graph, plan: Plan, backend: str = "cpu", *, memory_per_device: int | None = None,  # noqa: A001
+            profile: bool = False, timeout: float = 300.0) -> Executable:
     """Lower ``plan`` for ``graph`` onto ``plan.devices`` CPU devices (worker threads).
 
     ``memory_per_device``: each device's arena capacity in bytes (None = unlimited); an allocation
-    past it raises ``tw.OutOfMemory`` naming the device, the tensor and the bytes."""
+    past it raises ``tw.OutOfMemory`` naming the device, the tensor and the bytes.
+    ``profile``: time every instruction of every step (``exe.trace("step.json")``).
+    ``timeout``: seconds a device waits for a message before ``tw.CommunicationError``."""
     if not isinstance(graph, Graph):
         raise TypeError(f"compile() needs a tw.Graph, got {type(graph).__name__}")
     if not isinstance(plan, Plan):
@@ -194,4 +275,6 @@ def compile(graph: Graph, plan: Plan, backend: str = "cpu", *, memory_per_device
         raise ExecError(f"unknown backend '{backend}'; available: {', '.join(BACKENDS)}")
     if memory_per_device is not None and memory_per_device <= 0:
         raise ExecError(f"memory_per_device must be a positive number of bytes, got {memory_per_device}")
-    return Executable(graph, plan, memory_per_device)
+    if not timeout > 0:
+        raise ExecError(f"timeout must be a positive number of seconds, got {timeout}")
+    return Executable(graph, plan, memory_per_device, profile=profile, timeout=timeout)

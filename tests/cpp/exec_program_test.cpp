@@ -1,0 +1,155 @@
+// Executor pieces below the lowering: box copies by contiguous runs against an element-by-element
+// oracle, and the mailbox communicator's two-sided send/receive (tags, deadlines, aborts).
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <random>
+#include <thread>
+
+#include "exec/box_copy.h"
+#include "exec/communicator.h"
+#include "exec/errors.h"
+#include "exec/program.h"
+
+namespace tilewise::exec {
+namespace {
+
+int64_t offset(const Box& box, const std::vector<int64_t>& idx) {
+  int64_t o = 0;
+  for (size_t d = 0; d < idx.size(); ++d) o = o * box.dims[d].size() + (idx[d] - box.dims[d].lo);
+  return o;
+}
+
+// Every element of `what`, in row-major order.
+template <class F>
+void each(const Box& what, F f) {
+  std::vector<int64_t> idx;
+  for (const auto& r : what.dims) idx.push_back(r.lo);
+  if (what.empty()) return;
+  while (true) {
+    f(idx);
+    int d = static_cast<int>(idx.size()) - 1;
+    for (; d >= 0; --d) {
+      if (++idx[d] <= what.dims[d].hi) break;
+      idx[d] = what.dims[d].lo;
+    }
+    if (d < 0) return;
+  }
+}
+
+Range sub(std::mt19937& rng, const Range& r, bool whole) {
+  if (whole) return r;
+  std::uniform_int_distribution<int64_t> pick(r.lo, r.hi);
+  int64_t a = pick(rng), b = pick(rng);
+  return {std::min(a, b), std::max(a, b)};
+}
+
+TEST(BoxCopy, ContiguousRunsMatchAnElementwiseCopy) {
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 400; ++trial) {
+    const int rank = 1 + trial % 4;
+    Box whole, src_box, dst_box, what;
+    for (int d = 0; d < rank; ++d) whole.dims.push_back({0, 1 + static_cast<int64_t>(rng() % 5)});
+    // Boxes that often cover trailing dimensions whole, so runs merge (or not).
+    for (int d = 0; d < rank; ++d) {
+      bool w = rng() % 2;
+      src_box.dims.push_back(sub(rng, whole.dims[d], w || rng() % 3 == 0));
+      dst_box.dims.push_back(sub(rng, whole.dims[d], w || rng() % 3 == 0));
+    }
+    Box common = tdl::intersect(src_box, dst_box);
+    if (common.empty()) continue;
+    for (int d = 0; d < rank; ++d) what.dims.push_back(sub(rng, common.dims[d], rng() % 2));
+    std::vector<float> src(src_box.volume()), dst(dst_box.volume(), -1.0f), expect(dst);
+    for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<float>(i + 1);
+    each(what, [&](const std::vector<int64_t>& idx) { expect[offset(dst_box, idx)] = src[offset(src_box, idx)]; });
+    copy_box(src.data(), src_box, dst.data(), dst_box, what);
+    ASSERT_EQ(dst, expect) << "trial " << trial;
+    // Sum into the copy: doubles what was copied.
+    combine_box(src.data(), src_box, dst.data(), dst_box, what, tdl::Reducer::kSum);
+    each(what, [&](const std::vector<int64_t>& idx) { expect[offset(dst_box, idx)] *= 2; });
+    ASSERT_EQ(dst, expect) << "trial " << trial;
+  }
+}
+
+TEST(Mailbox, SendsAndReceivesBoxesByTagInAnyOrder) {
+  MailboxCommunicator comm(2);
+  Box src_box{{{0, 3}, {0, 3}}};
+  std::vector<float> src(16);
+  for (int i = 0; i < 16; ++i) src[i] = static_cast<float>(i);
+  const Box top{{{0, 1}, {0, 3}}}, corner{{{2, 3}, {2, 3}}};
+  comm.send(0, 1, 5, src.data(), src_box, top);
+  comm.send(0, 1, 6, src.data(), src_box, corner);
+  EXPECT_TRUE(comm.poll(1, 0, 6));
+  EXPECT_FALSE(comm.poll(1, 0, 7));
+  std::vector<float> got(16, -1);
+  auto later = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  comm.recv(1, 0, 6, got.data(), src_box, corner, later);  // out of order
+  comm.recv(1, 0, 5, got.data(), src_box, top, later);
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(got[i], src[i]);
+  EXPECT_EQ(got[10], 10);
+  EXPECT_EQ(got[15], 15);
+  EXPECT_EQ(got[9], -1);
+  EXPECT_EQ(comm.bytes_sent()[0], 12 * 4);
+  EXPECT_EQ(comm.bytes_received()[1], 12 * 4);
+  EXPECT_EQ(comm.bytes_sent()[1], 0);
+}
+
+TEST(Mailbox, AReceiveWaitsForItsSend) {
+  MailboxCommunicator comm(2);
+  Box b{{{0, 999}}};
+  std::vector<float> src(1000, 3.0f), dst(1000, 0.0f);
+  std::thread sender([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    comm.send(1, 0, 0, src.data(), b, b);
+  });
+  comm.recv(0, 1, 0, dst.data(), b, b, std::chrono::steady_clock::now() + std::chrono::seconds(10));
+  sender.join();
+  EXPECT_EQ(dst[999], 3.0f);
+}
+
+TEST(Mailbox, DeadlinesAndAbortsRaiseCommunicationErrors) {
+  MailboxCommunicator comm(3);
+  Box b{{{0, 3}}};
+  std::vector<float> dst(4);
+  try {
+    comm.recv(2, 1, 9, dst.data(), b, b, std::chrono::steady_clock::now() + std::chrono::milliseconds(10));
+    FAIL() << "no error";
+  } catch (const CommunicationError& e) {
+    EXPECT_EQ(e.device, 2);
+    EXPECT_EQ(e.peer, 1);
+    EXPECT_NE(std::string(e.what()).find("deadline"), std::string::npos);
+  }
+  std::thread failing([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    comm.abort(0, "out of memory");
+  });
+  try {
+    comm.recv(2, 0, 1, dst.data(), b, b, std::chrono::steady_clock::now() + std::chrono::seconds(30));
+    FAIL() << "no error";
+  } catch (const CommunicationError& e) {
+    EXPECT_EQ(e.peer, 0);
+    EXPECT_NE(std::string(e.what()).find("out of memory"), std::string::npos);
+  }
+  failing.join();
+  comm.reset();
+  std::vector<float> src(4, 1.0f);
+  comm.send(1, 2, 1, src.data(), b, b);
+  comm.recv(2, 1, 1, dst.data(), b, b, std::chrono::steady_clock::now() + std::chrono::seconds(1));
+  EXPECT_EQ(dst[3], 1.0f);
+}
+
+TEST(ExecProgram, PrintsAndSerialisesItsInstructions) {
+  Program p;
+  p.device = 0, p.devices = 2, p.streams = {"compute", "comm"}, p.op_names = {"fc"};
+  p.buffers.push_back({"x", BufferRole::kTile, 0, Box{{{0, 3}}}, true});
+  Instr send;
+  send.kind = InstrKind::kSend, send.stream = 1, send.op = 0, send.buffer = 0, send.peer = 1, send.tag = 3;
+  send.box = Box{{{0, 1}}}, send.bytes = 8;
+  p.instrs.push_back(send);
+  EXPECT_EQ(p.bytes_sent(), 8);
+  EXPECT_NE(p.text().find("send x[0:2] to 1 tag 3 (8 B)"), std::string::npos) << p.text();
+  EXPECT_NE(p.to_json().find("\"kind\": \"send\""), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tilewise::exec
