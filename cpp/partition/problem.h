@@ -87,8 +87,11 @@ struct StepProblem {
 StepProblem build_step(const Problem& p, const Policy& policy, const Assignment& a, const std::vector<int>& steps,
                        int total_steps, int threads, std::chrono::steady_clock::time_point deadline);
 
-/// Entries of the pair tables `build_step` would fill for a block (to decide whether it is affordable).
-double block_table_entries(const Problem& p, const Policy& policy, const Assignment& a, const std::vector<int>& steps);
+/// Entries of the pair tables `build_step` would fill for a block (to decide whether it is
+/// affordable), counted without building the values; the count stops once it passes `budget`
+/// (then any figure above it is returned).
+double block_table_entries(const Problem& p, const Policy& policy, const Assignment& a, const std::vector<int>& steps,
+                           double budget = 1e300);
 
 /// Sets the block's steps of the assignment to the chosen values (per variable of `sp`).
 void apply_step(const Problem& p, const StepProblem& sp, const std::vector<int>& values, Assignment& a);
