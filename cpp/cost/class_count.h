@@ -18,6 +18,8 @@
 // caller counts device by device (comm_cost.h), which stays the oracle the tests compare with.
 #pragma once
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -25,12 +27,33 @@
 
 namespace tilewise::cost {
 
-/// What every device reads of each input under one split, kept per dimension: for input t and
-/// dimension j, the steps whose variables index j and the region's range for every combination of
-/// their coordinates. Built once per (op, split), then counted against any number of tilings.
+/// One dimension of what an op reads of one input, over the devices: the steps whose split
+/// variables index the dimension, and the region's range for each combination of their coordinates.
+struct DimReads {
+  std::vector<int> steps;     ///< ascending
+  std::vector<Range> ranges;  ///< per mixed-radix combination of those steps' coordinates (last fastest)
+  bool nonempty = true;       ///< no access reads nothing in this dimension on any device
+};
+
+/// Per-dimension read tables of one op, kept across splits. A dimension's table depends only on
+/// which steps split the variables indexing it, so the strategies of a step, the steps of the
+/// recursion and the refinement rounds share most tables. Not thread-safe: one op, one thread at a
+/// time (the planners hand out ops, not splits, to threads).
+class ReadTables {
+ public:
+  std::shared_ptr<const DimReads>& slot(const std::vector<int>& key) { return tables_[key]; }
+
+ private:
+  std::map<std::vector<int>, std::shared_ptr<const DimReads>> tables_;
+};
+
+/// What every device reads of each input under one split, kept per dimension (DimReads). Built once
+/// per (op, split), then counted against any number of tilings.
 class SplitReads {
  public:
-  SplitReads(const OpView& op, const OpSplit& split, const std::vector<int>& parts, int steps);
+  /// `cache`, if given, holds the op's tables across splits.
+  SplitReads(const OpView& op, const OpSplit& split, const std::vector<int>& parts, int steps,
+             ReadTables* cache = nullptr);
 
   /// Whether the class count applies to input `t` (else count it with fetch_elements).
   bool exact(int t) const { return inputs_[t].exact; }
@@ -38,14 +61,10 @@ class SplitReads {
  private:
   friend std::optional<int64_t> fetch_by_class(const SplitReads& reads, int t, const Shape& shape,
                                                const Tiling& tiling);
-  struct Dim {
-    std::vector<int> steps;     ///< ascending steps whose split variable indexes this dimension
-    std::vector<Range> ranges;  ///< per mixed-radix combination of those steps' coordinates
-  };
   struct Input {
     bool exact = true;
     bool read = true;  ///< false when the op never reads the input
-    std::vector<Dim> dims;
+    std::vector<std::shared_ptr<const DimReads>> dims;
   };
   const std::vector<int>* parts_;
   int steps_;
@@ -63,7 +82,9 @@ std::optional<int64_t> output_by_class(const OpView& op, const OpSplit& split, c
                                        const std::vector<int>& parts, int steps);
 
 /// op_comm counted by classes where that applies and device by device elsewhere: equal to op_comm.
+/// `cache`: the op's read tables across calls (optional).
 OpComm op_comm_by_class(const OpView& op, const OpSplit& split, const std::vector<Tiling>& input_tilings,
-                        const Tiling& output_tiling, const std::vector<int>& parts, int steps);
+                        const Tiling& output_tiling, const std::vector<int>& parts, int steps,
+                        ReadTables* cache = nullptr);
 
 }  // namespace tilewise::cost

@@ -84,6 +84,7 @@ Problem make_problem(const graph::Graph& g, const std::vector<int>& parts, const
   }
   number_classes(tu, nt, p.tensor_class, p.class_tensors);
   number_classes(ou, no, p.op_class, p.class_ops);
+  p.read_tables.resize(no);
   return p;
 }
 
@@ -342,7 +343,7 @@ StepProblem build_step(const Problem& p, const Policy& policy, const Assignment&
       };
       for (int si = 0; si < ns; ++si) {
         cost::OpSplit split = with_steps(prefix.splits[o], block, strategies[si]);
-        cost::SplitReads by_class(view, split, p.parts, steps);
+        cost::SplitReads by_class(view, split, p.parts, steps, &p.read_tables[o]);
         std::vector<std::vector<cost::Box>> reads;  // per device, only for a fallback
         for (size_t j = 0; j < slots_tensor.size(); ++j) {
           int t = slots_tensor[j];
@@ -425,7 +426,8 @@ cost::OpComm op_bytes(const Problem& p, int op, const Assignment& a, int steps) 
   const auto& node = p.graph->op(op);
   std::vector<cost::Tiling> in;
   for (int t : node.inputs) in.push_back(a.tilings[t]);
-  cost::OpComm c = cost::op_comm_by_class(p.ops[op], a.splits[op], in, a.tilings[node.output], p.parts, steps);
+  cost::OpComm c = cost::op_comm_by_class(p.ops[op], a.splits[op], in, a.tilings[node.output], p.parts, steps,
+                                          &p.read_tables[op]);
   for (size_t j = 0; j < node.inputs.size(); ++j) c.input_elements[j] *= p.bytes_per_element(node.inputs[j]);
   c.output_elements *= p.bytes_per_element(node.output);
   return c;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "cost/class_count.h"
 #include "cost/comm_cost.h"
 #include "cost/placement.h"
 #include "graph/graph.h"
@@ -40,6 +41,9 @@ struct Problem {
   std::vector<int> op_class;            ///< per op
   std::vector<std::vector<int>> class_tensors;  ///< members of each tensor class
   std::vector<std::vector<int>> class_ops;      ///< members of each op class
+  /// Per op, its read tables across splits (cost/class_count.h): a cache the costing fills, one op
+  /// per thread at a time.
+  mutable std::vector<cost::ReadTables> read_tables;
   int64_t bytes_per_element(int tensor) const;
 };
 
