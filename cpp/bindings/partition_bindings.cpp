@@ -88,7 +88,8 @@ void bind_partition(py::module_& m) {
       .def_readonly("search_seconds", &Plan::search_seconds)
       .def_readonly("largest_table", &Plan::largest_table)
       .def_readonly("evaluated", &Plan::evaluated)
-      .def_readonly("duplication_used", &Plan::duplication_used);
+      .def_readonly("duplication_used", &Plan::duplication_used)
+      .def_readonly("timed_out", &Plan::timed_out);
 
   py::class_<cost::MemoryEstimate>(m, "MemoryEstimate", "Per-device memory of a plan.")
       .def_readonly("peak", &cost::MemoryEstimate::peak)

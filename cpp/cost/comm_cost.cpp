@@ -32,7 +32,22 @@ OpView make_view(const tdl::OpDesc& desc, std::vector<Shape> input_shapes, Shape
   v.input_shapes = std::move(input_shapes);
   v.output_shape = std::move(output_shape);
   v.sites = std::make_shared<const std::vector<tdl::AccessSite>>(tdl::collect_access_sites(desc.body));
+  v.accesses = input_accesses(v);
   return v;
+}
+
+std::shared_ptr<const std::vector<InputAccesses>> input_accesses(const OpView& op) {
+  auto sites = op.sites ? op.sites : std::make_shared<const std::vector<tdl::AccessSite>>(
+                                          tdl::collect_access_sites(op.desc->body));
+  auto out = std::make_shared<std::vector<InputAccesses>>(op.input_shapes.size());
+  for (size_t t = 0; t < out->size(); ++t) (*out)[t].dim_vars.resize(op.input_shapes[t].size());
+  for (const auto& s : *sites) {
+    InputAccesses& in = (*out)[s.tensor];
+    in.sites.push_back({s});
+    for (size_t j = 0; j < s.dims.size() && j < in.dim_vars.size(); ++j)
+      if (s.dims[j]) tdl::collect_vars(*s.dims[j], in.dim_vars[j]);
+  }
+  return out;
 }
 
 std::vector<Box> device_tiles(const Shape& shape, const Tiling& cuts, const std::vector<int>& parts, int steps) {

@@ -13,6 +13,13 @@
 
 namespace tilewise::cost {
 
+/// How an op reads one input: its accesses, each alone in a list (input_regions of one list gives
+/// that access's own box), and per dimension the variables any access indexes it with.
+struct InputAccesses {
+  std::vector<std::vector<tdl::AccessSite>> sites;
+  std::vector<std::vector<int>> dim_vars;
+};
+
 /// An op with the shapes it runs on: enough to place its work on devices.
 struct OpView {
   const tdl::OpDesc* desc = nullptr;
@@ -21,7 +28,12 @@ struct OpView {
   std::vector<int64_t> extents;  ///< every variable's extent (tdl::infer_extents)
   /// The description's access sites, collected once (filled by `make_view`; collected per call when null).
   std::shared_ptr<const std::vector<tdl::AccessSite>> sites;
+  /// Per input, its accesses one by one (filled by `make_view`; built per call when null).
+  std::shared_ptr<const std::vector<InputAccesses>> accesses;
 };
+
+/// Per input of `op`, its accesses and the variables indexing each dimension.
+std::shared_ptr<const std::vector<InputAccesses>> input_accesses(const OpView& op);
 
 /// An op view with its access sites collected.
 OpView make_view(const tdl::OpDesc& desc, std::vector<Shape> input_shapes, Shape output_shape);

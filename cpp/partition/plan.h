@@ -18,7 +18,9 @@ const std::vector<std::string>& algorithm_names();
 
 struct SearchOptions {
   int threads = 0;              ///< 0 = every hardware thread
-  double time_limit = 0;        ///< seconds; 0 = none. Past it the search throws SearchTimeout.
+  /// Seconds; 0 = none. Past it the search returns the best complete plan it has (Plan::timed_out)
+  /// or, when it has none yet, throws SearchTimeout.
+  double time_limit = 0;
   /// Spartan's duplication budget: extra bytes per device that replicated tensors may use.
   int64_t duplication_budget = 0;
   /// Exact recursive planners: rounds revising blocks of steps with the others fixed (0 = Tofu as
@@ -42,6 +44,8 @@ struct Plan : cost::Placement {
   int64_t largest_table = 0;        ///< entries of the largest DP table built (0 for greedy planners)
   int64_t evaluated = 0;            ///< brute force: assignments tried
   int64_t duplication_used = 0;     ///< spartan: bytes per device spent on replicated tensors
+  /// The time limit passed during refinement: this is the best complete plan found by then.
+  bool timed_out = false;
 };
 
 /// Finds a plan. `algorithm` is one of algorithm_names(); throws PlanError for an unknown name or

@@ -8,6 +8,7 @@
 #include <thread>
 #include <tuple>
 
+#include "cost/class_count.h"
 #include "partition/elimination.h"
 #include "tdl/errors.h"
 
@@ -83,6 +84,7 @@ Problem make_problem(const graph::Graph& g, const std::vector<int>& parts, const
   }
   number_classes(tu, nt, p.tensor_class, p.class_tensors);
   number_classes(ou, no, p.op_class, p.class_ops);
+  p.read_tables.resize(no);
   return p;
 }
 
@@ -217,17 +219,75 @@ std::vector<cost::OpSplit> op_values(const Problem& p, const Policy& policy, con
 
 }  // namespace
 
-double block_table_entries(const Problem& p, const Policy& policy, const Assignment& a, const std::vector<int>& steps) {
-  std::vector<double> tsize(p.class_tensors.size()), osize(p.class_ops.size());
-  for (size_t c = 0; c < tsize.size(); ++c)
-    tsize[c] = static_cast<double>(tensor_values(p, policy, a, p.class_tensors[c][0], steps).size());
-  for (size_t c = 0; c < osize.size(); ++c)
-    osize[c] = static_cast<double>(op_values(p, policy, a, p.class_ops[c][0], steps).size());
+namespace {
+
+// How many values block_values would give, without building them: a depth-first count over the
+// block's steps into one reused buffer, stopping past `cap` (the caller only asks "within budget?").
+template <class Seq, class Choices, class Valid, class Same>
+int64_t count_block_values(const Seq& current, const std::vector<int>& steps, bool revise, Choices choices,
+                           Valid valid, Same same, int64_t cap) {
+  Seq seq(current);
+  if (seq.size() < static_cast<size_t>(steps.back()) + 1) seq.resize(steps.back() + 1);
+  Seq now;
+  if (revise)
+    for (int s : steps) now.push_back(current[s]);
+  int64_t count = revise ? 1 : 0;  // revising, the current values always count (first)
+  Seq chosen;
+  std::function<void(size_t)> extend = [&](size_t i) {
+    if (count > cap) return;
+    if (i == steps.size()) {
+      if (!revise) ++count;
+      else if (!same(chosen, now) && valid(seq)) ++count;
+      return;
+    }
+    Seq prefix(seq.begin(), seq.begin() + steps[i]);
+    for (const auto& c : choices(prefix, steps[i])) {
+      seq[steps[i]] = c;
+      chosen.push_back(c);
+      extend(i + 1);
+      chosen.pop_back();
+    }
+  };
+  extend(0);
+  return count;
+}
+
+}  // namespace
+
+double block_table_entries(const Problem& p, const Policy& policy, const Assignment& a, const std::vector<int>& steps,
+                           double budget) {
+  // Exact, as build_step would size it, but counted rather than built, each class once and only
+  // until the total passes the budget: large blocks are refused after a few classes.
+  const bool revise = revising(a, steps);
+  const int64_t cap = budget < 9e18 ? static_cast<int64_t>(budget) + 1 : INT64_MAX;
+  std::vector<int64_t> tsize(p.class_tensors.size(), -1), osize(p.class_ops.size(), -1);
+  auto tensor_size = [&](int c) {
+    if (tsize[c] < 0) {
+      int rep = p.class_tensors[c][0];
+      const auto& shape = p.graph->tensor(rep).shape;
+      tsize[c] = count_block_values(
+          a.tilings[rep], steps, revise,
+          [&](const cost::Tiling& prefix, int step) { return tensor_choices(p, policy, rep, prefix, step); },
+          [&](const cost::Tiling& t) { return valid_tiling(shape, t, p.parts); }, std::equal_to<cost::Tiling>(), cap);
+    }
+    return static_cast<double>(tsize[c]);
+  };
+  auto op_size = [&](int c) {
+    if (osize[c] < 0) {
+      int rep = p.class_ops[c][0];
+      osize[c] = count_block_values(
+          a.splits[rep], steps, revise,
+          [&](const cost::OpSplit& prefix, int step) { return op_choices(p, policy, rep, prefix, step); },
+          [&](const cost::OpSplit& s) { return valid_split(p.ops[rep].extents, s, p.parts); }, same_split, cap);
+    }
+    return static_cast<double>(osize[c]);
+  };
   double total = 0;
   for (const auto& op : p.graph->ops()) {
-    double s = osize[p.op_class[op.id]];
-    for (int t : op.inputs) total += s * tsize[p.tensor_class[t]];
-    total += s * tsize[p.tensor_class[op.output]];
+    double s = op_size(p.op_class[op.id]);
+    for (int t : op.inputs) total += s * tensor_size(p.tensor_class[t]);
+    total += s * tensor_size(p.tensor_class[op.output]);
+    if (total > budget) break;
   }
   return total;
 }
@@ -254,7 +314,7 @@ StepProblem build_step(const Problem& p, const Policy& policy, const Assignment&
   auto work = [&](int tid) {
     auto& mine = partial[tid];
     for (int o; (o = next.fetch_add(1)) < no;) {
-      if ((o & 63) == 0 && std::chrono::steady_clock::now() > deadline) {
+      if (std::chrono::steady_clock::now() > deadline) {
         late = true;
         return;
       }
@@ -263,32 +323,48 @@ StepProblem build_step(const Problem& p, const Policy& policy, const Assignment&
       const int oc = p.op_class[o];
       const auto& strategies = sp.op_domain[oc];
       const int ns = static_cast<int>(strategies.size());
-      // Every slot's tiles under every value of its class, computed once per op.
+      // Every slot's tilings under every value of its class, built once per op; their per-device
+      // tiles only when a count falls back to devices (class_count.h says when).
       std::vector<int> slots_tensor(op.inputs);
       slots_tensor.push_back(op.output);
+      std::vector<std::vector<cost::Tiling>> tilings(slots_tensor.size());
       std::vector<std::vector<std::vector<cost::Box>>> tiles(slots_tensor.size());
       for (size_t j = 0; j < slots_tensor.size(); ++j) {
         int t = slots_tensor[j];
         for (const auto& cuts : sp.tensor_domain[p.tensor_class[t]])
-          tiles[j].push_back(cost::device_tiles(g.tensor(t).shape, with_steps(prefix.tilings[t], block, cuts), p.parts, steps));
+          tilings[j].push_back(with_steps(prefix.tilings[t], block, cuts));
       }
+      auto device_tiles = [&](size_t j, int ci) -> const std::vector<cost::Box>& {
+        if (tiles[j].empty()) {
+          const auto& shape = g.tensor(slots_tensor[j]).shape;
+          for (const auto& tiling : tilings[j]) tiles[j].push_back(cost::device_tiles(shape, tiling, p.parts, steps));
+        }
+        return tiles[j][ci];
+      };
       for (int si = 0; si < ns; ++si) {
         cost::OpSplit split = with_steps(prefix.splits[o], block, strategies[si]);
-        auto reads = cost::device_reads(view, split, p.parts, steps);
-        auto computed = cost::device_outputs(view, split, p.parts, steps);
-        auto classes = cost::partial_classes(split, p.parts, steps);
-        const bool disjoint = cost::outputs_are_disjoint(split);
+        cost::SplitReads by_class(view, split, p.parts, steps, &p.read_tables[o]);
+        std::vector<std::vector<cost::Box>> reads;  // per device, only for a fallback
         for (size_t j = 0; j < slots_tensor.size(); ++j) {
           int t = slots_tensor[j];
           int tc = p.tensor_class[t];
-          int nc = static_cast<int>(tiles[j].size());
+          int nc = static_cast<int>(tilings[j].size());
           auto& table = mine[{oc, tc}];
           if (table.empty()) table.assign(static_cast<size_t>(ns) * nc, 0);
           int64_t bpe = p.bytes_per_element(t);
+          const bool input = j + 1 < slots_tensor.size();
           for (int ci = 0; ci < nc; ++ci) {
-            int64_t e = j + 1 < slots_tensor.size() ? cost::fetch_elements(reads[j], tiles[j][ci])
-                                                    : cost::output_elements(computed, classes, tiles[j][ci], disjoint);
-            table[static_cast<size_t>(si) * nc + ci] += e * bpe;
+            auto e = input ? cost::fetch_by_class(by_class, static_cast<int>(j), view.input_shapes[j], tilings[j][ci])
+                           : cost::output_by_class(view, split, tilings[j][ci], p.parts, steps);
+            if (!e && input) {
+              if (reads.empty()) reads = cost::device_reads(view, split, p.parts, steps);
+              e = cost::fetch_elements(reads[j], device_tiles(j, ci));
+            } else if (!e) {
+              e = cost::output_elements(cost::device_outputs(view, split, p.parts, steps),
+                                        cost::partial_classes(split, p.parts, steps), device_tiles(j, ci),
+                                        cost::outputs_are_disjoint(split));
+            }
+            table[static_cast<size_t>(si) * nc + ci] += *e * bpe;
           }
         }
       }
@@ -350,7 +426,8 @@ cost::OpComm op_bytes(const Problem& p, int op, const Assignment& a, int steps) 
   const auto& node = p.graph->op(op);
   std::vector<cost::Tiling> in;
   for (int t : node.inputs) in.push_back(a.tilings[t]);
-  cost::OpComm c = cost::op_comm(p.ops[op], a.splits[op], in, a.tilings[node.output], p.parts, steps);
+  cost::OpComm c = cost::op_comm_by_class(p.ops[op], a.splits[op], in, a.tilings[node.output], p.parts, steps,
+                                          &p.read_tables[op]);
   for (size_t j = 0; j < node.inputs.size(); ++j) c.input_elements[j] *= p.bytes_per_element(node.inputs[j]);
   c.output_elements *= p.bytes_per_element(node.output);
   return c;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "cost/class_count.h"
 #include "cost/comm_cost.h"
 #include "cost/placement.h"
 #include "graph/graph.h"
@@ -40,6 +41,9 @@ struct Problem {
   std::vector<int> op_class;            ///< per op
   std::vector<std::vector<int>> class_tensors;  ///< members of each tensor class
   std::vector<std::vector<int>> class_ops;      ///< members of each op class
+  /// Per op, its read tables across splits (cost/class_count.h): a cache the costing fills, one op
+  /// per thread at a time.
+  mutable std::vector<cost::ReadTables> read_tables;
   int64_t bytes_per_element(int tensor) const;
 };
 
@@ -87,8 +91,11 @@ struct StepProblem {
 StepProblem build_step(const Problem& p, const Policy& policy, const Assignment& a, const std::vector<int>& steps,
                        int total_steps, int threads, std::chrono::steady_clock::time_point deadline);
 
-/// Entries of the pair tables `build_step` would fill for a block (to decide whether it is affordable).
-double block_table_entries(const Problem& p, const Policy& policy, const Assignment& a, const std::vector<int>& steps);
+/// Entries of the pair tables `build_step` would fill for a block (to decide whether it is
+/// affordable), counted without building the values; the count stops once it passes `budget`
+/// (then any figure above it is returned).
+double block_table_entries(const Problem& p, const Policy& policy, const Assignment& a, const std::vector<int>& steps,
+                           double budget = 1e300);
 
 /// Sets the block's steps of the assignment to the chosen values (per variable of `sp`).
 void apply_step(const Problem& p, const StepProblem& sp, const std::vector<int>& values, Assignment& a);

@@ -92,6 +92,15 @@ void order_steps(const Problem& p, Assignment& a, int64_t total, int threads) {
   if (!best.empty()) permute_steps(a, best);
 }
 
+// The table budget of a refinement block. A block's cost is its entries times the work per entry,
+// which grows with the steps (each entry counts every step's classes of devices) and the number of
+// blocks tried grows as 2^steps: past 6 steps (64 devices) the budget shrinks so that refinement stays within a
+// small factor of the recursion (docs/PARTITION.md "Planning at scale").
+double refine_budget(const SearchOptions& options, const Problem& p) {
+  const int m = static_cast<int>(p.parts.size());
+  return m <= 6 ? options.refine_table_budget : options.refine_table_budget * 6.0 / m;
+}
+
 }  // namespace
 
 Plan plan_recursive(const Problem& p, const Policy& policy, const SearchOptions& options,
@@ -117,34 +126,54 @@ Plan plan_recursive(const Problem& p, const Policy& policy, const SearchOptions&
   // docs/PARTITION.md for a one-matmul counterexample). Revise blocks of steps with all others
   // fixed, by the same exact search over whole-plan bytes, until no block improves: single steps
   // always, larger blocks while affordable (the whole plan at once makes it exact).
-  for (int round = 0; round < options.refine_rounds && m > 1; ++round) {
-    bool improved = false;
-    for (int size = 1; size <= m; ++size) {
-      for (const auto& block : blocks_of(m, size)) {
-        if (size > 1 && block_table_entries(p, policy, plan.assignment, block) > options.refine_table_budget) continue;
-        const std::string what = "refine " + std::to_string(round + 1) + ", steps " + block_name(block);
-        if (options.progress) options.progress(what + " costing", 0, 1);
-        StepProblem sp = build_step(p, policy, plan.assignment, block, m, options.threads, deadline);
-        EliminationResult r;
-        try {
-          r = solve(sp, what, options, deadline);
-        } catch (const SearchTooLarge&) {
-          continue;  // this block is too wide to revise jointly; smaller blocks still run
-        }
-        plan.largest_table = std::max(plan.largest_table, r.largest_table);
-        if (r.cost < total) {
-          apply_step(p, sp, r.values, plan.assignment);
-          total = r.cost;
-          improved = true;
+  // Past the deadline the plan in hand is complete (every step decided): it is returned, flagged.
+  const double budget = refine_budget(options, p);
+  // The plan's step figures are recounted after refinement, so refinement stops early enough for
+  // that: 5 % of the limit, or 1.5 times a recount timed now (at 1024 devices a recount is seconds).
+  if (options.time_limit > 0 && options.refine_rounds > 0 && m > 1) {
+    auto t0 = std::chrono::steady_clock::now();
+    prefix_bytes(p, plan.assignment, m, options.threads);
+    double recount = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    deadline -= std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+        std::chrono::duration<double>(std::max(0.05 * options.time_limit, 1.5 * recount)));
+  }
+  auto late = [&] { return std::chrono::steady_clock::now() > deadline; };
+  try {
+    for (int round = 0; round < options.refine_rounds && m > 1 && !plan.timed_out; ++round) {
+      bool improved = false;
+      for (int size = 1; size <= m && !plan.timed_out; ++size) {
+        for (const auto& block : blocks_of(m, size)) {
+          if (late()) {
+            plan.timed_out = true;
+            break;
+          }
+          if (size > 1 && block_table_entries(p, policy, plan.assignment, block, budget) > budget) continue;
+          const std::string what = "refine " + std::to_string(round + 1) + ", steps " + block_name(block);
+          if (options.progress) options.progress(what + " costing", 0, 1);
+          StepProblem sp = build_step(p, policy, plan.assignment, block, m, options.threads, deadline);
+          EliminationResult r;
+          try {
+            r = solve(sp, what, options, deadline);
+          } catch (const SearchTooLarge&) {
+            continue;  // this block is too wide to revise jointly; smaller blocks still run
+          }
+          plan.largest_table = std::max(plan.largest_table, r.largest_table);
+          if (r.cost < total) {
+            apply_step(p, sp, r.values, plan.assignment);
+            total = r.cost;
+            improved = true;
+          }
         }
       }
+      if (!improved) break;
     }
-    if (!improved) break;
+  } catch (const SearchTimeout&) {
+    plan.timed_out = true;  // a block was being costed or solved; the assignment is untouched
   }
   plan.comm_bytes = total;
   auto prefix = prefix_bytes(p, plan.assignment, m, options.threads);
   auto steps_now = step_deltas(prefix);
-  if (!std::is_sorted(steps_now.begin(), steps_now.end())) {
+  if (!std::is_sorted(steps_now.begin(), steps_now.end()) && !late()) {
     // Put the cheapest steps first, as Tofu's Theorem 1 orders them, so that the first cut can go
     // across the slowest link.
     order_steps(p, plan.assignment, total, options.threads);

@@ -9,6 +9,7 @@
 #include <set>
 #include <vector>
 
+#include "cost/class_count.h"
 #include "cost/comm_cost.h"
 #include "cost/memory.h"
 #include "cost/tiling.h"
@@ -602,6 +603,67 @@ TEST(CostMemory, ReplicatedWorkIntoAReplicatedOutputNeedsNoBuffer) {
   OneMatmul m;
   const Tiling r = {kReplicated};
   EXPECT_EQ(m.run(r, r, r, replicate()).peak, (std::vector<int64_t>{320, 320}));
+}
+
+
+// ---------------------------------------------------------------------------------------------
+// Counting by classes of devices (class_count.h) equals the per-device count, whatever the split
+// and tilings: uneven array_split shares, halos, padding that clips, reductions, replication.
+
+/// lambda b, o, y: Sum(c, k: x[b, c, y + k - 1] * w[o, c, k]): a padded 1-D convolution.
+std::shared_ptr<tdl::OpDesc> conv1d() {
+  auto op = std::make_shared<tdl::OpDesc>();
+  op->name = "conv1d";
+  op->inputs = {{"x", 3}, {"w", 3}};
+  op->vars = {{"b", true, {}}, {"o", true, {}}, {"y", true, {}}, {"c", false, {}}, {"k", false, {}}};
+  op->output_vars = {0, 1, 2};
+  auto pos = tdl::index_add(tdl::index_add(v(2), v(4)), tdl::index_const(-1));
+  op->body = tdl::make_reduce(Reducer::kSum, {3, 4},
+                              tdl::make_binary(tdl::BinaryOp::kMul, tdl::make_access(0, {v(0), v(3), pos}),
+                                               tdl::make_access(1, {v(1), v(3), v(4)})));
+  tdl::validate(*op);
+  return op;
+}
+
+TEST(CostClasses, ClassCountEqualsThePerDeviceCount) {
+  std::mt19937 rng(7);
+  auto mm = matmul();
+  auto sum = total_sum();
+  auto shift = shift_two();
+  auto conv = conv1d();
+  std::vector<OpView> ops = {view(*mm, {{12, 7}, {7, 10}}, {12, 10}), view(*sum, {{13}}, {}),
+                             view(*shift, {{14}}, {12}), view(*conv, {{6, 5, 9}, {4, 5, 3}}, {6, 4, 9})};
+  const std::vector<std::vector<int>> grids = {{2}, {3}, {2, 2}, {3, 2}, {2, 2, 2}, {3, 2, 2}, {2, 2, 2, 2}};
+  int by_class = 0, cases = 0;
+  for (const auto& op : ops)
+    for (const auto& parts : grids)
+      for (int rep = 0; rep < 40; ++rep) {
+        const int steps = static_cast<int>(parts.size());
+        auto strategies = tdl::enumerate_strategies(*op.desc);
+        OpSplit split;
+        for (int i = 0; i < steps; ++i) split.push_back(strategies[rng() % strategies.size()]);
+        auto tiling = [&](const Shape& shape) {
+          Tiling t;
+          for (int i = 0; i < steps; ++i) {
+            int c = static_cast<int>(rng() % (shape.size() + 1)) - 1;
+            t.push_back(c < 0 ? kReplicated : c);
+          }
+          return t;
+        };
+        std::vector<Tiling> in;
+        for (const auto& s : op.input_shapes) in.push_back(tiling(s));
+        Tiling out = tiling(op.output_shape);
+        OpComm want = op_comm(op, split, in, out, parts, steps);
+        OpComm got = op_comm_by_class(op, split, in, out, parts, steps);
+        ASSERT_EQ(got.input_elements, want.input_elements) << op.desc->name << " rep " << rep;
+        ASSERT_EQ(got.output_elements, want.output_elements) << op.desc->name << " rep " << rep;
+        SplitReads reads(op, split, parts, steps);
+        by_class += fetch_by_class(reads, 0, op.input_shapes[0], in[0]).has_value() +
+                    output_by_class(op, split, out, parts, steps).has_value();
+        cases += 2;
+      }
+  // Most random cases are valid plans, counted by classes (the rest fell back to devices).
+  EXPECT_GT(by_class, cases / 3);
 }
 
 }  // namespace

@@ -407,6 +407,28 @@ TEST(Partition, RefinementNeverWorsensPublishedTofu) {
   }
 }
 
+TEST(Partition, BlockSizingCountsTheTablesBuildStepFills) {
+  // Refinement decides which blocks are affordable by counting values, not building them: the count
+  // equals the entries build_step fills, and with a budget it stops past it (same decision).
+  Graph g = build_chain();
+  for (bool replicate : {false, true}) {
+    Policy policy;
+    policy.replicate_tensors = replicate;
+    Problem p = make_problem(g, {2, 2, 2}, policy);
+    SearchOptions o;
+    o.threads = 1;
+    Plan plan = partition(g, 8, replicate ? "kcuts" : "tofu", o);
+    for (const auto& block : std::vector<std::vector<int>>{{0}, {1}, {0, 1}, {1, 2}, {0, 2}, {0, 1, 2}}) {
+      StepProblem sp = build_step(p, policy, plan.assignment, block, 3, 1, std::chrono::steady_clock::time_point::max());
+      double filled = 0;
+      for (const auto& pair : sp.pairs) filled += static_cast<double>(pair.table.size());
+      EXPECT_EQ(block_table_entries(p, policy, plan.assignment, block), filled);
+      for (double budget : {filled - 1, filled, filled + 1})
+        EXPECT_EQ(block_table_entries(p, policy, plan.assignment, block, budget) > budget, filled > budget);
+    }
+  }
+}
+
 TEST(Partition, SingleMatmulHandComputed) {
   Graph g = build_matmul();
   // Without replication w must be cut: the cheapest is rows split, each device fetching the

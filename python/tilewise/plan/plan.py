@@ -133,7 +133,7 @@ class Plan:
     """
 
     def __init__(self, graph: Graph, core: _core.Plan, *, largest_table: int | None = None,
-                 evaluated: int | None = None, duplication_used: int | None = None):
+                 evaluated: int | None = None, duplication_used: int | None = None, timed_out: bool | None = None):
         self.graph = graph
         self._core = core
         self._tilings: list[list[int]] = core.tilings
@@ -142,6 +142,7 @@ class Plan:
         self._largest_table = core.largest_table if largest_table is None else largest_table
         self._evaluated = core.evaluated if evaluated is None else evaluated
         self._duplication_used = core.duplication_used if duplication_used is None else duplication_used
+        self._timed_out = core.timed_out if timed_out is None else timed_out
         self._cost: PlanCost | None = None
 
     @classmethod
@@ -196,6 +197,12 @@ class Plan:
     def duplication_used(self) -> int:
         """Spartan: bytes per device spent on replicated tensors."""
         return self._duplication_used
+
+    @property
+    def timed_out(self) -> bool:
+        """True when the search's ``time_limit`` passed during refinement: this is the best complete plan
+        found by then (a search with no complete plan at the limit raises ``tw.SearchTimeout``)."""
+        return self._timed_out
 
     def evaluate(self) -> PlanCost:
         """The plan's figures recomputed on its graph (computed once, then cached)."""
@@ -275,6 +282,8 @@ class Plan:
             search += f", {self.evaluated:,} assignments tried"
         if self.duplication_used:
             search += f", {fmt_bytes(self.duplication_used)} per device on replicas"
+        if self.timed_out:
+            search += " (time limit reached: best plan found by then)"
         lines.append(search)
         mem, res = cost.memory_per_device, cost.resident_per_device
         if mem:
@@ -292,7 +301,8 @@ class Plan:
 
     def __repr__(self):
         return (f"<tw.Plan {self.algorithm} on {self.devices} devices ({self._parts_str()}) of {self.graph.name!r}: "
-                f"{self.comm_bytes:,} bytes moved, searched in {self.search_seconds:.3f} s>")
+                f"{self.comm_bytes:,} bytes moved, searched in {self.search_seconds:.3f} s"
+                f"{' (time limit reached)' if self.timed_out else ''}>")
 
     def _repr_html_(self) -> str:
         rows = []
@@ -349,6 +359,7 @@ class Plan:
             "largest_table": self.largest_table,
             "evaluated": self.evaluated,
             "duplication_used": self.duplication_used,
+            "timed_out": self.timed_out,
             "tilings": tensors,
             "splits": ops,
         }
@@ -427,7 +438,8 @@ class Plan:
         core = _core.Plan(data["algorithm"], int(data["devices"]), parts, tilings, splits,
                           [int(b) for b in data["step_bytes"]], int(data["comm_bytes"]), float(data["search_seconds"]))
         return cls(graph, core, largest_table=int(data.get("largest_table", 0)),
-                   evaluated=int(data.get("evaluated", 0)), duplication_used=int(data.get("duplication_used", 0)))
+                   evaluated=int(data.get("evaluated", 0)), duplication_used=int(data.get("duplication_used", 0)),
+                   timed_out=bool(data.get("timed_out", False)))
 
 
 def _check_graph(desc: dict, graph: Graph) -> None:

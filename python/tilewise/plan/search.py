@@ -46,7 +46,9 @@ def partition(graph: Graph, devices: int, algorithm: str = "tofu", *, time_limit
 
     ``algorithm``: tofu, kcuts, spartan, data_parallel, allrow_greedy, equal_chop, icml18 or
     brute_force (``tilewise.plan.search.ALGORITHMS``; "data-parallel" works too).
-    ``time_limit``: seconds (None: no limit); past it ``tw.SearchTimeout``. ``progress``: True for a
+    ``time_limit``: seconds (None: no limit). Past it the search returns the best complete plan it
+    has, with ``plan.timed_out`` set (tofu, kcuts and the baselines once every step is decided), or
+    raises ``tw.SearchTimeout`` when it has none. ``progress``: True for a
     tqdm progress bar, or a callable ``(what, done, total)``. ``threads``: None for every core.
     ``duplication_budget``: spartan's extra bytes per device for replicated tensors.
     ``replication``: brute_force also tries replicating tensors (the oracle for kcuts).
