@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "tdl/errors.h"
+#include "tdl/limits.h"
 
 namespace tilewise::graph {
 
@@ -82,6 +83,7 @@ int Graph::add_tensor(const std::string& name, const Shape& shape, Role role, co
   dtype_size(dtype);
   for (int64_t d : shape)
     if (d < 0) throw GraphError("tensor '" + name + "' has a negative extent");
+  tdl::check_shape_size(shape, "tensor '" + name + "'");  // before any size arithmetic overflows
   TensorNode t;
   t.id = static_cast<int>(tensors_.size());
   t.name = name;
@@ -112,8 +114,18 @@ int Graph::add_op(const std::string& type, const std::string& name, const std::s
   if (forward_op >= static_cast<int>(ops_.size())) throw GraphError("op '" + name + "': unknown forward op");
   Shape out_shape;
   try {
-    out_shape = out ? *out : tdl::infer_output_shape(*desc, shapes);
-    if (out) tdl::infer_extents(*desc, shapes, out);  // checks ranks and reduction extents
+    if (out) tdl::check_shape_size(*out, "the declared output");
+    auto ext = tdl::infer_extents(*desc, shapes, out);  // with `out`: checks ranks and reduction extents
+    if (out) {
+      out_shape = *out;
+    } else {
+      for (int v : desc->output_vars) out_shape.push_back(ext[v]);
+    }
+    // Extents are multiplied by coefficients and device counts downstream: keep them in range.
+    for (size_t v = 0; v < ext.size(); ++v)
+      if (ext[v] < 0 || ext[v] > tdl::kMaxExtent)
+        throw ShapeError("variable `" + desc->vars[v].name + "` has extent " + std::to_string(ext[v]) +
+                         "; extents may be at most 2^40");
   } catch (const ShapeError& e) {
     throw ShapeError("in graph op '" + name + "': " + e.what());
   }
