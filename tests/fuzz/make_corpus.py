@@ -13,8 +13,8 @@ from __future__ import annotations
 import json
 import pathlib
 
-import tilewise as tw
 import tdl_ops
+import tilewise as tw
 
 HERE = pathlib.Path(__file__).resolve().parent
 

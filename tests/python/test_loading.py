@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-import tilewise as tw
 import tdl_ops
+import tilewise as tw
 from tilewise.cli import main
 
 
@@ -152,6 +152,16 @@ def test_two_updates_of_one_tensor_and_updates_of_other_shapes_are_refused(mlp):
                                         if t["role"] == "parameter" and t["producer"] < 0
                                         and t["shape"] != doc["tensors"][a]["shape"])
     with pytest.raises(tw.GraphError, match="an update keeps shape and dtype"):
+        _load(doc)
+
+
+def test_a_cycle_through_gradient_and_update_marks_is_refused(mlp):
+    """Found by the fuzzer: a parameter marked as the gradient of its own update loaded, and
+    coarsening then failed on the cycle."""
+    doc = _doc(mlp)
+    i = next(k for k, t in enumerate(doc["tensors"]) if t["updates"] >= 0)
+    doc["tensors"][doc["tensors"][i]["updates"]]["grad_of"] = i
+    with pytest.raises(tw.GraphError, match="forms a cycle of grad_of/updates marks"):
         _load(doc)
 
 

@@ -617,6 +617,7 @@ class _GraphLoader:
                 self.fail(f"tensors[{i}].producer", f"is op {p}, whose output is tensors[{ops[p]['output']}]: "
                           "a tensor is produced by exactly one op, the one whose output it is")
         updated: dict[int, int] = {}
+        acyclic: set[int] = set()  # tensors whose chain of marks is known to end
         for i, t in enumerate(tensors):
             path = f"tensors[{i}]"
             g = t["grad_of"]
@@ -626,18 +627,24 @@ class _GraphLoader:
                 if tensors[g]["shape"] != t["shape"]:
                     self.fail(f"{path}.grad_of", f"names tensors[{g}] of shape {tuple(tensors[g]['shape'])}, but this "
                               f"gradient has shape {tuple(t['shape'])}; a gradient has its tensor's shape")
-                chain, k = {i}, g
-                while k >= 0:
-                    if k in chain:
-                        self.fail(f"{path}.grad_of", "forms a cycle of gradient marks")
-                    chain.add(k)
-                    k = tensors[k]["grad_of"]
             u = t["updates"]
+            if u == i:
+                self.fail(f"{path}.updates", "names the tensor itself; an update replaces another tensor")
+            if g >= 0 and u >= 0:
+                self.fail(path, f"has grad_of {g} and updates {u}; a tensor is a gradient or an updated value, "
+                          "not both")
+            # Coarsening follows grad_of, else updates, to the tensor a mark leads to: no cycles.
+            chain, k = {i}, g if g >= 0 else u
+            while k >= 0 and k not in acyclic:
+                if k in chain:
+                    self.fail(f"{path}.{'grad_of' if g >= 0 else 'updates'}", "forms a cycle of grad_of/updates "
+                              "marks")
+                chain.add(k)
+                k = tensors[k]["grad_of"] if tensors[k]["grad_of"] >= 0 else tensors[k]["updates"]
+            acyclic |= chain
             if u < 0:
                 continue
             target = tensors[u]
-            if u == i:
-                self.fail(f"{path}.updates", "names the tensor itself; an update replaces another tensor")
             if t["producer"] < 0:
                 self.fail(f"{path}.updates", "is set on a tensor no op computes; an updated value is an op's output")
             if target["producer"] >= 0 or target["role"] not in _UPDATABLE:
