@@ -4,7 +4,7 @@ Seeds are files the project itself writes (``tests/fuzz/``, made by ``tests/fuzz
 Hypothesis mutates them, as text (bytes cut, copied, replaced) and as JSON (a value anywhere
 replaced by an edge value, a key or list item deleted, duplicated or swapped, ids nudged), and each
 mutant must either load to a graph or plan that survives a round trip (``to_json`` then
-``from_json`` gives the same text) or raise the loader's typed error (``tw.GraphError`` /
+``from_json`` gives the same text) and runs a step, or raise the loader's typed error (``tw.GraphError`` /
 ``tw.PlanError``, both ``ValueError``). Any other exception, a crash or a hang fails the test
 (a watchdog dumps the stacks and exits after ``TILEWISE_FUZZ_TIMEOUT`` seconds).
 
@@ -29,6 +29,7 @@ import random
 import sys
 import time
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -176,6 +177,12 @@ def _reason(e: Exception) -> str:
     return "".join(c for c in text if not c.isdigit())[:40]
 
 
+def _step(exe, g: tw.Graph) -> None:
+    feeds = {t.name: np.ones(t.shape, np.float32) for t in g.tensors
+             if t.producer is None and t.role in ("input", "label", "constant")}
+    exe.initialize(0).step(feeds)
+
+
 @pytest.fixture
 def watchdog():
     """A hang becomes a failure with every thread's stack, not a stuck CI job."""
@@ -205,6 +212,7 @@ def test_fuzz_graph_files(capsys, watchdog):
         assert again.to_json() == saved
         g.summary()  # sizes and bytes of what loaded stay in range
         tw.coarsen(g)
+        _step(tw.compile(g, tw.Plan.one_device(g)), g)  # what loads also runs (one device)
         stats["loaded"] += 1
 
     t0 = time.perf_counter()
@@ -238,6 +246,7 @@ def test_fuzz_plan_files(capsys, watchdog):
         saved = plan.to_json()
         assert tw.Plan.from_json(saved, graph).to_json() == saved
         plan.summary()
+        _step(tw.compile(graph, plan), graph)  # a plan that loads runs on its devices
         stats["loaded"] += 1
 
     t0 = time.perf_counter()
