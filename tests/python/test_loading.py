@@ -190,6 +190,16 @@ def test_an_nary_op_of_absurd_arity_is_refused_before_it_is_made(mlp):
     assert time.perf_counter() - t0 < 5
 
 
+def test_files_that_are_not_utf8_are_typed_errors(tmp_path, mlp, plan):
+    path = tmp_path / "g.json"
+    path.write_bytes(mlp.to_json().encode()[:-2] + b"\xff\n")
+    with pytest.raises(tw.GraphError, match="not UTF-8"):
+        tw.Graph.load(path)
+    path.write_bytes(plan.to_json().encode()[:-2] + b"\xff\n")
+    with pytest.raises(tw.PlanError, match="not UTF-8"):
+        tw.Plan.load(path, mlp)
+
+
 def test_valid_files_still_round_trip(mlp):
     text = mlp.to_json()
     assert tw.Graph.from_json(text).to_json() == text

@@ -426,7 +426,9 @@ class Graph:
 
     @classmethod
     def load(cls, path) -> Graph:
-        return cls.from_json(pathlib.Path(path).read_text())
+        """The graph saved at ``path`` (validated as ``from_json`` does; bytes, so that a file that is
+        not UTF-8 is a GraphError too)."""
+        return cls.from_json(pathlib.Path(path).read_bytes())
 
     @classmethod
     def from_json(cls, text: str, name: str = "graph") -> Graph:

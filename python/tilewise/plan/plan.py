@@ -361,7 +361,7 @@ class Plan:
 
     @classmethod
     def load(cls, path, graph: Graph) -> Plan:
-        return cls.from_json(pathlib.Path(path).read_text(), graph)
+        return cls.from_json(pathlib.Path(path).read_bytes(), graph)
 
     @classmethod
     def from_json(cls, text: str, graph: Graph) -> Plan:
