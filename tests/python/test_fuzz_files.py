@@ -168,7 +168,7 @@ def _report(capsys, name: str, stats: collections.Counter, errors: collections.C
     top = ", ".join(f"{k!r}: {v}" for k, v in errors.most_common(6))
     with capsys.disabled():
         print(f"\n[fuzz] {name}: {stats['inputs']} inputs in {seconds:.1f} s, {stats['loaded']} loaded "
-              f"(round trip checked), {stats['typed']} typed errors; most common: {top}")
+              f"(round trip and a step checked), {stats['typed']} typed errors; most common: {top}")
 
 
 def _reason(e: Exception) -> str:
@@ -191,70 +191,68 @@ def watchdog():
     faulthandler.cancel_dump_traceback_later()
 
 
-def test_fuzz_graph_files(capsys, watchdog):
+def _fuzz(capsys, name: str, examples: int, error: type[Exception], load, check) -> None:
+    """``examples`` inputs: ``load(rnd)`` mutates a seed and loads it; it returns what loaded, which
+    ``check`` examines, or raises ``error``, the typed one. Prints and asserts the counts."""
     stats, errors = collections.Counter(), collections.Counter()
-    seeds = sorted(GRAPHS)
 
-    @_fuzz_settings(GRAPH_EXAMPLES)
+    @_fuzz_settings(examples)
     @given(st.data())
     def run(data):
         rnd = _random(data)
-        text = _mutant(rnd, GRAPHS[rnd.choice(seeds)])
         stats["inputs"] += 1
         try:
-            g = tw.Graph.from_json(text)
-        except tw.GraphError as e:
+            loaded = load(rnd)
+        except error as e:
             stats["typed"] += 1
             errors[_reason(e)] += 1
             return
-        saved = g.to_json()
-        again = tw.Graph.from_json(saved)
-        assert again.to_json() == saved
-        g.summary()  # sizes and bytes of what loaded stay in range
-        tw.coarsen(g)
-        _step(tw.compile(g, tw.Plan.one_device(g)), g)  # what loads also runs (one device)
+        check(loaded)
         stats["loaded"] += 1
 
     t0 = time.perf_counter()
     run()
-    _report(capsys, "graph JSON", stats, errors, time.perf_counter() - t0)
-    assert stats["inputs"] >= GRAPH_EXAMPLES
+    _report(capsys, name, stats, errors, time.perf_counter() - t0)
+    assert stats["inputs"] >= examples
     assert stats["typed"] + stats["loaded"] == stats["inputs"]
-    assert stats["typed"] > GRAPH_EXAMPLES // 2 and stats["loaded"] > 0
+    assert stats["typed"] > examples // 2 and stats["loaded"] > 0
+
+
+def test_fuzz_graph_files(capsys, watchdog):
+    seeds = sorted(GRAPHS)
+
+    def load(rnd):
+        return tw.Graph.from_json(_mutant(rnd, GRAPHS[rnd.choice(seeds)]))
+
+    def check(g):
+        saved = g.to_json()
+        assert tw.Graph.from_json(saved).to_json() == saved
+        g.summary()  # sizes and bytes of what loaded stay in range
+        tw.coarsen(g)
+        _step(tw.compile(g, tw.Plan.one_device(g)), g)  # what loads also runs (one device)
+
+    _fuzz(capsys, "graph JSON", GRAPH_EXAMPLES, tw.GraphError, load, check)
 
 
 def test_fuzz_plan_files(capsys, watchdog):
-    stats, errors = collections.Counter(), collections.Counter()
     graphs = {stem: tw.Graph.from_json(text, name=stem) for stem, text in GRAPHS.items()}
     seeds = sorted(PLANS)
 
-    @_fuzz_settings(PLAN_EXAMPLES)
-    @given(st.data())
-    def run(data):
-        rnd = _random(data)
+    def load(rnd):
         stem = rnd.choice(seeds)
         text = _mutant(rnd, PLANS[stem])
         # Mostly the plan's own graph; sometimes another one (a plan made for another graph).
         graph = graphs[rnd.choice(sorted(graphs)) if rnd.random() < 0.05 else _plan_graph(stem)]
-        stats["inputs"] += 1
-        try:
-            plan = tw.Plan.from_json(text, graph)
-        except tw.PlanError as e:
-            stats["typed"] += 1
-            errors[_reason(e)] += 1
-            return
+        return tw.Plan.from_json(text, graph), graph
+
+    def check(loaded):
+        plan, graph = loaded
         saved = plan.to_json()
         assert tw.Plan.from_json(saved, graph).to_json() == saved
         plan.summary()
         _step(tw.compile(graph, plan), graph)  # a plan that loads runs on its devices
-        stats["loaded"] += 1
 
-    t0 = time.perf_counter()
-    run()
-    _report(capsys, "plan JSON", stats, errors, time.perf_counter() - t0)
-    assert stats["inputs"] >= PLAN_EXAMPLES
-    assert stats["typed"] + stats["loaded"] == stats["inputs"]
-    assert stats["typed"] > PLAN_EXAMPLES // 2 and stats["loaded"] > 0
+    _fuzz(capsys, "plan JSON", PLAN_EXAMPLES, tw.PlanError, load, check)
 
 
 @pytest.mark.parametrize("stem", sorted(GRAPHS))

@@ -20,6 +20,7 @@ from collections.abc import Iterator, Sequence
 
 from .. import _core
 from .._core import GraphError, ShapeError
+from .._util import json_kind, parse_json, short_repr
 from ..tdl.registry import lookup
 from ..tdl.registry import names as registry_names
 
@@ -438,17 +439,7 @@ class Graph:
         each op's output shape against the op's own shape rule, gradient and update marks. What
         does not fit is a GraphError naming the field (``tensors[3].shape``) and what would be valid.
         """
-        if isinstance(text, (bytes, bytearray)):
-            try:
-                text = text.decode()
-            except UnicodeDecodeError as e:
-                raise GraphError(f"not a tilewise graph: not UTF-8 text ({e})") from None
-        if not isinstance(text, str):
-            raise GraphError(f"Graph.from_json takes the JSON text (str), not {type(text).__name__}")
-        try:
-            data = json.loads(text)
-        except (ValueError, RecursionError) as e:  # JSONDecodeError, 5000-digit integers, deep nesting
-            raise GraphError(f"not a tilewise graph: invalid JSON ({e})") from None
+        data = parse_json(text, GraphError, "graph", "Graph.from_json")
         return _GraphLoader(data).build(cls(name))
 
 class _Unroll:
@@ -477,11 +468,6 @@ _INT64_MAX = 2**63 - 1
 _MAX_ATTR_INT = 2**40  # larger integer attributes overflow the index arithmetic (cpp/tdl/limits.h)
 
 
-def _kind(v) -> str:
-    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "a list",
-            dict: "an object", type(None): "null"}.get(type(v), type(v).__name__)
-
-
 class _GraphLoader:
     """Checks a parsed ``tilewise.graph/1`` document field by field, then builds the graph through
     the C++ core, re-deriving every op's output shape from its description. Every complaint is a
@@ -500,7 +486,7 @@ class _GraphLoader:
         v = obj[key]
         ok = isinstance(v, kind) and not (kind is int and isinstance(v, bool))
         if not ok:
-            self.fail(f"{path}.{key}", f"is {_kind(v)} ({_short(v)}); expected {valid}")
+            self.fail(f"{path}.{key}", f"is {json_kind(v)} ({short_repr(v)}); expected {valid}")
         return v
 
     def int_field(self, obj: dict, path: str, key: str, lo: int, hi: int, what: str) -> int:
@@ -521,27 +507,28 @@ class _GraphLoader:
     def check_structure(self):
         data = self.data
         if not isinstance(data, dict):
-            raise GraphError(f"not a tilewise graph: the JSON is {_kind(data)}, expected an object with "
+            raise GraphError(f"not a tilewise graph: the JSON is {json_kind(data)}, expected an object with "
                              "format 'tilewise.graph/1'")
         if data.get("format") != "tilewise.graph/1":
-            raise GraphError(f"not a tilewise graph (format {_short(data.get('format'))}, expected 'tilewise.graph/1')")
+            got = short_repr(data.get("format"))
+            raise GraphError(f"not a tilewise graph (format {got}, expected 'tilewise.graph/1')")
         tensors = self.field(data, "", "tensors", list, "a list of tensors")
         ops = self.field(data, "", "ops", list, "a list of ops")
         outputs = data.get("outputs", {})
         if not isinstance(outputs, dict):
-            self.fail(".outputs", f"is {_kind(outputs)}; expected an object of name: tensor id")
+            self.fail(".outputs", f"is {json_kind(outputs)}; expected an object of name: tensor id")
         nt, no = len(tensors), len(ops)
         for i, t in enumerate(tensors):
             path = f"tensors[{i}]"
             if not isinstance(t, dict):
-                self.fail(path, f"is {_kind(t)}; expected an object")
+                self.fail(path, f"is {json_kind(t)}; expected an object")
             name = self.field(t, path, "name", str, "a non-empty string")
             if not name:
                 self.fail(f"{path}.name", "is empty; expected a non-empty string")
             shape = self.field(t, path, "shape", list, "a list of non-negative integers")
             for d, x in enumerate(shape):
                 if not isinstance(x, int) or isinstance(x, bool) or not 0 <= x <= _INT64_MAX:
-                    self.fail(f"{path}.shape[{d}]", f"is {_short(x)}; expected a non-negative integer")
+                    self.fail(f"{path}.shape[{d}]", f"is {short_repr(x)}; expected a non-negative integer")
             self.choice(t, path, "dtype", _DTYPES)
             self.choice(t, path, "role", ROLES)
             self.int_field(t, path, "producer", -1, no - 1, "-1 (no producer) or an op id")
@@ -550,7 +537,7 @@ class _GraphLoader:
         for p, o in enumerate(ops):
             path = f"ops[{p}]"
             if not isinstance(o, dict):
-                self.fail(path, f"is {_kind(o)}; expected an object")
+                self.fail(path, f"is {json_kind(o)}; expected an object")
             self.field(o, path, "type", str, "an op name")
             if not self.field(o, path, "name", str, "a non-empty string"):
                 self.fail(f"{path}.name", "is empty; expected a non-empty string")
@@ -560,14 +547,14 @@ class _GraphLoader:
             inputs = self.field(o, path, "inputs", list, "a list of tensor ids")
             for j, x in enumerate(inputs):
                 if not isinstance(x, int) or isinstance(x, bool) or not 0 <= x < nt:
-                    self.fail(f"{path}.inputs[{j}]", f"is {_short(x)}; expected a tensor id in [0, {nt - 1}]")
+                    self.fail(f"{path}.inputs[{j}]", f"is {short_repr(x)}; expected a tensor id in [0, {nt - 1}]")
             self.int_field(o, path, "output", 0, nt - 1, "a tensor id")
             self.choice(o, path, "phase", PHASES)
             self.int_field(o, path, "forward_op", -1, p - 1, "-1 or the id of an earlier op")
             self.field(o, path, "unroll_key", str, "a string")
         for key, tid in outputs.items():
             if not isinstance(tid, int) or isinstance(tid, bool) or not -1 <= tid < nt:
-                self.fail(f".outputs.{key}", f"is {_short(tid)}; expected -1 or a tensor id in [0, {nt - 1}]")
+                self.fail(f".outputs.{key}", f"is {short_repr(tid)}; expected -1 or a tensor id in [0, {nt - 1}]")
 
     def check_attr(self, path: str, v, depth: int = 0):
         if depth > 4:
@@ -584,7 +571,7 @@ class _GraphLoader:
             for j, x in enumerate(v):
                 self.check_attr(f"{path}[{j}]", x, depth + 1)
         else:
-            self.fail(path, f"is {_kind(v)}; attributes are numbers, strings, booleans or lists of them")
+            self.fail(path, f"is {json_kind(v)}; attributes are numbers, strings, booleans or lists of them")
 
     def check_links(self):
         """Producers, names, order, gradient and update marks; everything the ids alone decide."""
@@ -742,13 +729,8 @@ class _GraphLoader:
         if default is None or isinstance(v, str) == isinstance(default, str):
             return
         want = "a string" if isinstance(default, str) else "a number, a boolean or a list"
-        self.fail(path, f"is {_kind(v)} ({_short(v)}); expected {want} (the default is {default!r})")
+        self.fail(path, f"is {json_kind(v)} ({short_repr(v)}); expected {want} (the default is {default!r})")
 
 
 def _tuples_dict(attrs: dict) -> dict:
     return {k: _tuples(v) for k, v in attrs.items()}
-
-
-def _short(v) -> str:
-    text = repr(v)
-    return text if len(text) <= 60 else text[:57] + "..."

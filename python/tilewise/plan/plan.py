@@ -24,7 +24,7 @@ import pathlib
 
 from .. import _core
 from .._core import PlanError
-from .._util import check_int, fmt_bytes
+from .._util import check_int, fmt_bytes, json_kind, parse_json, short_repr
 from ..graph.graph import GOp, Graph, GTensor
 from .tiling import Cut, lookup, tile_boxes, tiling_str
 
@@ -375,34 +375,14 @@ class Plan:
         """
         if not isinstance(graph, Graph):
             raise TypeError(f"Plan.from_json needs the tw.Graph the plan was made for, not {type(graph).__name__}")
-        if isinstance(text, (bytes, bytearray)):
-            try:
-                text = text.decode()
-            except UnicodeDecodeError as e:
-                raise PlanError(f"not a tilewise plan: not UTF-8 text ({e})") from None
-        if not isinstance(text, str):
-            raise PlanError(f"Plan.from_json takes the JSON text (str), not {type(text).__name__}")
-        try:
-            data = json.loads(text)
-        except (ValueError, RecursionError) as e:  # JSONDecodeError, 5000-digit integers, deep nesting
-            raise PlanError(f"not a tilewise plan: invalid JSON ({e})") from None
+        data = parse_json(text, PlanError, "plan", "Plan.from_json")
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             got = data.get("format") if isinstance(data, dict) else type(data).__name__
-            raise PlanError(f"not a tilewise plan (format {_short(got)}, expected {FORMAT!r})")
+            raise PlanError(f"not a tilewise plan (format {short_repr(got)}, expected {FORMAT!r})")
         return _PlanLoader(data, graph).build(cls)
 
 
 _INT64_MAX = 2**63 - 1
-
-
-def _short(v) -> str:
-    text = repr(v)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _kind(v) -> str:
-    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "a list",
-            dict: "an object", type(None): "null"}.get(type(v), type(v).__name__)
 
 
 class _PlanLoader:
@@ -420,7 +400,7 @@ class _PlanLoader:
 
     def field(self, obj, path: str, key: str, kind, valid: str, default=None, required: bool = True):
         if not isinstance(obj, dict):
-            self.fail(path, f"is {_kind(obj)}; expected an object")
+            self.fail(path, f"is {json_kind(obj)}; expected an object")
         if key not in obj:
             if not required:
                 return default
@@ -433,7 +413,7 @@ class _PlanLoader:
         else:
             ok = isinstance(v, kind)
         if not ok:
-            self.fail(f"{path}.{key}", f"is {_kind(v)} ({_short(v)}); expected {valid}")
+            self.fail(f"{path}.{key}", f"is {json_kind(v)} ({short_repr(v)}); expected {valid}")
         return v
 
     def count(self, obj, path: str, key: str, required: bool = True) -> int:
@@ -453,7 +433,7 @@ class _PlanLoader:
             self.field(t, f".tilings[{i}]", "tensor", str, "the tensor's name")
             shape = self.field(t, f".tilings[{i}]", "shape", list, "the tensor's shape")
             if not all(isinstance(d, int) and not isinstance(d, bool) for d in shape):
-                self.fail(f".tilings[{i}].shape", f"is {_short(shape)}; expected a list of integers")
+                self.fail(f".tilings[{i}].shape", f"is {short_repr(shape)}; expected a list of integers")
         _check_graph({"name": made_for, "tensors": [[t["tensor"], t["shape"]] for t in tensors], "ops": None}, graph)
         if len(ops) != g.num_ops:
             raise PlanError(f"the plan has {len(ops)} ops, graph {graph.name!r} has {g.num_ops}: it was made for "
@@ -466,7 +446,7 @@ class _PlanLoader:
         product = 1
         for j, k in enumerate(parts):
             if not isinstance(k, int) or isinstance(k, bool) or not 2 <= k <= devices:
-                self.fail(f".parts[{j}]", f"is {_short(k)}; expected a part count in [2, {devices}] (devices)")
+                self.fail(f".parts[{j}]", f"is {short_repr(k)}; expected a part count in [2, {devices}] (devices)")
             product *= k
         if product != devices:
             self.fail(".parts", f"{parts} multiply to {product}, not to the plan's {devices} devices")
@@ -480,9 +460,9 @@ class _PlanLoader:
                 self.fail(f"{path}.cuts", f"has {len(cuts)} cuts; the plan has {steps} steps (parts {parts})")
             for j, c in enumerate(cuts):
                 if not isinstance(c, int) or isinstance(c, bool) or not -1 <= c < rank:
-                    self.fail(f"{path}.cuts[{j}]", f"is {_short(c)}; expected -1 (replicated) or a dimension in "
+                    self.fail(f"{path}.cuts[{j}]", f"is {short_repr(c)}; expected -1 (replicated) or a dimension in "
                               f"[0, {rank - 1}] of tensor {t['tensor']!r} {tuple(t['shape'])}" if rank else
-                              f"is {_short(c)}; expected -1: tensor {t['tensor']!r} is a scalar")
+                              f"is {short_repr(c)}; expected -1: tensor {t['tensor']!r} is a scalar")
             text = self.field(t, path, "tiling", str, "the tiling string", None, required=False)
             if text is not None and text != tiling_str(cuts, rank):
                 self.fail(f"{path}.tiling", f"is {text!r}, but the cuts {cuts} give {tiling_str(cuts, rank)!r}")
@@ -516,7 +496,7 @@ class _PlanLoader:
             self.fail(".step_bytes", f"has {len(step_bytes)} entries; the plan has {steps} steps")
         for j, b in enumerate(step_bytes):
             if not isinstance(b, int) or isinstance(b, bool) or not 0 <= b <= _INT64_MAX:
-                self.fail(f".step_bytes[{j}]", f"is {_short(b)}; expected a non-negative integer")
+                self.fail(f".step_bytes[{j}]", f"is {short_repr(b)}; expected a non-negative integer")
         comm = self.count(data, "", "comm_bytes")
         seconds = self.field(data, "", "search_seconds", float, "a finite number of seconds")
         if seconds < 0:
@@ -542,11 +522,12 @@ class _PlanLoader:
         index = self.field(s, path, "index", int, "the split variable's index")
         names = list(node.desc.var_names)
         if not 0 <= index < len(names):
-            self.fail(f"{path}.index", f"op {node.name!r} splits variable {_short(s.get('var'))} (index {index}) in "
+            var = short_repr(s.get("var"))
+            self.fail(f"{path}.index", f"op {node.name!r} splits variable {var} (index {index}) in "
                       f"the plan, but its variables are {', '.join(names)} (indices 0..{len(names) - 1})")
         var = s.get("var")
         if var != names[index]:
-            self.fail(f"{path}.var", f"op {node.name!r} splits variable {_short(var)} (index {index}) in the plan, "
+            self.fail(f"{path}.var", f"op {node.name!r} splits variable {short_repr(var)} (index {index}) in the plan, "
                       f"but variable {index} is {names[index]!r}: the plan was made for another graph")
         reducer = self.reducer(path, s, valid.get((kind, index), "Sum"))
         if (kind, index) not in valid:
@@ -563,7 +544,7 @@ class _PlanLoader:
         if r is None:
             return default
         if r not in _REDUCERS:
-            self.fail(f"{path}.reducer", f"is {_short(r)}; expected one of {', '.join(_REDUCERS)} or null")
+            self.fail(f"{path}.reducer", f"is {short_repr(r)}; expected one of {', '.join(_REDUCERS)} or null")
         return r
 
 
