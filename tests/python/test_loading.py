@@ -112,6 +112,14 @@ def test_a_tensor_produced_twice_is_refused(mlp):
         _load(doc)
 
 
+def test_a_computed_tensor_without_its_op_is_refused(mlp):
+    """An activation with no producer would be read uninitialised: a dangling tensor."""
+    doc = _doc(mlp)
+    doc["tensors"][4]["producer"] = -1
+    with pytest.raises(tw.GraphError, match=r"tensors\[4\]\.producer: is -1, but role 'activation' is computed"):
+        _load(doc)
+
+
 def test_ops_out_of_producer_order_are_refused(mlp):
     doc = _doc(mlp)
     doc["ops"][0]["inputs"][0] = 4  # linear reads relu's output, which relu computes from linear's

@@ -464,6 +464,7 @@ class _Unroll:
 
 _DTYPES = ("float32", "float64", "float16", "bfloat16", "int64", "int32")
 _UPDATABLE = ("parameter", "optimizer_state")  # what an optimizer update may replace
+_LEAF_ROLES = ("input", "label", "parameter", "constant", "optimizer_state")  # what Graph makes without an op
 _INT64_MAX = 2**63 - 1
 _MAX_ATTR_INT = 2**40  # larger integer attributes overflow the index arithmetic (cpp/tdl/limits.h)
 
@@ -578,6 +579,9 @@ class _GraphLoader:
         tensors, ops = self.data["tensors"], self.data["ops"]
         seen: dict[str, int] = {}
         for i, t in enumerate(tensors):
+            if t["producer"] < 0 and t["role"] not in _LEAF_ROLES:
+                self.fail(f"tensors[{i}].producer", f"is -1, but role {t['role']!r} is computed by an op; a tensor "
+                          f"no op computes is one of {', '.join(_LEAF_ROLES)} (a dangling tensor?)")
             if t["name"] in seen:
                 self.fail(f"tensors[{i}].name", f"{t['name']!r} is already the name of tensors[{seen[t['name']]}]")
             seen[t["name"]] = i
