@@ -154,12 +154,27 @@ int Graph::add_op(const std::string& type, const std::string& name, const std::s
 void Graph::set_grad_of(int tensor, int of) {
   if (tensor < 0 || tensor >= static_cast<int>(tensors_.size()) || of < 0 || of >= static_cast<int>(tensors_.size()))
     throw GraphError("set_grad_of: unknown tensor id");
+  const TensorNode &g = tensors_[tensor], &t = tensors_[of];
+  if (tensor == of) throw GraphError("tensor '" + g.name + "' cannot be the gradient of itself");
+  if (g.shape != t.shape)
+    throw GraphError("tensor '" + g.name + "' cannot be the gradient of '" + t.name + "': their shapes differ");
   tensors_[tensor].grad_of = of;
 }
 
 void Graph::set_updates(int tensor, int of) {
   if (tensor < 0 || tensor >= static_cast<int>(tensors_.size()) || of < 0 || of >= static_cast<int>(tensors_.size()))
     throw GraphError("set_updates: unknown tensor id");
+  // The runtime stores an update in place of the tensor it replaces, following `updates` links:
+  // a self-update looped forever and an update of a computed tensor crashed the step.
+  const TensorNode &n = tensors_[tensor], &t = tensors_[of];
+  const std::string what = "tensor '" + n.name + "' cannot update '" + t.name + "': ";
+  if (tensor == of) throw GraphError(what + "a tensor does not update itself");
+  if (t.producer >= 0 || (t.role != Role::kParameter && t.role != Role::kOptimizerState))
+    throw GraphError(what + "only a parameter or optimizer state that no op computes is updated");
+  if (n.shape != t.shape || n.dtype != t.dtype) throw GraphError(what + "an update keeps shape and dtype");
+  for (const auto& other : tensors_)
+    if (other.updates == of && other.id != tensor)
+      throw GraphError(what + "'" + other.name + "' already updates it");
   tensors_[tensor].updates = of;
 }
 

@@ -173,6 +173,23 @@ def test_a_cycle_through_gradient_and_update_marks_is_refused(mlp):
         _load(doc)
 
 
+def test_graphs_built_in_python_get_the_same_checks_of_marks():
+    """The C++ graph checks marks too, so a graph built by hand cannot hold a self-update either."""
+    g = tw.Graph()
+    w = g.parameter("w", (4,))
+    x = g.input("x", (4,))
+    y = tdl_ops.relu(x)
+    with pytest.raises(tw.GraphError, match="a tensor does not update itself"):
+        g.mark_update(w, w)
+    with pytest.raises(tw.GraphError, match="only a parameter or optimizer state that no op computes"):
+        g.mark_update(y, x)
+    with pytest.raises(tw.GraphError, match="cannot be the gradient of itself"):
+        g.mark_gradient(y, y)
+    g.mark_update(y, w)
+    with pytest.raises(tw.GraphError, match="already updates it"):
+        g.mark_update(tdl_ops.relu(y), w)
+
+
 def test_huge_extents_are_shape_errors_not_overflow(mlp):
     """A declared extent of 2^62 overflowed the size arithmetic (interval, comm cost, arena) and segfaulted."""
     g = tw.Graph()
