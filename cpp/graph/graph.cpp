@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "tdl/errors.h"
+#include "tdl/limits.h"
 
 namespace tilewise::graph {
 
@@ -82,6 +83,7 @@ int Graph::add_tensor(const std::string& name, const Shape& shape, Role role, co
   dtype_size(dtype);
   for (int64_t d : shape)
     if (d < 0) throw GraphError("tensor '" + name + "' has a negative extent");
+  tdl::check_shape_size(shape, "tensor '" + name + "'");  // before any size arithmetic overflows
   TensorNode t;
   t.id = static_cast<int>(tensors_.size());
   t.name = name;
@@ -112,8 +114,18 @@ int Graph::add_op(const std::string& type, const std::string& name, const std::s
   if (forward_op >= static_cast<int>(ops_.size())) throw GraphError("op '" + name + "': unknown forward op");
   Shape out_shape;
   try {
-    out_shape = out ? *out : tdl::infer_output_shape(*desc, shapes);
-    if (out) tdl::infer_extents(*desc, shapes, out);  // checks ranks and reduction extents
+    if (out) tdl::check_shape_size(*out, "the declared output");
+    auto ext = tdl::infer_extents(*desc, shapes, out);  // with `out`: checks ranks and reduction extents
+    if (out) {
+      out_shape = *out;
+    } else {
+      for (int v : desc->output_vars) out_shape.push_back(ext[v]);
+    }
+    // Extents are multiplied by coefficients and device counts downstream: keep them in range.
+    for (size_t v = 0; v < ext.size(); ++v)
+      if (ext[v] < 0 || ext[v] > tdl::kMaxExtent)
+        throw ShapeError("variable `" + desc->vars[v].name + "` has extent " + std::to_string(ext[v]) +
+                         "; extents may be at most 2^40");
   } catch (const ShapeError& e) {
     throw ShapeError("in graph op '" + name + "': " + e.what());
   }
@@ -142,12 +154,27 @@ int Graph::add_op(const std::string& type, const std::string& name, const std::s
 void Graph::set_grad_of(int tensor, int of) {
   if (tensor < 0 || tensor >= static_cast<int>(tensors_.size()) || of < 0 || of >= static_cast<int>(tensors_.size()))
     throw GraphError("set_grad_of: unknown tensor id");
+  const TensorNode &g = tensors_[tensor], &t = tensors_[of];
+  if (tensor == of) throw GraphError("tensor '" + g.name + "' cannot be the gradient of itself");
+  if (g.shape != t.shape)
+    throw GraphError("tensor '" + g.name + "' cannot be the gradient of '" + t.name + "': their shapes differ");
   tensors_[tensor].grad_of = of;
 }
 
 void Graph::set_updates(int tensor, int of) {
   if (tensor < 0 || tensor >= static_cast<int>(tensors_.size()) || of < 0 || of >= static_cast<int>(tensors_.size()))
     throw GraphError("set_updates: unknown tensor id");
+  // The runtime stores an update in place of the tensor it replaces, following `updates` links:
+  // a self-update looped forever and an update of a computed tensor crashed the step.
+  const TensorNode &n = tensors_[tensor], &t = tensors_[of];
+  const std::string what = "tensor '" + n.name + "' cannot update '" + t.name + "': ";
+  if (tensor == of) throw GraphError(what + "a tensor does not update itself");
+  if (t.producer >= 0 || (t.role != Role::kParameter && t.role != Role::kOptimizerState))
+    throw GraphError(what + "only a parameter or optimizer state that no op computes is updated");
+  if (n.shape != t.shape || n.dtype != t.dtype) throw GraphError(what + "an update keeps shape and dtype");
+  for (const auto& other : tensors_)
+    if (other.updates == of && other.id != tensor)
+      throw GraphError(what + "'" + other.name + "' already updates it");
   tensors_[tensor].updates = of;
 }
 

@@ -73,7 +73,11 @@ class Graph {
              Role out_role, const std::optional<Shape>& out = std::nullopt, Phase phase = Phase::kForward,
              int forward_op = -1, const std::string& unroll_key = "", const std::string& dtype = "float32");
 
+  /// Marks `tensor` as (a part of) the gradient of `of`: another tensor of the same shape.
   void set_grad_of(int tensor, int of);
+  /// Marks `tensor` as the new value of `of`, a parameter or optimizer state no op computes, of the
+  /// same shape and dtype, that nothing else updates. GraphError otherwise. (Graph files must also
+  /// have the new value computed by an op; graph/graph.py checks that when loading.)
   void set_updates(int tensor, int of);
 
   const std::vector<TensorNode>& tensors() const { return tensors_; }

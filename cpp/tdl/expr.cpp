@@ -1,6 +1,9 @@
 #include "tdl/expr.h"
 
+#include <algorithm>
 #include <limits>
+
+#include "tdl/limits.h"
 
 namespace tilewise::tdl {
 
@@ -63,6 +66,15 @@ std::shared_ptr<ExprNode> node(ExprNode::Kind k) {
   n->kind = k;
   return n;
 }
+// Sets n's depth from its operands; TDLError past kMaxExprDepth, before anything recurses.
+void set_depth(ExprNode& n) {
+  int d = 0;
+  for (const auto& c : n.operands) d = std::max(d, c->depth);
+  n.depth = d + 1;
+  if (n.depth > kMaxExprDepth)
+    throw TDLError("the description's body is too deep: more than " + std::to_string(kMaxExprDepth) +
+                   " nested operations (e.g. a chain of additions); use a reduction (tw.Sum) or split the op");
+}
 }  // namespace
 
 Expr make_const(double v) {
@@ -86,17 +98,20 @@ Expr make_unary(UnaryOp op, Expr a, double exponent) {
   n->unary = op;
   n->value = exponent;
   n->operands = {std::move(a)};
+  set_depth(*n);
   return n;
 }
 Expr make_binary(BinaryOp op, Expr a, Expr b) {
   auto n = node(ExprNode::kBinary);
   n->binary = op;
   n->operands = {std::move(a), std::move(b)};
+  set_depth(*n);
   return n;
 }
 Expr make_select(Expr cond, Expr a, Expr b) {
   auto n = node(ExprNode::kSelect);
   n->operands = {std::move(cond), std::move(a), std::move(b)};
+  set_depth(*n);
   return n;
 }
 Expr make_reduce(Reducer r, std::vector<int> vars, Expr body) {
@@ -104,6 +119,7 @@ Expr make_reduce(Reducer r, std::vector<int> vars, Expr body) {
   n->reducer = r;
   n->reduce_vars = std::move(vars);
   n->operands = {std::move(body)};
+  set_depth(*n);
   return n;
 }
 Expr make_opaque(int opaque, std::vector<SliceArg> args, std::vector<IndexExpr> result_indices,

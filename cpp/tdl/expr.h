@@ -46,8 +46,11 @@ struct ExprNode {
   int opaque = -1;                   ///< kOpaque: id of the opaque function in the op
   std::vector<SliceArg> slices;      ///< kOpaque arguments
   std::vector<IndexExpr> result_extents;  ///< kOpaque: extents of its result (in tensor extents)
+  int depth = 1;                     ///< nodes on the longest path to a leaf (bounded by kMaxExprDepth)
 };
 
+// The factories of nodes with operands throw TDLError when the result would be deeper than
+// tdl::kMaxExprDepth (limits.h): every analysis walks expressions recursively.
 Expr make_const(double v);
 Expr make_access(int tensor, std::vector<IndexExpr> indices);
 Expr make_index_value(IndexExpr index);

@@ -6,6 +6,7 @@
 
 #include "tdl/access_sites.h"
 #include "tdl/errors.h"
+#include "tdl/limits.h"
 
 namespace tilewise::tdl {
 
@@ -138,6 +139,8 @@ void check_input_shapes(const OpDesc& op, const std::vector<Shape>& shapes) {
                        std::to_string(shapes[t].size()));
     for (int64_t d : shapes[t])
       if (d < 0) throw ShapeError(op_prefix(op) + "input '" + op.inputs[t].name + "' has a negative extent");
+    // Before any extent arithmetic (inference solves k*D - 1 and the like): no overflow, no endless retry.
+    check_shape_size(shapes[t], op_prefix(op) + "input '" + op.inputs[t].name + "'");
   }
 }
 

@@ -175,3 +175,13 @@ def test_ambiguous_output_shape_under_padding():
         padded.infer_shape(x=(5,))
     assert padded.infer_shape(x=(5,), out=None) if False else True
     np.testing.assert_array_equal(padded.evaluate(np.arange(1.0, 6.0), out=(7,)), [0, 1, 2, 3, 4, 5, 0])
+
+
+def test_huge_extents_through_the_op_api_are_a_shape_error_at_once():
+    # 2^62 used to overflow the extent inference (k * D - 1), which then retried forever.
+    import tdl_ops
+
+    with pytest.raises(tw.ShapeError, match=r"extents may be at most 2\^40"):
+        tdl_ops.upsample_nearest2d.infer_shape(x=(1, 2**62, 4, 4))
+    with pytest.raises(tw.ShapeError, match=r"extents may be at most 2\^40"):
+        tdl_ops.matmul.strategies(parts=2, a=(2**41, 3), b=(3, 4))

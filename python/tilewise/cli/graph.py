@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from typing import Any
 
@@ -49,6 +50,10 @@ def run_graph(args: argparse.Namespace) -> int:
     print(coarse.summary(), end="")
     for path, text in ((args.json, g.to_json), (args.dot, g.to_dot), (args.coarse_dot, coarse.to_dot)):
         if path:
-            pathlib.Path(path).write_text(text())
+            try:
+                pathlib.Path(path).write_text(text())
+            except OSError as e:  # a missing folder, no permission: a message, not a traceback
+                print(f"tilewise graph: error: cannot write {path}: {e.strerror or e}", file=sys.stderr)
+                return 2
             print(f"wrote {path}")
     return 0

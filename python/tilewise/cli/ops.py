@@ -92,11 +92,24 @@ def add_analyze(subparsers: Any) -> None:
     parser.set_defaults(run=run_analyze)
 
 
+#: The largest extent and element count the analyses take (cpp/tdl/limits.h); a shape beyond them
+#: is refused here, before the description is analysed.
+MAX_EXTENT, MAX_ELEMENTS = 2**40, 2**44
+
+
 def _ints(text: str, what: str) -> tuple:
     try:
-        return tuple(int(t) for t in text.split(",") if t.strip() != "")
+        dims = tuple(int(t) for t in text.split(",") if t.strip() != "")
     except ValueError:
         raise SystemExit(f"tilewise analyze: {what} must be comma-separated integers, got {text!r}") from None
+    elements = 1
+    for d in dims:
+        if not 0 <= d <= MAX_EXTENT:
+            raise ValueError(f"{what}: extent {d} is out of range; expected 0 to 2^40")
+        elements *= d
+    if elements > MAX_ELEMENTS:
+        raise ValueError(f"{what}: {elements:,} elements, more than 2^44")
+    return dims
 
 
 def _value(text: str):

@@ -20,7 +20,9 @@ from collections.abc import Iterator, Sequence
 
 from .. import _core
 from .._core import GraphError, ShapeError
+from .._util import json_kind, parse_json, short_repr
 from ..tdl.registry import lookup
+from ..tdl.registry import names as registry_names
 
 ROLES = ("input", "label", "parameter", "constant", "activation", "gradient", "optimizer_state")
 PHASES = ("forward", "backward", "update")
@@ -425,42 +427,20 @@ class Graph:
 
     @classmethod
     def load(cls, path) -> Graph:
-        return cls.from_json(pathlib.Path(path).read_text())
+        """The graph saved at ``path`` (validated as ``from_json`` does; bytes, so that a file that is
+        not UTF-8 is a GraphError too)."""
+        return cls.from_json(pathlib.Path(path).read_bytes())
 
     @classmethod
     def from_json(cls, text: str, name: str = "graph") -> Graph:
-        """Rebuild a graph saved with ``to_json``; each op's description is re-traced by name."""
-        data = json.loads(text)
-        if data.get("format") != "tilewise.graph/1":
-            raise GraphError(f"not a tilewise graph (format {data.get('format')!r}, expected 'tilewise.graph/1')")
-        g = cls(name)
-        tensors, ops = data["tensors"], data["ops"]
-        for i, t in enumerate(tensors):
-            p = t["producer"]
-            if p < 0:
-                g._g.add_tensor(t["name"], t["shape"], t["role"], t["dtype"])
-                continue
-            o = ops[p]
-            op = lookup(o["type"])
-            attrs = _attrs_from_json(json.dumps(o["attrs"]))
-            shapes = [tuple(tensors[k]["shape"]) for k in o["inputs"]]
-            desc = op._desc_for(shapes, {**op.attrs, **attrs})
-            g._g.add_op(o["type"], o["name"], json.dumps(o["attrs"], sort_keys=True), o["inputs"], desc, t["name"],
-                        t["role"], t["shape"], o["phase"], o["forward_op"], o["unroll_key"], t["dtype"])
-            if g._g.op(p).output != i:
-                raise GraphError(f"graph JSON is not in producer order at tensor '{t['name']}'")
-            g._op_objects[p] = op
-        for i, t in enumerate(tensors):
-            if t["grad_of"] >= 0:
-                g._g.set_grad_of(i, t["grad_of"])
-            if t["updates"] >= 0:
-                g._g.set_updates(i, t["updates"])
-        for key, tid in data.get("outputs", {}).items():
-            if not -1 <= tid < len(tensors):
-                raise GraphError(f"graph JSON output '{key}' names tensor {tid}, which is not in the graph")
-            g.outputs[key] = GTensor(g, tid) if tid >= 0 else None
-        return g
+        """Rebuild a graph saved with ``to_json``; each op's description is re-traced by name.
 
+        The file is validated, not trusted: every field's type, every id, names, producer order,
+        each op's output shape against the op's own shape rule, gradient and update marks. What
+        does not fit is a GraphError naming the field (``tensors[3].shape``) and what would be valid.
+        """
+        data = parse_json(text, GraphError, "graph", "Graph.from_json")
+        return _GraphLoader(data).build(cls(name))
 
 class _Unroll:
     """``with g.unroll("lstm0") as u: for t in range(T): with u.step(t): ...``"""
@@ -478,3 +458,283 @@ class _Unroll:
             self.graph._unroll.pop()
 
 
+
+
+# ----- loading: a graph file is validated, not trusted --------------------------------------------
+
+_DTYPES = ("float32", "float64", "float16", "bfloat16", "int64", "int32")
+_UPDATABLE = ("parameter", "optimizer_state")  # what an optimizer update may replace
+_LEAF_ROLES = ("input", "label", "parameter", "constant", "optimizer_state")  # what Graph makes without an op
+_INT64_MAX = 2**63 - 1
+_MAX_ATTR_INT = 2**40  # larger integer attributes overflow the index arithmetic (cpp/tdl/limits.h)
+
+
+class _GraphLoader:
+    """Checks a parsed ``tilewise.graph/1`` document field by field, then builds the graph through
+    the C++ core, re-deriving every op's output shape from its description. Every complaint is a
+    GraphError that starts with the field's path."""
+
+    def __init__(self, data):
+        self.data = data
+
+    @staticmethod
+    def fail(path: str, message: str):
+        raise GraphError(f"graph JSON {path}: {message}")
+
+    def field(self, obj: dict, path: str, key: str, kind, valid: str):
+        if key not in obj:
+            self.fail(f"{path}.{key}", f"missing; expected {valid}")
+        v = obj[key]
+        ok = isinstance(v, kind) and not (kind is int and isinstance(v, bool))
+        if not ok:
+            self.fail(f"{path}.{key}", f"is {json_kind(v)} ({short_repr(v)}); expected {valid}")
+        return v
+
+    def int_field(self, obj: dict, path: str, key: str, lo: int, hi: int, what: str) -> int:
+        v = self.field(obj, path, key, int, what)
+        if not lo <= v <= hi:
+            self.fail(f"{path}.{key}", f"is {v}; expected {what} in [{lo}, {hi}]" if hi >= lo
+                      else f"is {v}; no valid value ({what}): the list it refers to is empty")
+        return v
+
+    def choice(self, obj: dict, path: str, key: str, valid: Sequence[str]) -> str:
+        v = self.field(obj, path, key, str, "one of " + ", ".join(valid))
+        if v not in valid:
+            self.fail(f"{path}.{key}", f"is {v!r}; expected one of {', '.join(valid)}")
+        return v
+
+    # ----- structure -----
+
+    def check_structure(self):
+        data = self.data
+        if not isinstance(data, dict):
+            raise GraphError(f"not a tilewise graph: the JSON is {json_kind(data)}, expected an object with "
+                             "format 'tilewise.graph/1'")
+        if data.get("format") != "tilewise.graph/1":
+            got = short_repr(data.get("format"))
+            raise GraphError(f"not a tilewise graph (format {got}, expected 'tilewise.graph/1')")
+        tensors = self.field(data, "", "tensors", list, "a list of tensors")
+        ops = self.field(data, "", "ops", list, "a list of ops")
+        outputs = data.get("outputs", {})
+        if not isinstance(outputs, dict):
+            self.fail(".outputs", f"is {json_kind(outputs)}; expected an object of name: tensor id")
+        nt, no = len(tensors), len(ops)
+        for i, t in enumerate(tensors):
+            path = f"tensors[{i}]"
+            if not isinstance(t, dict):
+                self.fail(path, f"is {json_kind(t)}; expected an object")
+            name = self.field(t, path, "name", str, "a non-empty string")
+            if not name:
+                self.fail(f"{path}.name", "is empty; expected a non-empty string")
+            shape = self.field(t, path, "shape", list, "a list of non-negative integers")
+            for d, x in enumerate(shape):
+                if not isinstance(x, int) or isinstance(x, bool) or not 0 <= x <= _INT64_MAX:
+                    self.fail(f"{path}.shape[{d}]", f"is {short_repr(x)}; expected a non-negative integer")
+            self.choice(t, path, "dtype", _DTYPES)
+            self.choice(t, path, "role", ROLES)
+            self.int_field(t, path, "producer", -1, no - 1, "-1 (no producer) or an op id")
+            self.int_field(t, path, "grad_of", -1, nt - 1, "-1 or a tensor id")
+            self.int_field(t, path, "updates", -1, nt - 1, "-1 or a tensor id")
+        for p, o in enumerate(ops):
+            path = f"ops[{p}]"
+            if not isinstance(o, dict):
+                self.fail(path, f"is {json_kind(o)}; expected an object")
+            self.field(o, path, "type", str, "an op name")
+            if not self.field(o, path, "name", str, "a non-empty string"):
+                self.fail(f"{path}.name", "is empty; expected a non-empty string")
+            attrs = self.field(o, path, "attrs", dict, "an object of attributes")
+            for k, v in attrs.items():
+                self.check_attr(f"{path}.attrs.{k}", v)
+            inputs = self.field(o, path, "inputs", list, "a list of tensor ids")
+            for j, x in enumerate(inputs):
+                if not isinstance(x, int) or isinstance(x, bool) or not 0 <= x < nt:
+                    self.fail(f"{path}.inputs[{j}]", f"is {short_repr(x)}; expected a tensor id in [0, {nt - 1}]")
+            self.int_field(o, path, "output", 0, nt - 1, "a tensor id")
+            self.choice(o, path, "phase", PHASES)
+            self.int_field(o, path, "forward_op", -1, p - 1, "-1 or the id of an earlier op")
+            self.field(o, path, "unroll_key", str, "a string")
+        for key, tid in outputs.items():
+            if not isinstance(tid, int) or isinstance(tid, bool) or not -1 <= tid < nt:
+                self.fail(f".outputs.{key}", f"is {short_repr(tid)}; expected -1 or a tensor id in [0, {nt - 1}]")
+
+    def check_attr(self, path: str, v, depth: int = 0):
+        if depth > 4:
+            self.fail(path, "nests too deeply; attributes are numbers, strings, booleans or lists of them")
+        if isinstance(v, bool) or v is None or isinstance(v, str):
+            return
+        if isinstance(v, int):
+            if abs(v) > _MAX_ATTR_INT:
+                self.fail(path, f"is {v}; integer attributes may be at most 2^40 in magnitude")
+        elif isinstance(v, float):
+            if v != v or v in (float("inf"), float("-inf")):
+                self.fail(path, f"is {v}; expected a finite number")
+        elif isinstance(v, list):
+            for j, x in enumerate(v):
+                self.check_attr(f"{path}[{j}]", x, depth + 1)
+        else:
+            self.fail(path, f"is {json_kind(v)}; attributes are numbers, strings, booleans or lists of them")
+
+    def check_links(self):
+        """Producers, names, order, gradient and update marks; everything the ids alone decide."""
+        tensors, ops = self.data["tensors"], self.data["ops"]
+        seen: dict[str, int] = {}
+        for i, t in enumerate(tensors):
+            if t["producer"] < 0 and t["role"] not in _LEAF_ROLES:
+                self.fail(f"tensors[{i}].producer", f"is -1, but role {t['role']!r} is computed by an op; a tensor "
+                          f"no op computes is one of {', '.join(_LEAF_ROLES)} (a dangling tensor?)")
+            if t["name"] in seen:
+                self.fail(f"tensors[{i}].name", f"{t['name']!r} is already the name of tensors[{seen[t['name']]}]")
+            seen[t["name"]] = i
+        seen = {}
+        for p, o in enumerate(ops):
+            if o["name"] in seen:
+                self.fail(f"ops[{p}].name", f"{o['name']!r} is already the name of ops[{seen[o['name']]}]")
+            seen[o["name"]] = p
+        last = -1
+        for p, o in enumerate(ops):
+            out = o["output"]
+            if tensors[out]["producer"] != p:
+                self.fail(f"ops[{p}].output", f"names tensors[{out}], whose producer is {tensors[out]['producer']}, "
+                          f"not {p}: each op's output must name it as producer (a tensor deleted or produced twice?)")
+            if out <= last:
+                self.fail(f"ops[{p}].output", f"is {out}, not after the previous op's output {last}: ops must be "
+                          "listed in the order of their outputs (producer order)")
+            last = out
+            for j, x in enumerate(o["inputs"]):
+                if x >= out:
+                    self.fail(f"ops[{p}].inputs[{j}]", f"is tensor {x}, not before the op's output {out}: an op reads "
+                              "only tensors listed before its output (the graph must be acyclic)")
+        for i, t in enumerate(tensors):
+            p = t["producer"]
+            if p >= 0 and ops[p]["output"] != i:
+                self.fail(f"tensors[{i}].producer", f"is op {p}, whose output is tensors[{ops[p]['output']}]: "
+                          "a tensor is produced by exactly one op, the one whose output it is")
+        updated: dict[int, int] = {}
+        acyclic: set[int] = set()  # tensors whose chain of marks is known to end
+        for i, t in enumerate(tensors):
+            path = f"tensors[{i}]"
+            g = t["grad_of"]
+            if g == i:
+                self.fail(f"{path}.grad_of", "names the tensor itself; a gradient is of another tensor")
+            if g >= 0:
+                if tensors[g]["shape"] != t["shape"]:
+                    self.fail(f"{path}.grad_of", f"names tensors[{g}] of shape {tuple(tensors[g]['shape'])}, but this "
+                              f"gradient has shape {tuple(t['shape'])}; a gradient has its tensor's shape")
+            u = t["updates"]
+            if u == i:
+                self.fail(f"{path}.updates", "names the tensor itself; an update replaces another tensor")
+            if g >= 0 and u >= 0:
+                self.fail(path, f"has grad_of {g} and updates {u}; a tensor is a gradient or an updated value, "
+                          "not both")
+            # Coarsening follows grad_of, else updates, to the tensor a mark leads to: no cycles.
+            chain, k = {i}, g if g >= 0 else u
+            while k >= 0 and k not in acyclic:
+                if k in chain:
+                    self.fail(f"{path}.{'grad_of' if g >= 0 else 'updates'}", "forms a cycle of grad_of/updates "
+                              "marks")
+                chain.add(k)
+                k = tensors[k]["grad_of"] if tensors[k]["grad_of"] >= 0 else tensors[k]["updates"]
+            acyclic |= chain
+            if u < 0:
+                continue
+            target = tensors[u]
+            if t["producer"] < 0:
+                self.fail(f"{path}.updates", "is set on a tensor no op computes; an updated value is an op's output")
+            if target["producer"] >= 0 or target["role"] not in _UPDATABLE:
+                self.fail(f"{path}.updates", f"names tensors[{u}] ({target['role']}"
+                          f"{', computed by an op' if target['producer'] >= 0 else ''}); an update replaces a "
+                          "parameter or optimizer_state tensor that no op computes")
+            if target["shape"] != t["shape"] or target["dtype"] != t["dtype"]:
+                self.fail(f"{path}.updates", f"names tensors[{u}] {tuple(target['shape'])} {target['dtype']}, but "
+                          f"this value is {tuple(t['shape'])} {t['dtype']}; an update keeps shape and dtype")
+            if u in updated:
+                self.fail(f"{path}.updates", f"names tensors[{u}], which tensors[{updated[u]}] already updates; "
+                          "a tensor has at most one update per step")
+            updated[u] = i
+
+    # ----- building -----
+
+    def build(self, g: Graph) -> Graph:
+        self.check_structure()
+        self.check_links()
+        tensors, ops = self.data["tensors"], self.data["ops"]
+        registered = None
+        for i, t in enumerate(tensors):
+            p = t["producer"]
+            if p < 0:
+                try:
+                    g._g.add_tensor(t["name"], t["shape"], t["role"], t["dtype"])
+                except ValueError as e:
+                    self.fail(f"tensors[{i}].shape", str(e))
+                continue
+            o = ops[p]
+            path = f"ops[{p}]"
+            arity = o["type"].rpartition("_")[2]
+            if arity.isascii() and arity.isdigit() and int(arity) != len(o["inputs"]):
+                # "add_99999999" would make an n-ary family member of that arity before anything
+                # could tell it is wrong: a family member takes as many inputs as its name says.
+                registered = set(registry_names()) if registered is None else registered
+                if o["type"] not in registered:
+                    self.fail(f"{path}.type", f"{o['type']!r} names an op of {arity} inputs, but the op lists "
+                              f"{len(o['inputs'])}")
+            try:
+                op = lookup(o["type"])
+            except GraphError as e:
+                self.fail(f"{path}.type", str(e))
+            if len(o["inputs"]) != len(op.inputs):
+                self.fail(f"{path}.inputs", f"lists {len(o['inputs'])} tensors; op {op.name!r} takes "
+                          f"{len(op.inputs)} ({', '.join(op.inputs)})")
+            attrs = _tuples_dict(o["attrs"])
+            for k, v in attrs.items():
+                if k not in op.attr_values:
+                    valid = ", ".join(op.attr_values) or "none"
+                    self.fail(f"{path}.attrs.{k}", f"op {op.name!r} has no attribute {k!r} (attributes: {valid})")
+                self.check_attr_type(f"{path}.attrs.{k}", v, op.attr_values[k])
+            merged = {**op.attrs, **attrs}
+            shapes = [tuple(tensors[k]["shape"]) for k in o["inputs"]]
+            declared = tuple(t["shape"])
+            # The description is Python code run on this file's shapes and attribute values, so any
+            # exception it raises is the file's fault: reported as the op's, not as an internal error.
+            try:
+                desc = op._desc_for(shapes, merged)
+                if op.out_shape_fn is not None:
+                    expected = op._declared_shape(shapes, merged)
+                else:
+                    try:
+                        expected = tuple(desc.infer_output_shape(shapes))
+                    except ShapeError:
+                        expected = None  # the accesses do not determine it: the builder gave out=
+            except RecursionError:
+                self.fail(path, f"op {op.name!r} could not be traced: its description recursed too deeply")
+            except Exception as e:  # noqa: BLE001 - see above
+                self.fail(path, f"op {op.name!r} does not apply to input shapes {shapes} with attributes "
+                          f"{attrs}: {type(e).__name__}: {e}")
+            if expected is not None and expected != declared:
+                self.fail(f"tensors[{i}].shape", f"is {declared}, but op {o['name']!r} ({op.name}) computes "
+                          f"shape {expected} from its inputs {shapes}")
+            try:
+                g._g.add_op(o["type"], o["name"], json.dumps(o["attrs"], sort_keys=True), o["inputs"], desc, t["name"],
+                            t["role"], list(declared), o["phase"], o["forward_op"], o["unroll_key"], t["dtype"])
+            except ValueError as e:
+                self.fail(path, str(e))
+            g._op_objects[p] = op
+        for i, t in enumerate(tensors):
+            if t["grad_of"] >= 0:
+                g._g.set_grad_of(i, t["grad_of"])
+            if t["updates"] >= 0:
+                g._g.set_updates(i, t["updates"])
+        for key, tid in self.data.get("outputs", {}).items():
+            g.outputs[key] = GTensor(g, tid) if tid >= 0 else None
+        return g
+
+    def check_attr_type(self, path: str, v, default):
+        """A string where the op's default is a number, a list or a boolean (or the reverse) is
+        reported here, by name; whether a number or a list fits is the description's to say."""
+        if default is None or isinstance(v, str) == isinstance(default, str):
+            return
+        want = "a string" if isinstance(default, str) else "a number, a boolean or a list"
+        self.fail(path, f"is {json_kind(v)} ({short_repr(v)}); expected {want} (the default is {default!r})")
+
+
+def _tuples_dict(attrs: dict) -> dict:
+    return {k: _tuples(v) for k, v in attrs.items()}

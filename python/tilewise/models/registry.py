@@ -69,23 +69,51 @@ _PATTERNS = [
 ]
 
 
+#: Largest value of each size in a model name: beyond them a name would build for hours (or
+#: forever: ``mlp-99999999999-16``) or overflow the size checks; a typo, not a model.
+LIMITS = {"layers": 1024, "depth": 1024, "width": 1024, "hidden": 2**20, "heads": 1024, "cells": 1024,
+          "batch": 2**20}
+
+
+def _check_sizes(name: str, args: dict) -> dict:
+    for k, v in args.items():
+        limit = LIMITS.get(k)
+        if limit is not None and not 1 <= v <= limit:
+            raise GraphError(f"model {name!r}: {k} = {v} is out of range; expected 1 to {limit:,}")
+    return args
+
+
 def parse(name: str) -> tuple[str, dict]:
     """(family, keyword arguments) for a model name; GraphError naming the valid forms otherwise."""
+    if not isinstance(name, str):
+        raise GraphError(f"a model name is a string, not {type(name).__name__}; examples: {', '.join(EXAMPLES)}")
     key = name.strip().lower().replace("_", "-")
     for pattern, make in _PATTERNS:
         m = re.fullmatch(pattern, key)
         if m:
-            return make(m)
+            family, args = make(m)
+            return family, _check_sizes(name, args)
     raise GraphError(f"unknown model name {name!r}; examples: {', '.join(EXAMPLES)}")
 
 
 def get(name: str, batch: int | None = None, **kwargs):
     """The graph of the named model (training graph unless ``train=False``); ``kwargs`` go to the builder."""
     family, args = parse(name)
+    import inspect
+
+    params = inspect.signature(BUILDERS[family]).parameters
+    for k in kwargs:
+        if k not in params:
+            takes = ", ".join(p for p in params if p not in args and p != "batch")
+            raise GraphError(f"model {name!r} ({family}) has no option {k!r}; it takes {takes or 'no options'}")
     args.update(kwargs)
     args["batch"] = DEFAULT_BATCH[family] if batch is None else batch
+    if isinstance(args["batch"], bool) or not hasattr(args["batch"], "__index__"):
+        raise GraphError(f"batch must be an integer, got {args['batch']!r}")
+    args["batch"] = int(args["batch"])
     if args["batch"] < 1:
         raise GraphError(f"batch must be positive, got {args['batch']}")
+    _check_sizes(name, {"batch": args["batch"]})
     g = BUILDERS[family](**args)
     g.name = name
     return g

@@ -24,7 +24,7 @@ import pathlib
 
 from .. import _core
 from .._core import PlanError
-from .._util import check_int, fmt_bytes
+from .._util import check_int, fmt_bytes, json_kind, parse_json, short_repr
 from ..graph.graph import GOp, Graph, GTensor
 from .tiling import Cut, lookup, tile_boxes, tiling_str
 
@@ -372,74 +372,204 @@ class Plan:
 
     @classmethod
     def load(cls, path, graph: Graph) -> Plan:
-        return cls.from_json(pathlib.Path(path).read_text(), graph)
+        return cls.from_json(pathlib.Path(path).read_bytes(), graph)
 
     @classmethod
     def from_json(cls, text: str, graph: Graph) -> Plan:
         """The plan saved with ``to_json``, on ``graph``; PlanError if it was made for another graph
-        (tensor or op counts, names, shapes or variable names differ)."""
+        (tensor or op counts, names, shapes or variable names differ).
+
+        The file is validated, not trusted: every field's type, parts multiplying to the devices,
+        cuts per step and dimensions in range, strategies the op has, updates tiled like the tensor
+        they replace, and the recorded bytes equal to a re-evaluation. What does not fit is a
+        PlanError naming the field (``tilings[3].cuts[1]``) and what would be valid.
+        """
         if not isinstance(graph, Graph):
             raise TypeError(f"Plan.from_json needs the tw.Graph the plan was made for, not {type(graph).__name__}")
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise PlanError(f"not a tilewise plan: invalid JSON ({e})") from None
+        data = parse_json(text, PlanError, "plan", "Plan.from_json")
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             got = data.get("format") if isinstance(data, dict) else type(data).__name__
-            raise PlanError(f"not a tilewise plan (format {got!r}, expected {FORMAT!r})")
-        try:
-            return cls._from_dict(data, graph)
-        except (KeyError, TypeError, ValueError) as e:
-            if isinstance(e, PlanError):
-                raise
-            raise PlanError(f"malformed plan JSON: {type(e).__name__}: {e}") from None
+            raise PlanError(f"not a tilewise plan (format {short_repr(got)}, expected {FORMAT!r})")
+        return _PlanLoader(data, graph).build(cls)
 
-    @classmethod
-    def _from_dict(cls, data: dict, graph: Graph) -> Plan:
-        tensors, ops = data["tilings"], data["splits"]
-        _check_graph({"name": data["graph"]["name"], "tensors": [[t["tensor"], t["shape"]] for t in tensors],
-                      "ops": None}, graph)
+
+_INT64_MAX = 2**63 - 1
+
+
+class _PlanLoader:
+    """Checks a parsed ``tilewise.plan/1`` document against its graph field by field; every
+    complaint is a PlanError that starts with the field's path."""
+
+    def __init__(self, data: dict, graph: Graph):
+        self.data = data
+        self.graph = graph
+        self.valid: dict = {}  # per (op type, attributes, input ranks): its strategies
+
+    @staticmethod
+    def fail(path: str, message: str):
+        raise PlanError(f"plan JSON {path}: {message}")
+
+    def field(self, obj, path: str, key: str, kind, valid: str, default=None, required: bool = True):
+        if not isinstance(obj, dict):
+            self.fail(path, f"is {json_kind(obj)}; expected an object")
+        if key not in obj:
+            if not required:
+                return default
+            self.fail(f"{path}.{key}", f"missing; expected {valid}")
+        v = obj[key]
+        if kind is int:
+            ok = isinstance(v, int) and not isinstance(v, bool) and -_INT64_MAX <= v <= _INT64_MAX
+        elif kind is float:
+            ok = isinstance(v, (int, float)) and not isinstance(v, bool) and v == v and abs(v) != float("inf")
+        else:
+            ok = isinstance(v, kind)
+        if not ok:
+            self.fail(f"{path}.{key}", f"is {json_kind(v)} ({short_repr(v)}); expected {valid}")
+        return v
+
+    def count(self, obj, path: str, key: str, required: bool = True) -> int:
+        v = self.field(obj, path, key, int, "a non-negative integer", 0, required)
+        if v < 0:
+            self.fail(f"{path}.{key}", f"is {v}; expected a non-negative integer")
+        return v
+
+    def build(self, cls) -> Plan:
+        data, graph = self.data, self.graph
         g = graph._g
+        meta = self.field(data, "", "graph", dict, "an object with the graph's name")
+        made_for = self.field(meta, ".graph", "name", str, "the graph's name")
+        tensors = self.field(data, "", "tilings", list, "a list with one tiling per tensor")
+        ops = self.field(data, "", "splits", list, "a list with one split per op")
+        for i, t in enumerate(tensors):
+            self.field(t, f".tilings[{i}]", "tensor", str, "the tensor's name")
+            shape = self.field(t, f".tilings[{i}]", "shape", list, "the tensor's shape")
+            if not all(isinstance(d, int) and not isinstance(d, bool) for d in shape):
+                self.fail(f".tilings[{i}].shape", f"is {short_repr(shape)}; expected a list of integers")
+        _check_graph({"name": made_for, "tensors": [[t["tensor"], t["shape"]] for t in tensors], "ops": None}, graph)
         if len(ops) != g.num_ops:
             raise PlanError(f"the plan has {len(ops)} ops, graph {graph.name!r} has {g.num_ops}: it was made for "
-                            f"graph {data['graph']['name']!r}")
-        parts = [int(k) for k in data["parts"]]
+                            f"graph {made_for!r}")
+        algorithm = self.field(data, "", "algorithm", str, "the planner's name")
+        devices = self.field(data, "", "devices", int, "a positive device count")
+        if not 1 <= devices <= 2**20:
+            self.fail(".devices", f"is {devices}; expected a device count in [1, 2^20]")
+        parts = self.field(data, "", "parts", list, "a list of part counts, one per recursion step")
+        product = 1
+        for j, k in enumerate(parts):
+            if not isinstance(k, int) or isinstance(k, bool) or not 2 <= k <= devices:
+                self.fail(f".parts[{j}]", f"is {short_repr(k)}; expected a part count in [2, {devices}] (devices)")
+            product *= k
+        if product != devices:
+            self.fail(".parts", f"{parts} multiply to {product}, not to the plan's {devices} devices")
         steps = len(parts)
         tilings = []
         for tid, t in enumerate(tensors):
-            cuts = [int(c) for c in t["cuts"]]
+            path = f".tilings[{tid}]"
+            cuts = self.field(t, path, "cuts", list, f"a list of {steps} cuts (one per step)")
             rank = len(g.tensor(tid).shape)
-            if len(cuts) != steps or any(not -1 <= c < rank for c in cuts):
-                raise PlanError(f"tensor {t['tensor']!r}: cuts {cuts} do not fit {steps} steps and rank {rank}")
+            if len(cuts) != steps:
+                self.fail(f"{path}.cuts", f"has {len(cuts)} cuts; the plan has {steps} steps (parts {parts})")
+            for j, c in enumerate(cuts):
+                if not isinstance(c, int) or isinstance(c, bool) or not -1 <= c < rank:
+                    self.fail(f"{path}.cuts[{j}]", f"is {short_repr(c)}; expected -1 (replicated) or a dimension in "
+                              f"[0, {rank - 1}] of tensor {t['tensor']!r} {tuple(t['shape'])}" if rank else
+                              f"is {short_repr(c)}; expected -1: tensor {t['tensor']!r} is a scalar")
+            text = self.field(t, path, "tiling", str, "the tiling string", None, required=False)
+            if text is not None and text != tiling_str(cuts, rank):
+                self.fail(f"{path}.tiling", f"is {text!r}, but the cuts {cuts} give {tiling_str(cuts, rank)!r}")
             tilings.append(cuts)
+        for tid in range(g.num_tensors):  # an updated value is stored in place of its tensor
+            u = g.tensor(tid).updates
+            if u >= 0 and tilings[tid] != tilings[u]:
+                self.fail(f".tilings[{tid}].cuts", f"are {tilings[tid]}, but tensor {g.tensor(tid).name!r} updates "
+                          f"{g.tensor(u).name!r} (cuts {tilings[u]}) in place: an update is tiled like its tensor")
         splits = []
         for oid, o in enumerate(ops):
+            path = f".splits[{oid}]"
             node = g.op(oid)
-            if o["op"] != node.name:
-                raise PlanError(f"op {oid} is {o['op']!r} in the plan but {node.name!r} in graph {graph.name!r}: "
-                                f"the plan was made for graph {data['graph']['name']!r}")
-            names = node.desc.var_names
-            if len(o["strategies"]) != steps:
-                raise PlanError(f"op {node.name!r} has {len(o['strategies'])} strategies; the plan has {steps} steps")
+            name = self.field(o, path, "op", str, "the op's name")
+            if name != node.name:
+                raise PlanError(f"op {oid} is {name!r} in the plan but {node.name!r} in graph {graph.name!r}: "
+                                f"the plan was made for graph {made_for!r}")
+            strategies = self.field(o, path, "strategies", list, f"a list of {steps} strategies (one per step)")
+            if len(strategies) != steps:
+                self.fail(f"{path}.strategies", f"has {len(strategies)} strategies; the plan has {steps} steps")
+            key = (node.type, node.attrs_json, tuple(len(g.tensor(t).shape) for t in node.inputs))
+            valid = self.valid.get(key)
+            if valid is None:
+                valid = self.valid[key] = _valid_strategies(node)
             split = []
-            for s in o["strategies"]:
-                kind, index = s["kind"], int(s["index"])
-                reducer = s.get("reducer") or "Sum"
-                if kind not in _KINDS or reducer not in _REDUCERS:
-                    raise PlanError(f"op {node.name!r}: unknown strategy {kind!r} / reducer {reducer!r}; valid kinds: "
-                                    f"{', '.join(_KINDS)}; reducers: {', '.join(_REDUCERS)}")
-                if kind != "replicate":
-                    if not 0 <= index < len(names) or names[index] != s["var"]:
-                        raise PlanError(f"op {node.name!r} splits variable {s['var']!r} (index {index}) in the "
-                                        f"plan, but its variables are {', '.join(names)}: the plan was made for "
-                                        "another graph")
-                split.append((kind, index, reducer))
+            for j, s in enumerate(strategies):
+                split.append(self.strategy(f"{path}.strategies[{j}]", s, node, valid))
             splits.append(split)
-        core = _core.Plan(data["algorithm"], int(data["devices"]), parts, tilings, splits,
-                          [int(b) for b in data["step_bytes"]], int(data["comm_bytes"]), float(data["search_seconds"]))
-        return cls(graph, core, largest_table=int(data.get("largest_table", 0)),
-                   evaluated=int(data.get("evaluated", 0)), duplication_used=int(data.get("duplication_used", 0)),
-                   timed_out=bool(data.get("timed_out", False)))
+        step_bytes = self.field(data, "", "step_bytes", list, f"a list of {steps} byte counts")
+        if len(step_bytes) != steps:
+            self.fail(".step_bytes", f"has {len(step_bytes)} entries; the plan has {steps} steps")
+        for j, b in enumerate(step_bytes):
+            if not isinstance(b, int) or isinstance(b, bool) or not 0 <= b <= _INT64_MAX:
+                self.fail(f".step_bytes[{j}]", f"is {short_repr(b)}; expected a non-negative integer")
+        comm = self.count(data, "", "comm_bytes")
+        seconds = self.field(data, "", "search_seconds", float, "a finite number of seconds")
+        if seconds < 0:
+            self.fail(".search_seconds", f"is {seconds}; expected a non-negative number")
+        extra = {k: self.count(data, "", k, required=False) for k in ("largest_table", "evaluated", "duplication_used")}
+        core = _core.Plan(algorithm, devices, parts, tilings, splits, step_bytes, comm, float(seconds))
+        timed_out = data.get("timed_out", False)
+        if not isinstance(timed_out, bool):
+            self.fail(".timed_out", f"is {short_repr(timed_out)}; expected true or false")
+        plan = cls(graph, core, timed_out=timed_out, **extra)
+        # The bytes the file records must be the plan's: a stale or edited figure is an error.
+        cost = plan.evaluate()
+        if cost.comm_bytes != comm:
+            self.fail(".comm_bytes", f"is {comm:,}, but the plan's tilings and strategies move {cost.comm_bytes:,} "
+                      "bytes (re-evaluated): the figure is stale or the plan was edited")
+        if cost.step_bytes != list(step_bytes):
+            self.fail(".step_bytes", f"are {step_bytes}, but re-evaluation gives {cost.step_bytes}")
+        return plan
+
+    def strategy(self, path: str, s, node, valid: dict) -> tuple:
+        kind = self.field(s, path, "kind", str, "one of " + ", ".join(_KINDS))
+        if kind not in _KINDS:
+            self.fail(f"{path}.kind", f"is {kind!r}; expected one of {', '.join(_KINDS)}")
+        if kind == "replicate":
+            return ("replicate", -1, self.reducer(path, s, "Sum"))
+        index = self.field(s, path, "index", int, "the split variable's index")
+        names = list(node.desc.var_names)
+        if not 0 <= index < len(names):
+            var = short_repr(s.get("var"))
+            self.fail(f"{path}.index", f"op {node.name!r} splits variable {var} (index {index}) in "
+                      f"the plan, but its variables are {', '.join(names)} (indices 0..{len(names) - 1})")
+        var = s.get("var")
+        if var != names[index]:
+            self.fail(f"{path}.var", f"op {node.name!r} splits variable {short_repr(var)} (index {index}) in the plan, "
+                      f"but variable {index} is {names[index]!r}: the plan was made for another graph")
+        reducer = self.reducer(path, s, valid.get((kind, index), "Sum"))
+        if (kind, index) not in valid:
+            ok = ", ".join(f"{k} {names[v]}" for k, v in valid) or "replicate only"
+            self.fail(path, f"op {node.name!r} ({node.type}) has no strategy '{kind} {names[index]}'; its strategies: "
+                      f"{ok}, replicate")
+        if kind == "reduce" and reducer != valid[(kind, index)]:
+            self.fail(f"{path}.reducer", f"is {reducer!r}, but op {node.name!r} reduces {names[index]} with "
+                      f"{valid[(kind, index)]}")
+        return (kind, index, reducer)
+
+    def reducer(self, path: str, s: dict, default: str) -> str:
+        r = s.get("reducer")
+        if r is None:
+            return default
+        if r not in _REDUCERS:
+            self.fail(f"{path}.reducer", f"is {short_repr(r)}; expected one of {', '.join(_REDUCERS)} or null")
+        return r
+
+
+def _valid_strategies(node) -> dict:
+    """(kind, variable index) -> reducer of every split strategy the op's description has."""
+    names = list(node.desc.var_names)
+    out = {}
+    for s in node.desc.symbolic_strategies(2):
+        if s["kind"] != "replicate" and s["dim"] in names:
+            out[(s["kind"], names.index(s["dim"]))] = s.get("reducer") or "Sum"
+    return out
 
 
 def _check_graph(desc: dict, graph: Graph) -> None:
