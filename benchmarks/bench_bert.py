@@ -31,7 +31,7 @@ def ours(args):
              "label": np.eye(2, dtype=np.float32)[rng.integers(0, 2, args.batch)]}
     for t in g.tensors:
         if t.producer is None and t.role == "input" and t.name not in feeds:  # dropout masks, p = 0.1
-            feeds[t.name] = ((rng.uniform(size=t.shape) > 0.1)).astype(np.float32)
+            feeds[t.name] = (rng.uniform(size=t.shape) > 0.1).astype(np.float32)
 
     def step():
         exe.step(feeds)
