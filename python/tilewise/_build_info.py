@@ -23,6 +23,7 @@ BUILD_INFO_KEYS = (
     "openmp_max_threads",
     "mpi",
     "mpi_version",
+    "mpi_backend",
     "cuda",
     "cuda_version",
     "hardware_threads",
@@ -83,9 +84,14 @@ def build_info() -> dict[str, Any]:
     ``version``, ``compiler`` and ``build_type`` describe the build; ``blas`` names the linked BLAS
     and ``blas_threads`` the threads it uses per call; ``openmp`` / ``openmp_max_threads``, ``mpi`` /
     ``mpi_version`` and ``cuda`` / ``cuda_version`` say whether each optional feature was compiled
-    in or found at configure time (MPI and CUDA are detected only, not used yet);
-    ``hardware_threads`` is what the machine offers (0 if unknown).
+    in or found at configure time (CUDA is detected only, not used yet); ``mpi_backend`` whether
+    the MPI executor ``tilewise._mpi`` was built (found without importing it, so without loading
+    libmpi); ``hardware_threads`` is what the machine offers (0 if unknown).
     """
+    import importlib.util
+
     from . import _core
 
-    return dict(_core.build_info())
+    info = dict(_core.build_info())
+    info["mpi_backend"] = importlib.util.find_spec("tilewise._mpi") is not None
+    return info

@@ -44,8 +44,10 @@ def run_info(args: argparse.Namespace) -> int:
         ("tilewise", f"{info['version']} ({info['build_type']}, {info['compiler']})"),
         ("BLAS", f"{info['blas']}, {info['blas_threads']} thread(s)"),
         ("OpenMP", openmp),
-        # MPI and CUDA are detected at build time only; no backend uses them yet.
+        # CUDA is detected at build time only; no backend uses it yet.
         ("MPI", _found(info["mpi"], f"MPI {info['mpi_version']}" if info["mpi_version"] else "")),
+        ("MPI backend", "tilewise._mpi built (tw.compile(..., backend=\"mpi\") under mpirun)"
+         if info["mpi_backend"] else "not built (needs MPI at build time)"),
         (
             "CUDA compiler",
             _found(info["cuda"], f"toolkit {info['cuda_version']}" if info["cuda_version"] else ""),

@@ -8,6 +8,7 @@ what it measured beside what the plan predicted (docs/RUNTIME.md).
 
 from __future__ import annotations
 
+import importlib
 import json
 import pathlib
 from collections.abc import Mapping
@@ -23,7 +24,7 @@ from .calibration import calibration
 OutOfMemory = _core.OutOfMemory
 CommunicationError = _core.CommunicationError
 Program = _core.Program
-BACKENDS = ("cpu",)
+BACKENDS = ("cpu", "mpi")
 _RESIDENT = ("input", "label", "parameter", "optimizer_state", "constant")
 
 
@@ -118,12 +119,16 @@ class Executable:
                  timeout: float = 300.0):
         self.graph, self.plan = graph, plan
         self._results = self._result_tensors()
-        self._core = _core.Executable(graph._g, plan._core, int(memory_per_device or 0),
+        self._core = self._core_class()(graph._g, plan._core, int(memory_per_device or 0),
                                       [t.id for t in self._results.values()], self._opaque_calls(), float(timeout))
         self._core.set_profile(bool(profile))
         self.profile = bool(profile)
         self._fed: set[str] = set()
         self._traffic: tuple[list[int], list[int]] | None = None
+
+    @staticmethod
+    def _core_class():
+        return _core.Executable
 
     @property
     def devices(self) -> int:
@@ -263,6 +268,9 @@ def compile(graph: Graph, plan: Plan, backend: str = "cpu", *, memory_per_device
             profile: bool = False, timeout: float = 300.0) -> Executable:
     """Lower ``plan`` for ``graph`` onto ``plan.devices`` CPU devices (worker threads).
 
+    ``backend``: ``"cpu"`` (worker threads of this process) or ``"mpi"`` (one MPI rank per device:
+    run the same script under ``mpirun -np plan.devices``; see ``tilewise.exec.mpi``).
+
     ``memory_per_device``: each device's arena capacity in bytes (None = unlimited); an allocation
     past it raises ``tw.OutOfMemory`` naming the device, the tensor and the bytes.
     ``profile``: time every instruction of every step (``exe.trace("step.json")``).
@@ -277,4 +285,9 @@ def compile(graph: Graph, plan: Plan, backend: str = "cpu", *, memory_per_device
         raise ExecError(f"memory_per_device must be a positive number of bytes, got {memory_per_device}")
     if not timeout > 0:
         raise ExecError(f"timeout must be a positive number of seconds, got {timeout}")
+    if backend == "mpi":
+        # exec/mpi.py builds on this module (MpiExecutable is an Executable) and is loaded only
+        # here, when asked for: it imports tilewise._mpi, which loads libmpi.
+        mpi = importlib.import_module(".mpi", __package__)
+        return mpi.MpiExecutable(graph, plan, memory_per_device, profile=profile, timeout=timeout)
     return Executable(graph, plan, memory_per_device, profile=profile, timeout=timeout)

@@ -1,0 +1,112 @@
+// tilewise._mpi: the MPI executor (cpp/exec/mpi), its own extension module, built only when CMake
+// finds MPI, so that `import tilewise` (tilewise._core) never loads libmpi. Graph, Plan, Program and
+// RunStats are _core's pybind11 types (shared across the two modules); errors are raised as
+// _core's exception types. Conversion only.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "bindings/opaque_call.h"
+#include "exec/arena.h"
+#include "exec/errors.h"
+#include "exec/mpi/mpi_executable.h"
+#include "kernels/cpu/tile_kernels.h"
+#include "partition/plan.h"
+
+namespace py = pybind11;
+using namespace tilewise;
+using exec::mpi::MpiExecutable;
+
+namespace {
+
+py::array_t<float> to_array(const std::vector<float>& v, const std::vector<int64_t>& shape) {
+  py::array_t<float> out(shape);
+  std::copy(v.begin(), v.end(), out.mutable_data());
+  return out;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_mpi, m) {
+  m.doc() = "The MPI executor of tilewise: one rank per device (cpp/exec/mpi).";
+  py::module_ core = py::module_::import("tilewise._core");  // registers Graph, Plan, Program, RunStats
+  // This module's copies of the exception types map onto _core's Python exceptions.
+  static py::object exec_error = core.attr("ExecError");
+  static py::object comm_error = core.attr("CommunicationError");
+  static py::object oom = core.attr("OutOfMemory");
+  py::register_local_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const exec::CommunicationError& e) {
+      py::object err = comm_error(e.what());
+      err.attr("device") = e.device;
+      err.attr("peer") = e.peer;
+      PyErr_SetObject(comm_error.ptr(), err.ptr());
+    } catch (const exec::OutOfMemory& e) {
+      py::object err = oom(e.what());
+      err.attr("device") = e.device;
+      err.attr("tensor") = e.tensor;
+      err.attr("bytes") = e.bytes;
+      err.attr("in_use") = e.in_use;
+      err.attr("capacity") = e.capacity;
+      PyErr_SetObject(oom.ptr(), err.ptr());
+    } catch (const exec::ExecError& e) {
+      PyErr_SetString(exec_error.ptr(), e.what());
+    } catch (const kernels::InvalidInput& e) {
+      PyErr_SetString(exec_error.ptr(), e.what());
+    }
+  });
+
+  m.def("init", &exec::mpi::init, "MPI_Init_thread (once per process).");
+  m.def("finalize", &exec::mpi::finalize, "MPI_Finalize (once, at exit).");
+  m.def("rank", &exec::mpi::rank, "This process's rank in MPI_COMM_WORLD (initialises MPI).");
+  m.def("size", &exec::mpi::size, "The number of ranks in MPI_COMM_WORLD (initialises MPI).");
+  m.def("mpi_version", [] {
+    char text[MPI_MAX_LIBRARY_VERSION_STRING];
+    int len = 0;
+    MPI_Get_library_version(text, &len);
+    return std::string(text, static_cast<size_t>(len));
+  });
+
+  py::class_<MpiExecutable>(m, "Executable", "This rank's device of a plan lowered for MPI ranks.")
+      .def(py::init([](const graph::Graph& g, const partition::Plan& plan, int64_t capacity,
+                       const std::vector<int>& keep, const std::vector<py::object>& opaque, double timeout) {
+             std::vector<tdl::OpaqueCall> calls(opaque.size());
+             for (size_t i = 0; i < opaque.size(); ++i)
+               if (!opaque[i].is_none()) calls[i] = bindings::opaque_from_python(opaque[i]);
+             return std::make_unique<MpiExecutable>(g, plan, capacity, keep, std::move(calls), timeout);
+           }),
+           py::arg("graph"), py::arg("plan"), py::arg("capacity") = 0, py::arg("keep") = std::vector<int>{},
+           py::arg("opaque") = std::vector<py::object>{}, py::arg("timeout") = 300.0, py::keep_alive<1, 2>())
+      .def("set_tensor",
+           [](MpiExecutable& e, int tensor, py::array_t<float, py::array::c_style | py::array::forcecast> a) {
+             e.set_tensor(tensor, a.data());
+           })
+      .def("get_tensor",
+           [](const MpiExecutable& e, int tensor, const std::vector<int64_t>& shape) {
+             std::vector<float> v;
+             {
+               py::gil_scoped_release nogil;
+               v = e.get_tensor(tensor);
+             }
+             return to_array(v, shape);
+           },
+           "Collective: the full tensor on every rank.")
+      .def("gather_tensor",
+           [](const MpiExecutable& e, int tensor, const std::vector<int64_t>& shape) -> py::object {
+             std::vector<float> v;
+             {
+               py::gil_scoped_release nogil;
+               v = e.gather_tensor(tensor);
+             }
+             if (e.rank() != 0) return py::none();
+             return to_array(v, shape);
+           },
+           "Collective: the full tensor on rank 0, None on the other ranks.")
+      .def("step", &MpiExecutable::step, py::call_guard<py::gil_scoped_release>())
+      .def_property_readonly("stats", &MpiExecutable::stats, py::return_value_policy::copy)
+      .def("program", &MpiExecutable::program, py::arg("device"), py::return_value_policy::reference_internal)
+      .def("set_profile", &MpiExecutable::set_profile, py::arg("on"))
+      .def_property_readonly("rank", &MpiExecutable::rank)
+      .def_property_readonly("devices", &MpiExecutable::devices);
+}

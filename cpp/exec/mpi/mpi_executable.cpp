@@ -1,0 +1,352 @@
+#include "exec/mpi/mpi_executable.h"
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include "exec/box_copy.h"
+#include "exec/errors.h"
+#include "kernels/cpu/blas.h"
+#include "kernels/cpu/tile_kernels.h"
+
+namespace tilewise::exec::mpi {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+void check(int rc, const char* what) {
+  if (rc == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(rc, text, &len);
+  throw ExecError(std::string(what) + " failed: " + std::string(text, static_cast<size_t>(len)));
+}
+
+bool initialized() {
+  int on = 0;
+  MPI_Initialized(&on);
+  return on != 0;
+}
+
+bool finalized() {
+  int off = 0;
+  MPI_Finalized(&off);
+  return off != 0;
+}
+
+}  // namespace
+
+void init() {
+  if (initialized()) return;
+  if (finalized()) throw ExecError("MPI was finalised already in this process");
+  int provided = 0;
+  // Steps run on whichever Python thread calls them, one at a time: SERIALIZED is enough.
+  check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided), "MPI_Init_thread");
+}
+
+void finalize() {
+  if (initialized() && !finalized()) MPI_Finalize();
+}
+
+int rank() {
+  init();
+  int r = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+
+int size() {
+  init();
+  int n = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  return n;
+}
+
+// ---------------------------------------------------------------------------------------------
+// MpiCommunicator
+
+MpiCommunicator::MpiCommunicator(MPI_Comm comm) : Communicator([&] {
+                                                    int n = 0;
+                                                    MPI_Comm_size(comm, &n);
+                                                    return n;
+                                                  }()),
+                                                  comm_(comm) {
+  int* ub = nullptr;
+  int found = 0;
+  MPI_Comm_get_attr(comm, MPI_TAG_UB, &ub, &found);
+  if (found && ub) tag_ub_ = *ub;
+}
+
+MpiCommunicator::~MpiCommunicator() {
+  // Sends a failed step left unmatched: cancel them, or MPI_Finalize waits for them.
+  if (finalized()) return;
+  for (auto& p : pending_) {
+    MPI_Cancel(&p.request);
+    MPI_Request_free(&p.request);
+  }
+}
+
+void MpiCommunicator::progress() {
+  for (size_t i = 0; i < pending_.size();) {
+    int done = 0;
+    check(MPI_Test(&pending_[i].request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+    if (done) {
+      spare_.push_back(std::move(pending_[i].data));
+      pending_[i] = std::move(pending_.back());
+      pending_.pop_back();
+    } else {
+      ++i;
+    }
+  }
+}
+
+void MpiCommunicator::send(int self, int peer, int64_t tag, const float* buf, const Box& buf_box, const Box& what) {
+  progress();
+  const int64_t n = what.volume();
+  // A recycled buffer large enough (the smallest such), else a new one.
+  size_t best = spare_.size();
+  for (size_t i = 0; i < spare_.size(); ++i)
+    if (static_cast<int64_t>(spare_[i].capacity()) >= n &&
+        (best == spare_.size() || spare_[i].capacity() < spare_[best].capacity()))
+      best = i;
+  Pending p;
+  if (best < spare_.size()) {
+    p.data = std::move(spare_[best]);
+    spare_.erase(spare_.begin() + static_cast<std::ptrdiff_t>(best));
+  }
+  p.data.resize(static_cast<size_t>(std::max<int64_t>(n, 1)));
+  if (n > 0) copy_box(buf, buf_box, p.data.data(), what, what);  // pack
+  if (n > INT32_MAX) throw ExecError("a message of more than 2^31 floats");
+  check(MPI_Isend(p.data.data(), static_cast<int>(n), MPI_FLOAT, peer, mpi_tag(tag), comm_, &p.request), "MPI_Isend");
+  pending_.push_back(std::move(p));
+  count(self, peer, n * static_cast<int64_t>(sizeof(float)));
+}
+
+void MpiCommunicator::recv(int self, int peer, int64_t tag, float* buf, const Box& buf_box, const Box& what,
+                           Deadline deadline) {
+  if (aborted_)
+    throw CommunicationError(self, failed_device_,
+                             "device " + std::to_string(self) + ": device " + std::to_string(failed_device_) +
+                                 " failed (" + why_ + ") while it waited on device " + std::to_string(peer));
+  const int64_t n = what.volume();
+  // The whole buffer: straight into it; a box of it: into staging, then unpacked.
+  const bool direct = n == buf_box.volume();
+  float* into = buf;
+  if (!direct) {
+    if (static_cast<int64_t>(staging_.size()) < n) staging_.resize(static_cast<size_t>(n));
+    into = staging_.data();
+  }
+  MPI_Request req;
+  check(MPI_Irecv(into, static_cast<int>(n), MPI_FLOAT, peer, mpi_tag(tag), comm_, &req), "MPI_Irecv");
+  int done = 0;
+  int spins = 0;
+  while (true) {
+    check(MPI_Test(&req, &done, MPI_STATUS_IGNORE), "MPI_Test");
+    if (done) break;
+    progress();
+    if (Clock::now() > deadline) {
+      MPI_Cancel(&req);
+      MPI_Request_free(&req);
+      throw CommunicationError(self, peer,
+                               "device " + std::to_string(self) + " (MPI rank " + std::to_string(self) +
+                                   ") waited past its deadline for device " + std::to_string(peer) + " (tag " +
+                                   std::to_string(tag) + ")");
+    }
+    // Spin briefly, then yield the core (ranks may be oversubscribed).
+    if (++spins > 1000) std::this_thread::yield();
+  }
+  if (!direct) copy_box(into, what, buf, buf_box, what);  // unpack
+  count(peer, self, n * static_cast<int64_t>(sizeof(float)));
+}
+
+bool MpiCommunicator::poll(int, int peer, int64_t tag) {
+  int flag = 0;
+  check(MPI_Iprobe(peer, mpi_tag(tag), comm_, &flag, MPI_STATUS_IGNORE), "MPI_Iprobe");
+  return flag != 0;
+}
+
+void MpiCommunicator::abort(int device, const std::string& why) {
+  aborted_ = true;
+  failed_device_ = device;
+  why_ = why;
+}
+
+void MpiCommunicator::reset() {
+  Communicator::reset();
+  aborted_ = false;
+  failed_device_ = -1;
+  why_.clear();
+}
+
+void MpiCommunicator::flush(int self, Deadline deadline) {
+  int spins = 0;
+  while (true) {
+    progress();
+    if (pending_.empty()) return;
+    if (Clock::now() > deadline)
+      throw CommunicationError(self, -1,
+                               "device " + std::to_string(self) + ": " + std::to_string(pending_.size()) +
+                                   " sends were not received by the deadline");
+    if (++spins > 1000) std::this_thread::yield();
+  }
+}
+
+int64_t MpiCommunicator::buffer_bytes() const {
+  int64_t b = 0;
+  for (const auto& p : pending_) b += static_cast<int64_t>(p.data.capacity() * sizeof(float));
+  for (const auto& s : spare_) b += static_cast<int64_t>(s.capacity() * sizeof(float));
+  return b + static_cast<int64_t>(staging_.capacity() * sizeof(float));
+}
+
+// ---------------------------------------------------------------------------------------------
+// MpiExecutable
+
+MpiExecutable::MpiExecutable(const graph::Graph& g, const cost::Placement& plan, int64_t capacity,
+                             const std::vector<int>& keep, std::vector<tdl::OpaqueCall> opaque, double timeout_seconds)
+    : g_(g), low_(lower(g, plan, keep)), opaque_(std::move(opaque)), timeout_(timeout_seconds) {
+  init();
+  opaque_.resize(g.ops().size());
+  const int n = low_.devices;
+  const int ranks = size();
+  if (ranks != n)
+    throw ExecError("the plan is for " + std::to_string(n) + " devices but MPI runs " + std::to_string(ranks) +
+                    " ranks (one rank per device: mpirun -np " + std::to_string(n) + ")");
+  for (const auto& t : g.tensors())
+    if (t.dtype != "float32")
+      throw ExecError("the CPU runtime stores float32 tensors; '" + t.name + "' is " + t.dtype);
+  for (const auto& op : g.ops())
+    if (!op.desc->opaque_names.empty() && !opaque_[op.id])
+      throw ExecError("op '" + op.name + "' (" + op.type + ") calls an opaque function and none was given");
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+  check(MPI_Comm_dup(MPI_COMM_WORLD, &comm_), "MPI_Comm_dup");
+  check(MPI_Comm_dup(MPI_COMM_WORLD, &coll_), "MPI_Comm_dup");
+  runner_ = std::make_unique<DeviceRunner>(g, low_, rank_, capacity, opaque_);
+  mpi_comm_ = std::make_unique<MpiCommunicator>(comm_);
+  stats_.op_seconds.assign(g.ops().size(), 0);
+  stats_.op_native.assign(g.ops().size(), 1);
+}
+
+MpiExecutable::~MpiExecutable() {
+  runner_.reset();
+  mpi_comm_.reset();
+  if (!finalized()) {
+    if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+    if (coll_ != MPI_COMM_NULL) MPI_Comm_free(&coll_);
+  }
+}
+
+const Program& MpiExecutable::program(int device) const {
+  if (device < 0 || device >= low_.devices)
+    throw ExecError("device " + std::to_string(device) + " is not one of the " + std::to_string(low_.devices) +
+                    " devices");
+  return low_.programs[device];
+}
+
+void MpiExecutable::set_tensor(int tensor, const float* data) {
+  const auto& t = g_.tensor(tensor);
+  if (t.producer >= 0)
+    throw ExecError("'" + t.name + "' is computed by the graph; only inputs, labels, parameters, "
+                    "optimizer state and constants can be set");
+  if (float* tile = runner_->tile(tensor))
+    copy_box(data, Box::whole(t.shape), tile, low_.tiles[tensor][rank_], low_.tiles[tensor][rank_]);
+}
+
+std::vector<float> MpiExecutable::gather_tensor(int tensor) const {
+  const auto& t = g_.tensor(tensor);
+  const int s = low_.storage_of[tensor];
+  const Box whole = Box::whole(t.shape);
+  const float* mine = runner_->tile(tensor);
+  const int tag = 1;
+  if (rank_ != 0) {
+    // The tile, or an empty message when this device does not hold it.
+    const int64_t n = mine ? low_.tiles[s][rank_].volume() : 0;
+    check(MPI_Send(mine, static_cast<int>(n), MPI_FLOAT, 0, tag, coll_), "MPI_Send");
+    return {};
+  }
+  std::vector<float> out(static_cast<size_t>(whole.volume()), 0.0f);
+  bool any = false;
+  if (mine) {
+    any = true;
+    copy_box(mine, low_.tiles[s][0], out.data(), whole, low_.tiles[s][0]);
+  }
+  std::vector<float> tile;
+  for (int d = 1; d < low_.devices; ++d) {
+    const Box& box = low_.tiles[s][d];
+    tile.resize(static_cast<size_t>(std::max<int64_t>(box.volume(), 1)));
+    MPI_Status st;
+    check(MPI_Recv(tile.data(), static_cast<int>(box.volume()), MPI_FLOAT, d, tag, coll_, &st), "MPI_Recv");
+    int got = 0;
+    MPI_Get_count(&st, MPI_FLOAT, &got);
+    if (got == 0) continue;
+    any = true;
+    copy_box(tile.data(), box, out.data(), whole, box);
+  }
+  if (!any)
+    throw ExecError("'" + t.name + "' is not held after a step (only resident tensors and results "
+                    "without consumers are)");
+  return out;
+}
+
+std::vector<float> MpiExecutable::get_tensor(int tensor) const {
+  std::vector<float> out = gather_tensor(tensor);
+  out.resize(static_cast<size_t>(Box::whole(g_.tensor(tensor).shape).volume()));
+  check(MPI_Bcast(out.data(), static_cast<int>(out.size()), MPI_FLOAT, 0, coll_), "MPI_Bcast");
+  return out;
+}
+
+void MpiExecutable::step() {
+  const int n = low_.devices;
+  runner_->release_kept();
+  if (failed_) throw ExecError("a previous step of this executable failed; compile the plan again");
+  mpi_comm_->reset();
+  runner_->arena().reset_peak();
+  runner_->arena().begin_step();
+  const int blas_before = kernels::blas_threads();
+  kernels::set_blas_threads(1);  // a device is one core
+  const auto start = Clock::now();
+  const Deadline deadline =
+      start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_));
+  try {
+    runner_->run(*mpi_comm_, deadline, profile_);
+    mpi_comm_->flush(rank_, deadline);
+    runner_->arena().end_step();  // plans the arena after the first step
+  } catch (...) {
+    kernels::set_blas_threads(blas_before);
+    failed_ = true;
+    throw;
+  }
+  kernels::set_blas_threads(blas_before);
+  stats_.step_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  // Every device's counters, on every rank.
+  int64_t mine[4] = {mpi_comm_->bytes_sent()[rank_], mpi_comm_->bytes_received()[rank_],
+                     runner_->arena().footprint(), runner_->scratch_bytes()};
+  std::vector<int64_t> all(4 * static_cast<size_t>(n));
+  check(MPI_Allgather(mine, 4, MPI_INT64_T, all.data(), 4, MPI_INT64_T, coll_), "MPI_Allgather");
+  double secs = runner_->seconds();
+  stats_.device_seconds.assign(static_cast<size_t>(n), 0.0);
+  check(MPI_Allgather(&secs, 1, MPI_DOUBLE, stats_.device_seconds.data(), 1, MPI_DOUBLE, coll_), "MPI_Allgather");
+  std::vector<char> native = runner_->native();
+  check(MPI_Allreduce(MPI_IN_PLACE, native.data(), static_cast<int>(native.size()), MPI_SIGNED_CHAR, MPI_MIN, coll_),
+        "MPI_Allreduce");
+  stats_.bytes_sent.assign(static_cast<size_t>(n), 0);
+  stats_.bytes_received.assign(static_cast<size_t>(n), 0);
+  stats_.peak_bytes.assign(static_cast<size_t>(n), 0);
+  stats_.scratch_bytes.assign(static_cast<size_t>(n), 0);
+  stats_.bytes_moved = 0;
+  for (int d = 0; d < n; ++d) {
+    stats_.bytes_sent[d] = all[4 * d];
+    stats_.bytes_received[d] = all[4 * d + 1];
+    stats_.peak_bytes[d] = all[4 * d + 2];
+    stats_.scratch_bytes[d] = all[4 * d + 3];
+    stats_.bytes_moved += all[4 * d + 1];
+  }
+  stats_.op_native = native;
+  stats_.op_seconds = runner_->op_seconds();  // this rank's device
+  stats_.message_bytes = mpi_comm_->buffer_bytes();
+  stats_.profile.clear();
+  if (profile_) stats_.profile.push_back(runner_->profile());  // this rank's device only
+  ++stats_.steps;
+}
+
+}  // namespace tilewise::exec::mpi

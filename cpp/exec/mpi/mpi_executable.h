@@ -1,0 +1,106 @@
+// The MPI executor: one process (rank) per device. Every rank lowers the same (graph, plan) to the
+// same programs and tags (lowering is deterministic), keeps a DeviceRunner for its own device only
+// and runs that device's program against an MpiCommunicator. Built only when CMake finds MPI
+// (TILEWISE_WITH_MPI), into its own extension module tilewise._mpi, so that the core never needs
+// libmpi.
+#pragma once
+#include <mpi.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "exec/communicator.h"
+#include "exec/runtime.h"
+
+namespace tilewise::exec::mpi {
+
+/// MPI_Init_thread once per process (MPI_THREAD_SERIALIZED); no-op when MPI is initialised already.
+void init();
+/// MPI_Finalize once, when initialised and not finalised yet.
+void finalize();
+int rank();
+int size();
+
+/// Communicator over MPI: devices are the ranks of `comm`. A send packs the box into a message
+/// buffer and starts MPI_Isend (completed later; buffers recycled); a receive starts MPI_Irecv
+/// into the buffer (or a staging buffer when the box is not the whole buffer) and polls it with
+/// MPI_Test until it completes or the deadline passes (then cancels it and throws
+/// CommunicationError naming the peer). Tags are taken modulo MPI_TAG_UB + 1: messages between a
+/// pair with equal tags are matched in the order they were sent, and both sides follow their
+/// programs' order.
+class MpiCommunicator : public Communicator {
+ public:
+  explicit MpiCommunicator(MPI_Comm comm);
+  ~MpiCommunicator() override;
+  void send(int self, int peer, int64_t tag, const float* buf, const Box& buf_box, const Box& what) override;
+  void recv(int self, int peer, int64_t tag, float* buf, const Box& buf_box, const Box& what,
+            Deadline deadline) override;
+  bool poll(int self, int peer, int64_t tag) override;
+  void abort(int device, const std::string& why) override;
+  void reset() override;
+  /// Waits (MPI_Test) until every send started has completed, or throws CommunicationError at the deadline.
+  void flush(int self, Deadline deadline);
+  /// Bytes of message buffers held (in flight or kept for reuse), outside the arena.
+  int64_t buffer_bytes() const;
+
+ private:
+  int mpi_tag(int64_t tag) const { return static_cast<int>(tag % (static_cast<int64_t>(tag_ub_) + 1)); }
+  void progress();  ///< completes finished sends, recycling their buffers
+  struct Pending {
+    MPI_Request request;
+    std::vector<float> data;
+  };
+  MPI_Comm comm_;
+  int tag_ub_ = 32767;
+  std::vector<Pending> pending_;
+  std::vector<std::vector<float>> spare_;
+  std::vector<float> staging_;
+  bool aborted_ = false;
+  int failed_device_ = -1;
+  std::string why_;
+};
+
+/// One rank's executor: the device `rank` of `plan.devices` (which must equal the ranks' number).
+/// Methods that gather or reduce (get_tensor, gather_tensor, step's statistics) are collective:
+/// every rank calls them in the same order, as running the same script does.
+class MpiExecutable {
+ public:
+  MpiExecutable(const graph::Graph& g, const cost::Placement& plan, int64_t capacity_per_device,
+                const std::vector<int>& keep = {}, std::vector<tdl::OpaqueCall> opaque = {},
+                double timeout_seconds = 300);
+  ~MpiExecutable();
+  MpiExecutable(const MpiExecutable&) = delete;
+  MpiExecutable& operator=(const MpiExecutable&) = delete;
+
+  /// The full array (row-major, given on every rank): this rank copies its device's tile of it.
+  void set_tensor(int tensor, const float* data);
+  /// Gathers the tensor on rank 0 (collective). Returns it on rank 0, an empty vector elsewhere.
+  std::vector<float> gather_tensor(int tensor) const;
+  /// Gathers on rank 0 and broadcasts: the full tensor on every rank (collective).
+  std::vector<float> get_tensor(int tensor) const;
+  /// Runs this rank's program once; then (collective) gathers every device's statistics.
+  void step();
+  const RunStats& stats() const { return stats_; }
+  int devices() const { return low_.devices; }
+  int rank() const { return rank_; }
+  const Program& program(int device) const;
+  void set_profile(bool on) { profile_ = on; }
+
+ private:
+  const graph::Graph& g_;
+  Lowered low_;
+  std::vector<tdl::OpaqueCall> opaque_;
+  int rank_ = 0;
+  MPI_Comm comm_ = MPI_COMM_NULL;  ///< the executor's own duplicate of MPI_COMM_WORLD (point to point)
+  MPI_Comm coll_ = MPI_COMM_NULL;  ///< another, for gathers and statistics
+  std::unique_ptr<DeviceRunner> runner_;
+  std::unique_ptr<MpiCommunicator> mpi_comm_;
+  RunStats stats_;
+  bool failed_ = false;
+  bool profile_ = false;
+  double timeout_;
+};
+
+}  // namespace tilewise::exec::mpi

@@ -1,0 +1,117 @@
+"""The MPI backend: ``tw.compile(graph, plan, backend="mpi")`` under ``mpirun -np K``.
+
+One rank per device (K must equal ``plan.devices``). Every rank runs the same script: it builds
+the same graph and plan (deterministically), and lowering gives every rank the same programs and
+tags; each rank keeps and runs only its own device's program (``tilewise._mpi``, cpp/exec/mpi),
+sending and receiving with ``MPI_Isend``/``MPI_Irecv`` polled against the deadline.
+
+- Feeds and ``initialize(seed)`` are given on every rank with the full arrays; each rank copies
+  the tiles its device holds.
+- ``exe.step(feeds)`` returns the named outputs (the loss) on every rank (gathered on rank 0 and
+  broadcast). ``exe.get(t)`` likewise.
+- ``exe.parameters()`` gathers the full tensors on rank 0; the other ranks get ``None``.
+- ``exe.stats``: every device's bytes sent and received, peak memory and seconds (gathered from
+  all ranks after each step), beside the plan's per-device predictions; ``op_seconds`` and the
+  profile (``exe.trace``) are this rank's device only.
+
+These calls are collective: every rank must make them in the same order (running the same script
+does). ``tilewise._mpi`` is a separate extension, built only where CMake found MPI, so ``import
+tilewise`` never loads libmpi; it is imported here on first use.
+"""
+
+from __future__ import annotations
+
+import atexit
+import importlib
+import importlib.util
+import json
+import pathlib
+
+import numpy as np
+
+from .._core import ExecError
+from ..graph.graph import Graph
+from ..plan.plan import Plan
+from .executable import Executable
+
+BUILD_HINT = ("tilewise._mpi was not built (no MPI found when tilewise was built): install OpenMPI "
+              "(Debian: apt-get install libopenmpi-dev openmpi-bin) and reinstall tilewise (pip install .; "
+              "-DTILEWISE_WITH_MPI=ON makes a build without MPI fail instead of skipping it)")
+
+_module = None
+
+
+def load():
+    """``tilewise._mpi``, imported (and MPI initialised, finalised at exit) on first use."""
+    global _module
+    if _module is None:
+        try:
+            _mpi = importlib.import_module("tilewise._mpi")
+        except ImportError as e:
+            raise ExecError(f"{BUILD_HINT} ({e})") from None
+        _mpi.init()
+        atexit.register(_mpi.finalize)
+        _module = _mpi
+    return _module
+
+
+def available() -> bool:
+    """Whether this build has the MPI backend (without importing it, so without loading libmpi)."""
+    return importlib.util.find_spec("tilewise._mpi") is not None
+
+
+class MpiExecutable(Executable):
+    """This rank's device of a plan lowered onto MPI ranks (one rank per device)."""
+
+    def __init__(self, graph: Graph, plan: Plan, memory_per_device: int | None = None, *, profile: bool = False,
+                 timeout: float = 300.0):
+        mpi = load()
+        ranks = mpi.size()
+        if ranks != plan.devices:
+            raise ExecError(f"the plan is for {plan.devices} devices but this MPI job has {ranks} rank(s): "
+                            f"run one rank per device, mpirun -np {plan.devices} python SCRIPT")
+        super().__init__(graph, plan, memory_per_device, profile=profile, timeout=timeout)
+
+    @staticmethod
+    def _core_class():
+        return load().Executable
+
+    @property
+    def rank(self) -> int:
+        """This process's rank, the device it runs."""
+        return self._core.rank
+
+    def parameters(self) -> dict[str, np.ndarray] | None:
+        """Current parameters, gathered on rank 0 (collective); ``None`` on the other ranks."""
+        out = {t.name: self._core.gather_tensor(t.id, list(t.shape)) for t in self.graph.tensors
+               if t.role == "parameter" and t.producer is None}
+        return out if self.rank == 0 else None
+
+    def trace(self, path: str | pathlib.Path | None = None) -> dict:
+        """This rank's device's last step as a Chrome/Perfetto trace (one process: this device)."""
+        if not self.profile:
+            raise ValueError("compile with tw.compile(..., profile=True) to record instruction timings")
+        core = self._core.stats
+        if core.steps == 0:
+            raise ValueError("no step has run yet")
+        d = self.rank
+        prog = self._core.program(d)
+        events = [dict(name="process_name", ph="M", pid=d, tid=0, args=dict(name=f"device {d} (rank {d})"))]
+        for i, stream in enumerate(prog.streams):
+            events.append(dict(name="thread_name", ph="M", pid=d, tid=i, args=dict(name=stream)))
+        streams = {name: i for i, name in enumerate(prog.streams)}
+        for (kind, stream, op, text, nbytes, flops), (start, end) in zip(prog.instructions(), core.profile[0],
+                                                                        strict=True):
+            if kind in ("record", "wait"):
+                continue
+            events.append(dict(name=f"{kind} {op}" if op else kind, cat=kind, ph="X", pid=d, tid=streams[stream],
+                               ts=start * 1e6, dur=max(end - start, 0.0) * 1e6,
+                               args=dict(instruction=text, bytes=nbytes, flops=flops)))
+        trace = dict(traceEvents=events, displayTimeUnit="ms")
+        if path is not None:
+            pathlib.Path(path).write_text(json.dumps(trace))
+        return trace
+
+    def __repr__(self):
+        return (f"<tw.Executable '{self.graph.name}' on {self.devices} MPI ranks, this is rank {self.rank} "
+                f"({self.plan.algorithm})>")
