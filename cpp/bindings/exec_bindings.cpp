@@ -91,12 +91,7 @@ void bind_exec(py::module_& m) {
       .def(py::init([](const graph::Graph& g, const partition::Plan& plan, int64_t capacity,
                        const std::vector<int>& keep, const std::vector<py::object>& opaque, double timeout) {
              // Per op: None, or fn(function id, [float64 arrays]) -> array, called with the GIL.
-             std::vector<tdl::OpaqueCall> calls(opaque.size());
-             for (size_t i = 0; i < opaque.size(); ++i) {
-               if (opaque[i].is_none()) continue;
-               calls[i] = opaque_from_python(opaque[i]);
-             }
-             return std::make_unique<Executable>(g, plan, capacity, keep, std::move(calls), timeout);
+             return std::make_unique<Executable>(g, plan, capacity, keep, opaque_calls(opaque), timeout);
            }),
            py::arg("graph"), py::arg("plan"), py::arg("capacity") = 0, py::arg("keep") = std::vector<int>{},
            py::arg("opaque") = std::vector<py::object>{}, py::arg("timeout") = 300.0, py::keep_alive<1, 2>())

@@ -30,4 +30,12 @@ inline tdl::OpaqueCall opaque_from_python(const pybind11::object& fn_object) {
   };
 }
 
+/// Per op: None, or a Python callable for its opaque functions (as the executables take them).
+inline std::vector<tdl::OpaqueCall> opaque_calls(const std::vector<pybind11::object>& per_op) {
+  std::vector<tdl::OpaqueCall> calls(per_op.size());
+  for (size_t i = 0; i < per_op.size(); ++i)
+    if (!per_op[i].is_none()) calls[i] = opaque_from_python(per_op[i]);
+  return calls;
+}
+
 }  // namespace tilewise::bindings

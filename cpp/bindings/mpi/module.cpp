@@ -71,10 +71,7 @@ PYBIND11_MODULE(_mpi, m) {
   py::class_<MpiExecutable>(m, "Executable", "This rank's device of a plan lowered for MPI ranks.")
       .def(py::init([](const graph::Graph& g, const partition::Plan& plan, int64_t capacity,
                        const std::vector<int>& keep, const std::vector<py::object>& opaque, double timeout) {
-             std::vector<tdl::OpaqueCall> calls(opaque.size());
-             for (size_t i = 0; i < opaque.size(); ++i)
-               if (!opaque[i].is_none()) calls[i] = bindings::opaque_from_python(opaque[i]);
-             return std::make_unique<MpiExecutable>(g, plan, capacity, keep, std::move(calls), timeout);
+             return std::make_unique<MpiExecutable>(g, plan, capacity, keep, bindings::opaque_calls(opaque), timeout);
            }),
            py::arg("graph"), py::arg("plan"), py::arg("capacity") = 0, py::arg("keep") = std::vector<int>{},
            py::arg("opaque") = std::vector<py::object>{}, py::arg("timeout") = 300.0, py::keep_alive<1, 2>())

@@ -567,6 +567,25 @@ const float* column_vector(const TileCall& call, int input, int r) {
   return element(v, {call.vars[r - 1].lo}) - call.vars[r - 1].lo;  // indexed by the column
 }
 
+// A vector input indexed by the last axis, held whole (gamma of a gradient reads every column).
+const float* whole_vector(const TileCall& call, int input, int64_t n) {
+  const TileIn& v = call.inputs[input];
+  if (v.shape.size() != 1 || v.shape[0] != n || !holds(v, {all(n)})) return nullptr;
+  return element(v, {0});
+}
+
+// Mean and 1 / sqrt(variance + eps) of a row of n values, summed in double.
+void row_stats(const float* x, int64_t n, double eps, double* mu, double* rstd) {
+  *mu = sum_of(n, [&](int64_t k) { return static_cast<double>(x[k]); }) / n;
+  const double m = *mu;
+  *rstd = 1.0 / std::sqrt(sum_of(n, [&](int64_t k) { return (x[k] - m) * (x[k] - m); }) / n + eps);
+}
+
+// 1 / sqrt(mean(x^2) + eps) of a row of n values.
+double rms_inverse(const float* x, int64_t n, double eps) {
+  return 1.0 / std::sqrt(sum_of(n, [&](int64_t k) { return static_cast<double>(x[k]) * x[k]; }) / n + eps);
+}
+
 // max over a row, NaN if any element is NaN (as the interpreter's Max).
 float row_max(const float* x, int64_t n) {
   float m = -std::numeric_limits<float>::infinity();
@@ -633,9 +652,8 @@ bool layer_norm(const TileCall& call, const Attrs& attrs) {  // (x, gamma, beta)
   if (!gamma || !beta) return false;
   const int64_t n = call.extents[r - 1];
   for_each_row(call, r, {0}, [&](const float* const* x, float* out, int64_t lo, int64_t hi) {
-    const double mu = sum_of(n, [&](int64_t k) { return static_cast<double>(x[0][k]); }) / n;
-    const double var = sum_of(n, [&](int64_t k) { return (x[0][k] - mu) * (x[0][k] - mu); }) / n;
-    const double rstd = 1.0 / std::sqrt(var + eps);
+    double mu, rstd;
+    row_stats(x[0], n, eps, &mu, &rstd);
     for (int64_t c = lo; c <= hi; ++c) out[c - lo] = static_cast<float>((x[0][c] - mu) * rstd * gamma[c] + beta[c]);
   });
   return true;
@@ -646,12 +664,12 @@ bool layer_norm_grad_input(const TileCall& call, const Attrs& attrs) {  // (dy, 
   int r = 0;
   if (!attrs.ok() || call.inputs.size() != 3 || !row_layout(call, {0, 1}, &r)) return false;
   const int64_t n = call.extents[r - 1];
-  if (!holds(call.inputs[2], {all(n)}) || call.inputs[2].shape.size() != 1) return false;
-  const float* gamma = element(call.inputs[2], {0});
+  const float* gamma = whole_vector(call, 2, n);
+  if (!gamma) return false;
   for_each_row(call, r, {0, 1}, [&](const float* const* p, float* out, int64_t lo, int64_t hi) {
     const float *dy = p[0], *x = p[1];
-    const double mu = sum_of(n, [&](int64_t k) { return static_cast<double>(x[k]); }) / n;
-    const double rstd = 1.0 / std::sqrt(sum_of(n, [&](int64_t k) { return (x[k] - mu) * (x[k] - mu); }) / n + eps);
+    double mu, rstd;
+    row_stats(x, n, eps, &mu, &rstd);
     const double m1 = sum_of(n, [&](int64_t k) { return static_cast<double>(dy[k]) * gamma[k]; }) / n;
     const double m2 = sum_of(n, [&](int64_t k) { return static_cast<double>(dy[k]) * gamma[k] * (x[k] - mu); }) / n;
     for (int64_t c = lo; c <= hi; ++c)
@@ -668,7 +686,7 @@ bool rms_norm(const TileCall& call, const Attrs& attrs) {  // (x, gamma): x / sq
   if (!gamma) return false;
   const int64_t n = call.extents[r - 1];
   for_each_row(call, r, {0}, [&](const float* const* x, float* out, int64_t lo, int64_t hi) {
-    const double inv = 1.0 / std::sqrt(sum_of(n, [&](int64_t k) { return static_cast<double>(x[0][k]) * x[0][k]; }) / n + eps);
+    const double inv = rms_inverse(x[0], n, eps);
     for (int64_t c = lo; c <= hi; ++c) out[c - lo] = static_cast<float>(x[0][c] * inv * gamma[c]);
   });
   return true;
@@ -679,11 +697,11 @@ bool rms_norm_grad_input(const TileCall& call, const Attrs& attrs) {  // (dy, x,
   int r = 0;
   if (!attrs.ok() || call.inputs.size() != 3 || !row_layout(call, {0, 1}, &r)) return false;
   const int64_t n = call.extents[r - 1];
-  if (!holds(call.inputs[2], {all(n)}) || call.inputs[2].shape.size() != 1) return false;
-  const float* gamma = element(call.inputs[2], {0});
+  const float* gamma = whole_vector(call, 2, n);
+  if (!gamma) return false;
   for_each_row(call, r, {0, 1}, [&](const float* const* p, float* out, int64_t lo, int64_t hi) {
     const float *dy = p[0], *x = p[1];
-    const double rr = 1.0 / std::sqrt(sum_of(n, [&](int64_t k) { return static_cast<double>(x[k]) * x[k]; }) / n + eps);
+    const double rr = rms_inverse(x, n, eps);
     const double m = sum_of(n, [&](int64_t k) { return static_cast<double>(dy[k]) * gamma[k] * x[k]; }) / n;
     for (int64_t c = lo; c <= hi; ++c)
       out[c - lo] = static_cast<float>(rr * gamma[c] * dy[c] - x[c] * rr * rr * rr * m);
@@ -718,8 +736,8 @@ bool layer_norm_grad_gamma(const TileCall& call, const Attrs& attrs) {
     const float* xr = element(x, at);
     at[lead] = j.lo;
     const float* dr = element(dy, at);
-    const double mu = sum_of(n, [&](int64_t k) { return static_cast<double>(xr[k]); }) / n;
-    const double rstd = 1.0 / std::sqrt(sum_of(n, [&](int64_t k) { return (xr[k] - mu) * (xr[k] - mu); }) / n + eps);
+    double mu, rstd;
+    row_stats(xr, n, eps, &mu, &rstd);
     for (int64_t c = j.lo; c <= j.hi; ++c) acc[c - j.lo] += static_cast<double>(dr[c - j.lo]) * (xr[c] - mu) * rstd;
     int d = lead - 1;
     while (d >= 0 && at[d] == rows[d].hi) at[d] = rows[d].lo, --d;

@@ -159,22 +159,8 @@ class Executable:
             raise ValueError("no step has run yet")
         events = []
         for d, timings in enumerate(core.profile):
-            prog = self._core.program(d)
-            events.append(dict(name="process_name", ph="M", pid=d, tid=0, args=dict(name=f"device {d}")))
-            for i, stream in enumerate(prog.streams):
-                events.append(dict(name="thread_name", ph="M", pid=d, tid=i, args=dict(name=stream)))
-            streams = {name: i for i, name in enumerate(prog.streams)}
-            for (kind, stream, op, text, nbytes, flops), (start, end) in zip(prog.instructions(), timings,
-                                                                            strict=True):
-                if kind in ("record", "wait"):
-                    continue
-                events.append(dict(name=f"{kind} {op}" if op else kind, cat=kind, ph="X", pid=d, tid=streams[stream],
-                                   ts=start * 1e6, dur=max(end - start, 0.0) * 1e6,
-                                   args=dict(instruction=text, bytes=nbytes, flops=flops)))
-        trace = dict(traceEvents=events, displayTimeUnit="ms")
-        if path is not None:
-            pathlib.Path(path).write_text(json.dumps(trace))
-        return trace
+            events += program_events(self._core.program(d), d, timings, f"device {d}")
+        return write_trace(events, path)
 
     def _opaque_calls(self) -> list:
         """Per op: None, or the callable running its opaque functions (embedding lookups...)."""
@@ -291,3 +277,27 @@ def compile(graph: Graph, plan: Plan, backend: str = "cpu", *, memory_per_device
         mpi = importlib.import_module(".mpi", __package__)
         return mpi.MpiExecutable(graph, plan, memory_per_device, profile=profile, timeout=timeout)
     return Executable(graph, plan, memory_per_device, profile=profile, timeout=timeout)
+
+
+def program_events(prog: Program, device: int, timings, label: str) -> list[dict]:
+    """Chrome/Perfetto events of one device's program: a process per device, a thread per stream,
+    one complete event per timed instruction (record/wait are bookkeeping, not shown)."""
+    events = [dict(name="process_name", ph="M", pid=device, tid=0, args=dict(name=label))]
+    for i, stream in enumerate(prog.streams):
+        events.append(dict(name="thread_name", ph="M", pid=device, tid=i, args=dict(name=stream)))
+    streams = {name: i for i, name in enumerate(prog.streams)}
+    for (kind, stream, op, text, nbytes, flops), (start, end) in zip(prog.instructions(), timings, strict=True):
+        if kind in ("record", "wait"):
+            continue
+        events.append(dict(name=f"{kind} {op}" if op else kind, cat=kind, ph="X", pid=device, tid=streams[stream],
+                           ts=start * 1e6, dur=max(end - start, 0.0) * 1e6,
+                           args=dict(instruction=text, bytes=nbytes, flops=flops)))
+    return events
+
+
+def write_trace(events: list[dict], path) -> dict:
+    """The trace document; written as JSON to ``path`` when given."""
+    trace = dict(traceEvents=events, displayTimeUnit="ms")
+    if path is not None:
+        pathlib.Path(path).write_text(json.dumps(trace))
+    return trace

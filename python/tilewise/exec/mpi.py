@@ -24,7 +24,6 @@ from __future__ import annotations
 import atexit
 import importlib
 import importlib.util
-import json
 import pathlib
 
 import numpy as np
@@ -32,7 +31,7 @@ import numpy as np
 from .._core import ExecError
 from ..graph.graph import Graph
 from ..plan.plan import Plan
-from .executable import Executable
+from .executable import Executable, program_events, write_trace
 
 BUILD_HINT = ("tilewise._mpi was not built (no MPI found when tilewise was built): install OpenMPI "
               "(Debian: apt-get install libopenmpi-dev openmpi-bin) and reinstall tilewise (pip install .; "
@@ -95,22 +94,7 @@ class MpiExecutable(Executable):
         if core.steps == 0:
             raise ValueError("no step has run yet")
         d = self.rank
-        prog = self._core.program(d)
-        events = [dict(name="process_name", ph="M", pid=d, tid=0, args=dict(name=f"device {d} (rank {d})"))]
-        for i, stream in enumerate(prog.streams):
-            events.append(dict(name="thread_name", ph="M", pid=d, tid=i, args=dict(name=stream)))
-        streams = {name: i for i, name in enumerate(prog.streams)}
-        for (kind, stream, op, text, nbytes, flops), (start, end) in zip(prog.instructions(), core.profile[0],
-                                                                        strict=True):
-            if kind in ("record", "wait"):
-                continue
-            events.append(dict(name=f"{kind} {op}" if op else kind, cat=kind, ph="X", pid=d, tid=streams[stream],
-                               ts=start * 1e6, dur=max(end - start, 0.0) * 1e6,
-                               args=dict(instruction=text, bytes=nbytes, flops=flops)))
-        trace = dict(traceEvents=events, displayTimeUnit="ms")
-        if path is not None:
-            pathlib.Path(path).write_text(json.dumps(trace))
-        return trace
+        return write_trace(program_events(self._core.program(d), d, core.profile[0], f"device {d} (rank {d})"), path)
 
     def __repr__(self):
         return (f"<tw.Executable '{self.graph.name}' on {self.devices} MPI ranks, this is rank {self.rank} "
