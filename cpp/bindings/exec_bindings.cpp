@@ -5,6 +5,7 @@
 
 #include "bindings/bindings.h"
 #include "bindings/opaque_call.h"
+#include "exec/link_probe.h"
 #include "exec/runtime.h"
 #include "partition/plan.h"
 
@@ -72,6 +73,16 @@ void bind_exec(py::module_& m) {
       [](const graph::Graph& g, const partition::Plan& plan) { return predicted_traffic(g, plan); },
       py::arg("graph"), py::arg("plan"),
       "Bytes each device sends and receives in a step under the plan: (sent, received), per device.");
+
+  m.def("mailbox_one_way_seconds", &mailbox_one_way_seconds, py::arg("bytes"), py::arg("rounds"), py::arg("repeats"),
+        py::call_guard<py::gil_scoped_release>(),
+        "One-way seconds per message of `bytes` between two in-process devices (ping-pong, median of runs).");
+  m.def("box_copy_seconds", &box_copy_seconds, py::arg("bytes"), py::arg("strided"), py::arg("combine"),
+        py::arg("repeats"), py::call_guard<py::gil_scoped_release>(),
+        "Seconds of one box copy (or combine) of `bytes`: contiguous, or half the columns of rows of 256 floats.");
+  m.def("parallel_copy_rate", &parallel_copy_rate, py::arg("threads"), py::arg("bytes"), py::arg("repeats"),
+        py::call_guard<py::gil_scoped_release>(),
+        "Bytes per second (read + written) of `threads` threads copying their own buffers at once.");
 
   py::class_<RunStats>(m, "RunStats", "What the last step measured.")
       .def_readonly("bytes_moved", &RunStats::bytes_moved)

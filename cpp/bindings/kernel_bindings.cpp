@@ -3,6 +3,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,6 +24,14 @@ void bind_kernels(py::module_& m) {
         return out;
       },
       "[(kernel name, roles of its variables in order; a role ending in '*' takes zero or more)].");
+  m.def(
+      "native_kernel_kinds",
+      [] {
+        std::map<std::string, std::string> out;
+        for (const auto& k : kernels::native_kernels()) out[k.name] = k.kind;
+        return out;
+      },
+      "{kernel name: its kind for the time model: gemm, conv, elementwise, reduction, norm, layout, embedding}.");
 }
 
 }  // namespace tilewise::bindings

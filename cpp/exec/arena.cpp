@@ -17,6 +17,38 @@ OutOfMemory::OutOfMemory(int d, std::string w, int64_t b, int64_t u, int64_t c)
       in_use(u),
       capacity(c) {}
 
+int64_t plan_block(const std::vector<BufferLife>& lives, std::vector<int64_t>* offsets) {
+  // Largest first; each at the lowest offset free of every placed buffer whose lifetime overlaps.
+  std::vector<size_t> order(lives.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return lives[a].bytes > lives[b].bytes; });
+  std::vector<int64_t> at(lives.size(), 0);
+  std::vector<size_t> placed;
+  int64_t top = 0;
+  std::vector<std::pair<int64_t, int64_t>> busy;
+  auto slot = [](int64_t bytes) { return (bytes + 15) / 16 * 16; };  // 16-byte aligned slots (SIMD loads)
+  for (size_t i : order) {
+    const BufferLife& r = lives[i];
+    const int64_t size = slot(r.bytes);
+    busy.clear();
+    for (size_t j : placed) {
+      const BufferLife& o = lives[j];
+      if (o.born < r.dies && r.born < o.dies) busy.push_back({at[j], at[j] + slot(o.bytes)});
+    }
+    std::sort(busy.begin(), busy.end());
+    int64_t off = 0;
+    for (const auto& [lo, hi] : busy) {
+      if (off + size <= lo) break;
+      off = std::max(off, hi);
+    }
+    at[i] = off;
+    top = std::max(top, off + size);
+    placed.push_back(i);
+  }
+  if (offsets) *offsets = std::move(at);
+  return top;
+}
+
 float* Arena::allocate(int64_t elements, const std::string& what) {
   const int64_t bytes = elements * static_cast<int64_t>(sizeof(float));
   if (planned_ && recording_) {
@@ -70,38 +102,19 @@ void Arena::end_step() {
   // Buffers alive at the end of the step (results kept for reading) live to the end.
   for (auto& r : records_)
     if (r.dies < 0) r.dies = clock_;
-  // Largest first; each at the lowest offset free of every placed buffer whose lifetime overlaps.
-  std::vector<size_t> order(records_.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return records_[a].bytes > records_[b].bytes; });
-  offsets_.assign(records_.size(), 0);
-  std::vector<size_t> placed;
-  int64_t top = 0;
-  std::vector<std::pair<int64_t, int64_t>> busy;
-  for (size_t i : order) {
-    const Record& r = records_[i];
-    const int64_t size = (r.bytes + 15) / 16 * 16;  // 16-byte aligned slots (SIMD loads)
-    busy.clear();
-    for (size_t j : placed) {
-      const Record& o = records_[j];
-      if (o.born < r.dies && r.born < o.dies) busy.push_back({offsets_[j] * 4, offsets_[j] * 4 + (o.bytes + 15) / 16 * 16});
-    }
-    std::sort(busy.begin(), busy.end());
-    int64_t at = 0;
-    for (const auto& [lo, hi] : busy) {
-      if (at + size <= lo) break;
-      at = std::max(at, hi);
-    }
-    offsets_[i] = at / 4;
-    top = std::max(top, at + size);
-    placed.push_back(i);
-  }
-  block_bytes_ = top;
+  std::vector<BufferLife> lives;
+  lives.reserve(records_.size());
+  for (const auto& r : records_) lives.push_back({r.bytes, r.born, r.dies});
+  std::vector<int64_t> at;
+  block_bytes_ = plan_block(lives, &at);
+  offsets_.resize(at.size());
+  for (size_t i = 0; i < at.size(); ++i) offsets_[i] = at[i] / 4;
   // The block replaces the recorded buffers; what lives outside it (parameters, inputs) stays.
   const int64_t outside = outside_;
   if (capacity_ > 0 && outside + block_bytes_ > capacity_) {
-    const Record& largest = records_[order.empty() ? 0 : order.front()];
-    throw OutOfMemory(device_, "the planned block (largest buffer: " + largest.what + ")", block_bytes_, outside,
+    auto largest = std::max_element(records_.begin(), records_.end(),
+                                    [](const Record& a, const Record& b) { return a.bytes < b.bytes; });
+    throw OutOfMemory(device_, "the planned block (largest buffer: " + (largest == records_.end() ? std::string("none") : largest->what) + ")", block_bytes_, outside,
                       capacity_);
   }
   block_.reset(new float[std::max<int64_t>(block_bytes_ / 4, 1)]);

@@ -25,6 +25,18 @@ struct OutOfMemory : std::runtime_error {
   int64_t bytes, in_use, capacity;
 };
 
+/// One transient buffer of a step: its bytes and the allocation events (a counter over the step's
+/// allocations and releases) that bound its life.
+struct BufferLife {
+  int64_t bytes = 0;
+  int64_t born = 0, dies = 0;
+};
+
+/// The static plan of a step's transient buffers: each at the lowest 16-byte aligned offset (bytes)
+/// free of every buffer alive at the same time, largest first. Returns the block's bytes; fills
+/// `offsets` when given. The arena plans with it and the simulator predicts memory with it.
+int64_t plan_block(const std::vector<BufferLife>& lives, std::vector<int64_t>* offsets = nullptr);
+
 /// Owns float32 buffers of one device and accounts for their bytes.
 class Arena {
  public:

@@ -63,10 +63,16 @@ bool run_native(const TileCall& call);
 struct KernelInfo {
   std::string name;
   std::vector<std::string> roles;
+  /// How the time model prices a call (sim::DeviceProfile): "gemm" and "conv" by FLOPs; "elementwise",
+  /// "reduction", "norm", "layout", "embedding" by bytes read and written.
+  std::string kind;
 };
 
 /// Every native kernel, by name.
 std::vector<KernelInfo> native_kernels();
+
+/// The kind of a native kernel ("" for a name that is none).
+std::string kernel_kind(const std::string& kernel);
 
 /// Whether `count` variables can take the roles (exactly one per role, zero or more for a '*' role).
 bool roles_fit(const std::vector<std::string>& roles, size_t count);

@@ -1,6 +1,6 @@
 """The execution stage: plans lowered onto devices and run.
 
-Modules: ``executable`` (``tw.compile``, ``Executable``, ``ExecStats``), ``calibration`` (this
-machine's GEMM rate and copy bandwidth for the predicted step time). The runtime takes a plan; it
-never searches for one. The public names are the façade's: ``tw.compile``, ``tw.Executable`` ...
+Modules: ``executable`` (``tw.compile``, ``Executable``, ``ExecStats``), ``mpi`` (the MPI
+executable). Predictions of its steps come from the simulator (``tilewise.sim``) on the cluster
+"this-machine" (``tilewise.calibration``). The runtime takes a plan; it never searches for one. The public names are the façade's: ``tw.compile``, ``tw.Executable`` ...
 """

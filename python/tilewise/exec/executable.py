@@ -19,7 +19,7 @@ from .. import _core
 from .._core import ExecError
 from ..graph.graph import Graph, GTensor
 from ..plan.plan import Plan
-from .calibration import calibration
+from ..sim.prediction import resolve_cluster, simulate_lowered
 
 OutOfMemory = _core.OutOfMemory
 CommunicationError = _core.CommunicationError
@@ -51,15 +51,20 @@ class ExecStats:
         self.predicted_bytes = plan.comm_bytes
         self.predicted_memory_per_device = list(plan.memory_per_device)
         self._plan = plan
+        self._exe = exe
+        self._prediction = None
+
+    @property
+    def prediction(self):
+        """The simulator's step on this machine ("this-machine" profile; ``exe.predict()``)."""
+        if self._prediction is None:
+            self._prediction = self._exe.predict()
+        return self._prediction
 
     @property
     def predicted_step_seconds(self) -> float:
-        """The cost model's step time (approximate): the busiest device's FLOPs at this machine's
-        GEMM rate plus its share of the plan's bytes at the copy bandwidth (``calibration()``).
-        Kernels slower than GEMM, barriers and local copies are not modelled: expect it low."""
-        cal = calibration()
-        share = self._plan.comm_bytes / max(len(self.peak_memory_per_device), 1)
-        return max(self._plan.flops_per_device) / cal["flops_per_second"] + share / cal["bytes_per_second"]
+        """The simulated step time of these programs on this machine (``exe.predict()``)."""
+        return self.prediction.step_seconds
 
     @property
     def memory_error(self) -> float:
@@ -118,7 +123,7 @@ class Executable:
     def __init__(self, graph: Graph, plan: Plan, memory_per_device: int | None = None, *, profile: bool = False,
                  timeout: float = 300.0):
         self.graph, self.plan = graph, plan
-        self._results = self._result_tensors()
+        self._results = graph.results()
         self._core = self._core_class()(graph._g, plan._core, int(memory_per_device or 0),
                                       [t.id for t in self._results.values()], self._opaque_calls(), float(timeout))
         self._core.set_profile(bool(profile))
@@ -147,6 +152,15 @@ class Executable:
             sent, received = _core.predicted_traffic(self.graph._g, self.plan._core)
             self._traffic = (list(sent), list(received))
         return self._traffic
+
+    def predict(self, cluster="this-machine", *, op_times=None):
+        """One step of these programs simulated on ``cluster`` (a ``tw.Cluster`` or preset name; default
+        this machine, calibrated once and cached): a ``tw.Prediction`` to set beside ``exe.stats``.
+        ``op_times`` (``tw.measure_ops(graph)``) scales the kernel model per op."""
+        c = resolve_cluster(cluster, self.devices)
+        names = [op.name for op in self.graph.ops]
+        return simulate_lowered(lambda core, scales: _core.simulate_executable(self._core, self.graph._g, core, scales),
+                                c, names, op_times)
 
     def trace(self, path: str | pathlib.Path | None = None) -> dict:
         """The last step's per-instruction timings as a Chrome/Perfetto trace (``chrome://tracing``,
@@ -179,14 +193,6 @@ class Executable:
 
             calls.append(call)
         return calls
-
-    def _result_tensors(self) -> dict[str, GTensor]:
-        """The graph's named outputs (loss, output), else the tensors no op reads (not updates)."""
-        named = {k: t for k, t in self.graph.outputs.items() if t is not None}
-        if named:
-            return named
-        return {t.name: t for t in self.graph.tensors if t.producer is not None and not t.consumers
-                and t.updates is None}
 
     def _resident(self) -> list[GTensor]:
         return [t for t in self.graph.tensors if t.producer is None]

@@ -228,6 +228,14 @@ class Graph:
         #: Named results ("output", "loss", ...): set by tw.trace and from_torch, saved in JSON.
         self.outputs: dict[str, GTensor] = {}
 
+    def results(self) -> dict[str, GTensor]:
+        """What a step hands back (and so keeps after it): the named outputs (loss, output), else the
+        tensors no op reads that update nothing."""
+        named = {k: t for k, t in self.outputs.items() if t is not None}
+        if named:
+            return named
+        return {t.name: t for t in self.tensors if t.producer is not None and not t.consumers and t.updates is None}
+
     # ----- building --------------------------------------------------------------------
 
     def _tensor(self, name: str, shape, role: str, dtype: str) -> GTensor:

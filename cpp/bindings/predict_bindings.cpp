@@ -1,0 +1,74 @@
+// Python view of the program simulation (cpp/sim/program_sim.h): a plan's or an executable's
+// programs timed on a cluster. Conversion only.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <string>
+#include <vector>
+
+#include "bindings/bindings.h"
+#include "exec/lowering.h"
+#include "exec/runtime.h"
+#include "partition/plan.h"
+#include "sim/program_sim.h"
+
+namespace py = pybind11;
+
+namespace tilewise::bindings {
+
+using sim::Prediction;
+
+namespace {
+
+sim::OpScales scales_of(const std::vector<double>& scale) { return sim::OpScales{scale}; }
+
+}  // namespace
+
+void bind_predict(py::module_& m) {
+  py::class_<Prediction>(m, "Prediction", "One simulated step of per-device programs on a cluster.")
+      .def_readonly("step_seconds", &Prediction::step_seconds)
+      .def_readonly("compute_seconds", &Prediction::compute_seconds)
+      .def_readonly("comm_seconds", &Prediction::comm_seconds)
+      .def_readonly("idle_seconds", &Prediction::idle_seconds)
+      .def_readonly("peak_memory", &Prediction::peak_memory)
+      .def_readonly("intra_bytes", &Prediction::intra_bytes)
+      .def_readonly("inter_bytes", &Prediction::inter_bytes)
+      .def_readonly("streams", &Prediction::streams)
+      .def(
+          "tasks",
+          [](const Prediction& p) {
+            py::list out;
+            for (size_t i = 0; i < p.tasks.size(); ++i) {
+              const auto& t = p.tasks[i];
+              const auto& ti = p.info[i];
+              out.append(py::make_tuple(t.stream, p.timeline.start[i], p.timeline.end[i], ti.device, ti.instr, ti.op,
+                                        ti.kind, ti.kernel, ti.work, ti.bytes));
+            }
+            return out;
+          },
+          "Per task: (stream, start, end, device, instruction, op, kind, priced kind or link level, work, bytes).");
+
+  m.def(
+      "simulate_plan",
+      [](const graph::Graph& g, const partition::Plan& plan, const sim::Cluster& cluster, std::vector<int> keep,
+         std::vector<double> scales, bool keep_tasks) {
+        const exec::Lowered low = exec::lower(g, plan, keep);
+        const sim::OpScales s = scales_of(scales);
+        return sim::simulate_programs(g, low, cluster, scales.empty() ? nullptr : &s, keep_tasks);
+      },
+      py::arg("graph"), py::arg("plan"), py::arg("cluster"), py::arg("keep"), py::arg("scales"),
+      py::arg("keep_tasks") = true, py::call_guard<py::gil_scoped_release>(),
+      "Lowers the plan (keeping `keep` after the step, as the executable does) and simulates one step of its "
+      "programs on the cluster; `scales`: per op, a factor on the kernel model (empty: none).");
+  m.def(
+      "simulate_executable",
+      [](const exec::Executable& exe, const graph::Graph& g, const sim::Cluster& cluster, std::vector<double> scales,
+         bool keep_tasks) {
+        const sim::OpScales s = scales_of(scales);
+        return sim::simulate_programs(g, exe.lowered(), cluster, scales.empty() ? nullptr : &s, keep_tasks);
+      },
+      py::arg("executable"), py::arg("graph"), py::arg("cluster"), py::arg("scales"), py::arg("keep_tasks") = true,
+      py::call_guard<py::gil_scoped_release>(), "Simulates one step of the executable's own programs on the cluster.");
+}
+
+}  // namespace tilewise::bindings

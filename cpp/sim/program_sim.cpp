@@ -1,0 +1,275 @@
+#include "sim/program_sim.h"
+
+#include <algorithm>
+#include <map>
+#include <stdexcept>
+#include <unordered_map>
+#include <utility>
+
+#include "exec/arena.h"
+#include "kernels/cpu/tile_kernels.h"
+
+namespace tilewise::sim {
+
+using exec::InstrKind;
+
+std::string compute_kind(const graph::Graph& g, int op) {
+  const auto& desc = *g.op(op).desc;
+  if (desc.kernel.empty()) return "interpreter";
+  std::string kind = kernels::kernel_kind(desc.kernel);
+  return kind.empty() ? "interpreter" : kind;
+}
+
+namespace {
+
+// Kinds priced per FLOP; every other kind is priced per byte read and written.
+bool priced_by_flops(const std::string& kind) { return kind == "gemm" || kind == "conv" || kind == "interpreter"; }
+
+struct Priced {
+  std::string kind;
+  double work = 0;
+};
+
+// What one instruction costs on its device, as a kernel kind and its work.
+Priced price(const graph::Graph& g, const exec::Instr& in) {
+  switch (in.kind) {
+    case InstrKind::kCompute: {
+      std::string kind = compute_kind(g, in.op);
+      const double work = priced_by_flops(kind) ? in.flops : static_cast<double>(in.bytes);
+      return {std::move(kind), work};
+    }
+    case InstrKind::kSend:
+    case InstrKind::kRecv:
+    case InstrKind::kCopy: return {"copy", 2.0 * static_cast<double>(in.bytes)};
+    case InstrKind::kCombine: return {"combine", 3.0 * static_cast<double>(in.bytes)};
+    default: return {"", 0};
+  }
+}
+
+}  // namespace
+
+double instruction_seconds(const graph::Graph& g, const exec::Program& prog, const exec::Instr& in,
+                           const Cluster& cluster, const OpScales* scales) {
+  (void)prog;
+  Priced p = price(g, in);
+  if (p.kind.empty()) return 0;
+  double s = cluster.device.kernel_seconds(p.kind, p.work);
+  if (scales && in.kind == InstrKind::kCompute && in.op >= 0 && static_cast<size_t>(in.op) < scales->scale.size())
+    s *= scales->scale[in.op];
+  return s;
+}
+
+int64_t program_peak_memory(const exec::Program& prog) {
+  int64_t resident = 0;
+  for (const auto& b : prog.buffers)
+    if (b.resident) resident += b.elements() * static_cast<int64_t>(sizeof(float));
+  // The arena's clock: one tick per allocation or release in the step, in program order.
+  std::vector<exec::BufferLife> lives;
+  std::unordered_map<int, size_t> live;
+  int64_t clock = 0;
+  for (const auto& in : prog.instrs) {
+    if (in.kind == InstrKind::kAlloc) {
+      live[in.buffer] = lives.size();
+      lives.push_back({prog.buffers[in.buffer].elements() * static_cast<int64_t>(sizeof(float)), clock++, -1});
+    } else if (in.kind == InstrKind::kFree) {
+      auto it = live.find(in.buffer);
+      if (it != live.end()) lives[it->second].dies = clock++, live.erase(it);
+    }
+  }
+  for (auto& l : lives)
+    if (l.dies < 0) l.dies = clock;  // kept for reading after the step
+  return resident + exec::plan_block(lives);
+}
+
+Prediction simulate_programs(const graph::Graph& g, const exec::Lowered& low, const Cluster& cluster,
+                             const OpScales* scales, bool keep_tasks) {
+  cluster.validate();
+  const int n = low.devices;
+  if (cluster.devices < n)
+    throw std::invalid_argument("the plan runs on " + std::to_string(n) + " devices but cluster '" + cluster.name +
+                                "' has " + std::to_string(cluster.devices));
+  Prediction out;
+  std::vector<Task>& tasks = out.tasks;
+  std::vector<TaskInfo>& info = out.info;
+  std::vector<std::string>& streams = out.streams;
+  std::vector<Resource> resources;
+
+  // Cores shared by the devices' workers, when fewer than the devices; one machine's memory bus
+  // shared by its devices' memory-bound calls. Both in units of one device's speed alone.
+  const bool share_cores = cluster.concurrent_devices > 0 && cluster.concurrent_devices < n;
+  if (share_cores) resources.push_back({"cores", static_cast<double>(cluster.concurrent_devices)});
+  const bool share_memory = cluster.memory_concurrency > 0 && n > 1;
+  const int memory_base = static_cast<int>(resources.size());
+  if (share_memory)
+    for (int m = 0; m < cluster.machine_of(n - 1) + 1; ++m)
+      resources.push_back({"memory m" + std::to_string(m), cluster.memory_concurrency});
+  constexpr double kCacheBytes = 1 << 20;  // below this a call's data stays in the core's cache
+
+  // Streams: a device's own (one per program stream when they overlap, else one).
+  const bool overlap = cluster.device.concurrent_streams;
+  std::vector<std::vector<int>> stream_of(n);
+  for (int d = 0; d < n; ++d) {
+    const auto& prog = low.programs[d];
+    const size_t ns = std::max<size_t>(prog.streams.size(), 1);
+    for (size_t s = 0; s < ns; ++s) {
+      if (overlap || s == 0) {
+        streams.push_back(overlap ? "d" + std::to_string(d) + "/" + prog.streams[s] : "d" + std::to_string(d));
+        stream_of[d].push_back(static_cast<int>(streams.size()) - 1);
+      } else {
+        stream_of[d].push_back(stream_of[d][0]);
+      }
+    }
+  }
+
+  auto add = [&](Task t, TaskInfo i) {
+    tasks.push_back(std::move(t));
+    info.push_back(std::move(i));
+    return static_cast<int>(tasks.size()) - 1;
+  };
+  auto busy_task = [&](double seconds, int stream, int device, const Priced& p) {
+    Task t;
+    t.stream = stream;
+    if (share_cores) t.resources.push_back(0);
+    if (share_memory && !priced_by_flops(p.kind) && p.work >= kCacheBytes)
+      t.resources.push_back(memory_base + cluster.machine_of(device));
+    if (t.resources.empty()) t.seconds = seconds;
+    else t.work = seconds, t.max_rate = 1;
+    return t;
+  };
+
+  // Device tasks, program order; sends and receives remembered by tag.
+  std::unordered_map<int64_t, std::pair<int, int>> send_of;  // tag -> (task, device)
+  std::vector<std::pair<int, int64_t>> recvs;                // (task, tag)
+  for (int d = 0; d < n; ++d) {
+    const auto& prog = low.programs[d];
+    std::unordered_map<int, int> recorded;  // event -> task
+    std::vector<std::pair<int, int>> waits;  // (task, event)
+    for (size_t k = 0; k < prog.instrs.size(); ++k) {
+      const exec::Instr& in = prog.instrs[k];
+      const int stream = stream_of[d][in.stream];
+      TaskInfo ti;
+      ti.device = d, ti.instr = static_cast<int>(k), ti.op = in.op;
+      switch (in.kind) {
+        case InstrKind::kAlloc:
+        case InstrKind::kFree: continue;
+        case InstrKind::kRecord:
+        case InstrKind::kWait: {
+          if (!overlap) continue;  // one worker: program order holds every event
+          Task t;
+          t.stream = stream;
+          ti.kind = "event";
+          int id = add(std::move(t), ti);
+          if (in.kind == InstrKind::kRecord) recorded[in.event] = id;
+          else waits.push_back({id, in.event});
+          continue;
+        }
+        default: break;
+      }
+      Priced p = price(g, in);
+      Task t = busy_task(instruction_seconds(g, prog, in, cluster, scales), stream, d, p);
+      ti.kernel = p.kind, ti.work = p.work, ti.bytes = in.bytes;
+      ti.kind = in.kind == InstrKind::kCompute ? "compute"
+                : in.kind == InstrKind::kSend  ? "send"
+                : in.kind == InstrKind::kRecv  ? "recv"
+                : in.kind == InstrKind::kCombine ? "combine"
+                : in.kind == InstrKind::kCopy  ? "copy"
+                                               : exec::kind_name(in.kind);
+      if (in.kind == InstrKind::kSwapIn || in.kind == InstrKind::kSwapOut)
+        throw std::invalid_argument("swap instructions are not simulated yet");
+      int id = add(std::move(t), ti);
+      if (in.kind == InstrKind::kSend) send_of[in.tag] = {id, d};
+      if (in.kind == InstrKind::kRecv) recvs.push_back({id, in.tag});
+    }
+    for (auto [task, event] : waits) {
+      auto it = recorded.find(event);
+      if (it == recorded.end()) throw std::invalid_argument("device " + std::to_string(d) + " waits for event " +
+                                                            std::to_string(event) + " that no stream records");
+      tasks[task].after.push_back(it->second);
+    }
+  }
+
+  // Links: one task per message, after its send, on a stream per ordered pair (messages keep their
+  // order); concurrent transfers share what the link level shares.
+  std::map<std::pair<int, int>, int> pair_stream;
+  std::map<std::string, int> resource_of;
+  auto resource = [&](const std::string& name, double capacity) {
+    auto [it, fresh] = resource_of.emplace(name, static_cast<int>(resources.size()));
+    if (fresh) resources.push_back({name, capacity});
+    return it->second;
+  };
+  std::unordered_map<int64_t, int> link_of;  // tag -> link task
+  // Deterministic order: by sender task index.
+  std::vector<std::pair<int, int64_t>> sends;
+  for (const auto& [tag, sd] : send_of) sends.push_back({sd.first, tag});
+  std::sort(sends.begin(), sends.end());
+  for (const auto& [send_task, tag] : sends) {
+    const int src = info[send_task].device;
+    const exec::Instr& in = low.programs[src].instrs[info[send_task].instr];
+    const int dst = in.peer;
+    const Link& link = cluster.link(src, dst);
+    const bool inter = cluster.machine_of(src) != cluster.machine_of(dst);
+    (inter ? out.inter_bytes : out.intra_bytes) += in.bytes;
+    auto [ps, fresh] = pair_stream.emplace(std::make_pair(src, dst), static_cast<int>(streams.size()));
+    if (fresh) streams.push_back("link d" + std::to_string(src) + "->d" + std::to_string(dst));
+    Task t;
+    t.stream = ps->second;
+    t.after = {send_task};
+    const double bytes = static_cast<double>(in.bytes);
+    t.seconds = bytes > 0 ? link.latency : 0;
+    t.work = bytes;
+    t.max_rate = bytes > 0 ? link.bandwidth.at(bytes) : 0;
+    const double peak = link.bandwidth.values.empty() ? 0 : *std::max_element(link.bandwidth.values.begin(),
+                                                                               link.bandwidth.values.end());
+    if (bytes > 0) {
+      // Who shares: a shared level per machine (both ends' machines when between machines); an
+      // unshared one per pair of devices (one direction each when duplex).
+      const std::string lvl = link.name.empty() ? (inter ? "inter" : "intra") : link.name;
+      std::vector<std::string> names;
+      if (link.shared) {
+        const int ms = cluster.machine_of(src), md = cluster.machine_of(dst);
+        const std::string dir_out = link.duplex ? "/out" : "", dir_in = link.duplex ? "/in" : "";
+        names.push_back(lvl + " m" + std::to_string(ms) + dir_out);
+        if (md != ms) names.push_back(lvl + " m" + std::to_string(md) + dir_in);
+      } else {
+        const int a = link.duplex ? src : std::min(src, dst), b = link.duplex ? dst : std::max(src, dst);
+        names.push_back(lvl + " d" + std::to_string(a) + (link.duplex ? "->d" : "<->d") + std::to_string(b));
+      }
+      for (const auto& nm : names) t.resources.push_back(resource(nm, peak));
+      if (link.duplex && link.duplex_bandwidth > 0) {
+        const int a = std::min(src, dst), b = std::max(src, dst);
+        const std::string both = link.shared ? lvl + " m" + std::to_string(cluster.machine_of(src)) + " both"
+                                             : lvl + " d" + std::to_string(a) + "<->d" + std::to_string(b) + " both";
+        t.resources.push_back(resource(both, link.duplex_bandwidth));
+      }
+    }
+    TaskInfo ti;
+    ti.device = src, ti.instr = info[send_task].instr, ti.op = in.op, ti.kind = "link";
+    ti.kernel = inter ? "inter" : "intra", ti.work = bytes, ti.bytes = in.bytes;
+    link_of[tag] = add(std::move(t), ti);
+  }
+  for (const auto& [task, tag] : recvs) {
+    auto it = link_of.find(tag);
+    if (it == link_of.end())
+      throw std::invalid_argument("device " + std::to_string(info[task].device) + " receives tag " +
+                                  std::to_string(tag) + " that no device sends");
+    tasks[task].after.push_back(it->second);
+  }
+
+  out.timeline = simulate(tasks, static_cast<int>(streams.size()), resources);
+  out.step_seconds = out.timeline.makespan;
+  out.compute_seconds.assign(n, 0), out.comm_seconds.assign(n, 0), out.idle_seconds.assign(n, 0);
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    const TaskInfo& ti = info[i];
+    const double span = out.timeline.end[i] - out.timeline.start[i];
+    if (ti.kind == "compute" || ti.kind == "combine" || ti.kind == "copy") out.compute_seconds[ti.device] += span;
+    else if (ti.kind == "send" || ti.kind == "recv") out.comm_seconds[ti.device] += span;
+  }
+  for (int d = 0; d < n; ++d) {
+    out.idle_seconds[d] = std::max(0.0, out.step_seconds - out.compute_seconds[d] - out.comm_seconds[d]);
+    out.peak_memory.push_back(program_peak_memory(low.programs[d]));
+  }
+  if (!keep_tasks) out.tasks.clear(), out.info.clear(), out.streams.clear();
+  return out;
+}
+
+}  // namespace tilewise::sim

@@ -1,0 +1,80 @@
+// Programs on a cluster (TensorOpt §2.1 Eq. 1-3, §3.2; SwapAdvisor §4.2-4.3): every device's program
+// (exec/program.h) becomes tasks of the discrete-event simulator (simulator.h), each priced against
+// the cluster (cluster.h). The one time model of tilewise: predictions shown beside a plan or beside
+// an executable's measurements, frontier points and swap schedules are all timed here.
+//
+// What a task is per instruction:
+//  - Compute: the op's share, `kernel_kind` of its declared kernel ("interpreter" without one), its
+//    work FLOPs (gemm, conv, interpreter) or bytes read and written (the other kinds).
+//  - Send: the sender packs the box (kind "copy", 2x bytes: read and write), then the link carries it
+//    (latency + bytes / bandwidth(bytes), shared as the link level says); Recv: the receiver, once
+//    the link is done, unpacks it (kind "copy"). Messages between one pair keep their order.
+//  - Combine: kind "combine" (two reads and a write per element); Copy: kind "copy".
+//  - Record/Wait: events between the streams of a device that runs them concurrently.
+//  - Alloc/Free: no time; memory is the arena's static plan of the same alloc/free sequence
+//    (exec::plan_block), so predicted peaks are what the runtime holds.
+// A CPU device runs its program in order on one worker: its streams collapse into one. When the
+// cluster runs fewer devices at once than there are (threads on fewer cores), compute and copies
+// share a "cores" resource of that capacity.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "exec/lowering.h"
+#include "graph/graph.h"
+#include "sim/cluster.h"
+#include "sim/simulator.h"
+
+namespace tilewise::sim {
+
+/// What a task of a simulated program stands for.
+struct TaskInfo {
+  int device = -1;       ///< the device whose program holds the instruction (links: the sender)
+  int instr = -1;        ///< index in that device's program
+  int op = -1;           ///< the graph op (-1: none)
+  std::string kind;      ///< "compute", "send", "link", "recv", "combine", "copy", "event"
+  std::string kernel;    ///< the kernel kind priced (compute/copy/combine), the link level (link)
+  double work = 0;       ///< FLOPs or bytes priced
+  int64_t bytes = 0;     ///< bytes moved (send/link/recv)
+};
+
+/// Per-op corrections of the kernel model: `scale[op]` multiplies the model's time of every share
+/// of op (1 = the model as it is); measured once on one device (calibrate_ops in Python).
+struct OpScales {
+  std::vector<double> scale;
+};
+
+/// A simulated step.
+struct Prediction {
+  double step_seconds = 0;
+  std::vector<double> compute_seconds;  ///< per device: compute, combine and local copies
+  std::vector<double> comm_seconds;     ///< per device: packing and unpacking messages
+  std::vector<double> idle_seconds;     ///< per device: step - busy (waiting for messages, or for a core)
+  std::vector<int64_t> peak_memory;     ///< per device: resident buffers + the planned block
+  int64_t intra_bytes = 0, inter_bytes = 0;  ///< bytes sent over each link level
+  std::vector<Task> tasks;               ///< the simulated tasks (names, streams, what they waited for)
+  std::vector<TaskInfo> info;            ///< per task
+  std::vector<std::string> streams;      ///< per stream: "d0", "d0/compute", "link d0->d1"
+  Timeline timeline;
+};
+
+/// The seconds of one instruction of `prog` on `cluster`'s device (0 for Alloc/Free/events; Send
+/// and Recv: the packing and unpacking only). `scales` may be null.
+double instruction_seconds(const graph::Graph& g, const exec::Program& prog, const exec::Instr& in,
+                           const Cluster& cluster, const OpScales* scales = nullptr);
+
+/// The kernel kind pricing a Compute instruction of `op` ("interpreter" when it declares no native kernel).
+std::string compute_kind(const graph::Graph& g, int op);
+
+/// Simulates one step of `low`'s programs on `cluster` (cluster.devices >= low.devices; throws
+/// std::invalid_argument otherwise). `keep_tasks`: fill tasks/info/streams (timelines to show);
+/// false for a search's fitness calls.
+Prediction simulate_programs(const graph::Graph& g, const exec::Lowered& low, const Cluster& cluster,
+                             const OpScales* scales = nullptr, bool keep_tasks = true);
+
+/// Peak bytes of one device's program: its resident buffers plus the block the arena plans for its
+/// allocations in program order (exec::plan_block).
+int64_t program_peak_memory(const exec::Program& prog);
+
+}  // namespace tilewise::sim

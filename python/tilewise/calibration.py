@@ -1,0 +1,296 @@
+"""This machine's profile for the time model (issue 12; TensorOpt §3.2, SwapAdvisor §4.2).
+
+``measure()`` runs a fixed suite of small training graphs through the thread executor with
+per-instruction timing and fits, per kernel kind (``_core.native_kernel_kinds()``: gemm, conv,
+elementwise, reduction, norm, layout, embedding; plus the interpreter fallback and the runtime's
+box copies and combines), the rate of one call as a function of its work (FLOPs or bytes), as
+measured at sizes binned by powers of two (medians per bin). The in-process link is a ping-pong
+through the thread executor's own communicator. Devices that run at once: the cores.
+
+The profile is stored as JSON in the user's cache folder (``$TILEWISE_CACHE_DIR``, else
+``$XDG_CACHE_HOME/tilewise``, else ``~/.cache/tilewise``) and reused while the machine, the
+tilewise version and the BLAS are the same. ``profile_ops(graph)`` measures a graph's own ops once
+on one device: per op, how far the kind's curve is off (the simulator's ``OpScales``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import pathlib
+import platform
+import statistics
+import time
+from collections import defaultdict
+
+from . import _core
+from .graph.feeds import example_feeds
+from .graph.graph import Graph
+from .plan.plan import Plan
+from .sim.cluster import register_this_machine
+
+FORMAT = "tilewise-calibration"
+VERSION = 1
+# Kinds priced per FLOP (the others per byte read and written): as cpp/sim/program_sim.cpp.
+FLOP_KINDS = ("gemm", "conv", "interpreter")
+_STEPS = 3
+
+
+def cache_dir() -> pathlib.Path:
+    """Where the profile is kept."""
+    if os.environ.get("TILEWISE_CACHE_DIR"):
+        return pathlib.Path(os.environ["TILEWISE_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return pathlib.Path(base) / "tilewise"
+
+
+def machine_key() -> dict:
+    """What a stored profile must match to be reused."""
+    info = _core.build_info()
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), cpu)
+    except OSError:
+        pass
+    return {"host": platform.node(), "cpu": cpu, "cores": os.cpu_count() or 1,
+            "tilewise": str(info.get("version", "")), "blas": str(info.get("blas", ""))}
+
+
+# ----------------------------------------------------------------------------------------- suite
+
+
+def _suite(quick: bool):
+    """(label, graph builder): small graphs covering every kernel kind at a range of sizes, run on
+    one device (the runtime takes plans; it does not search for them)."""
+    from . import models
+
+    yield "mlp-256", lambda: models.mlp(layers=3, hidden=256, batch=64)
+    yield "mlp-1024", lambda: models.mlp(layers=3, hidden=1024, batch=128)
+    yield "wresnet-50-1", lambda: models.wresnet(depth=50, width=1, batch=2, image=32, classes=10)
+    yield "lstm-256", lambda: models.rnn(layers=1, hidden=256, steps=4, batch=16, in_features=128)
+    yield "transformer-128", lambda: models.transformer(layers=1, hidden=128, heads=4, seq=32, batch=4)
+    if not quick:
+        yield "mlp-2048", lambda: models.mlp(layers=2, hidden=2048, batch=256)
+        yield "wresnet-50-2", lambda: models.wresnet(depth=50, width=2, batch=4, image=32, classes=10)
+        yield "lstm-1024", lambda: models.rnn(layers=1, hidden=1024, steps=4, batch=32, in_features=256)
+        yield "transformer-512", lambda: models.transformer(layers=1, hidden=512, heads=8, seq=64, batch=8)
+
+
+def instruction_kind(graph: Graph, ins: dict, kinds: dict[str, str]) -> str | None:
+    """The kind pricing one instruction of a program's JSON, as the simulator prices it."""
+    k = ins["kind"]
+    if k == "compute":
+        op = graph.op(ins["op"])
+        return kinds.get(op.op.kernel or "", "interpreter")
+    return {"send": "copy", "copy": "copy", "combine": "combine"}.get(k)
+
+
+def instruction_work(kind: str, ins: dict) -> float:
+    if ins["kind"] == "compute":
+        return float(ins["flops"]) if kind in FLOP_KINDS else float(ins["bytes"])
+    return (3.0 if ins["kind"] == "combine" else 2.0) * float(ins["bytes"])
+
+
+def timed_instructions(graph: Graph, plan: Plan, steps: int = _STEPS, seed: int = 0, warmup: int = 3):
+    """Per device, per instruction: (program JSON instruction, median seconds over ``steps``
+    profiled steps after ``warmup`` steps), and the median step seconds. Warm-up: the first step
+    plans the arenas; the communicator's message buffers grow over the next few."""
+    from .exec.executable import compile as compile_plan
+
+    exe = compile_plan(graph, plan, profile=True).initialize(seed)
+    feeds = example_feeds(graph, seed)
+    for _ in range(max(warmup, 1)):
+        exe.step(feeds)
+    per: dict[tuple[int, int], list[float]] = defaultdict(list)
+    step = []
+    for _ in range(steps):
+        exe.step(feeds)
+        step.append(exe._core.stats.step_seconds)
+        for d, timings in enumerate(exe._core.stats.profile):
+            for i, (a, b) in enumerate(timings):
+                per[(d, i)].append(b - a)
+    out = []
+    for d in range(plan.devices):
+        prog = json.loads(exe.program(d).to_json())
+        out.append([(ins, statistics.median(per[(d, i)])) for i, ins in enumerate(prog["instructions"])])
+    return out, statistics.median(step)
+
+
+def fit_rates(samples: list[tuple[float, float]]) -> tuple[list[float], list[float]]:
+    """(work, seconds) samples -> a rate profile: per power-of-two bin of work, the median work and
+    the median rate (work per second); ascending sizes."""
+    bins: dict[int, list[tuple[float, float]]] = defaultdict(list)
+    for w, s in samples:
+        if w > 0 and s > 0:
+            bins[round(math.log2(w))].append((w, w / s))
+    sizes, rates = [], []
+    for b in sorted(bins):
+        sizes.append(float(statistics.median(w for w, _ in bins[b])))
+        rates.append(float(statistics.median(r for _, r in bins[b])))
+    # medians of neighbouring bins can cross; keep sizes strictly ascending
+    keep_s, keep_r = [], []
+    for s, r in zip(sizes, rates, strict=True):
+        if not keep_s or s > keep_s[-1]:
+            keep_s.append(s), keep_r.append(r)
+    return keep_s, keep_r
+
+
+def measure(*, quick: bool = False, progress: bool = False) -> dict:
+    """Measure this machine (about 10-30 s): the profile as a JSON-ready dict."""
+    t0 = time.perf_counter()
+    kinds = _core.native_kernel_kinds()
+    samples: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    suite = list(_suite(quick))
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(suite) + 1, desc="calibrate")
+    for label, build in suite:
+        g = build()
+        timed, _ = timed_instructions(g, Plan.one_device(g))
+        for ins, seconds in timed[0]:
+            kind = instruction_kind(g, ins, kinds)
+            if kind is not None and ins["kind"] == "compute":
+                samples[kind].append((instruction_work(kind, ins), seconds))
+        if bar:
+            bar.update(1)
+            bar.set_postfix_str(label)
+    # Box copies (packing and unpacking messages, local copies) and combines of partials: the
+    # runtime's own copy_box/combine_box, contiguous and half-column boxes, 4 KiB to 64 MiB.
+    for kind, factor in (("copy", 2.0), ("combine", 3.0)):
+        for e in range(12, 27, 2):
+            nbytes = 2**e
+            for strided in (False, True):
+                seconds = _core.box_copy_seconds(nbytes, strided, kind == "combine", 5)
+                samples[kind].append((factor * nbytes, seconds))
+    kernels = {}
+    for kind, pts in sorted(samples.items()):
+        sizes, rates = fit_rates(pts)
+        if sizes:
+            kernels[kind] = {"sizes": sizes, "rates": rates, "overhead": 0.0, "samples": len(pts)}
+    # The in-process link: ping-pong through the mailbox communicator (packing included: the
+    # simulator prices packing and unpacking as copies, so the link keeps the latency alone).
+    latency = _core.mailbox_one_way_seconds(4, 2000, 5)
+    # The memory bus: what all cores copying at once get, over one core alone (64 MiB each: past
+    # the caches); the best of several runs, as a loaded machine only lowers it.
+    cores = os.cpu_count() or 1
+    one = _core.parallel_copy_rate(1, 64 * 2**20, 5)
+    together = _core.parallel_copy_rate(cores, 64 * 2**20, 5) if cores > 1 else one
+    memory_concurrency = min(float(cores), max(1.0, together / one))
+    if bar:
+        bar.update(1)
+        bar.close()
+    return {"format": FORMAT, "version": VERSION, "machine": machine_key(), "kernels": kernels,
+            "links": {"in-process": {"latency": latency}}, "cores": cores,
+            "memory_concurrency": memory_concurrency, "seconds": time.perf_counter() - t0,
+            "quick": bool(quick)}
+
+
+def _path() -> pathlib.Path:
+    return cache_dir() / "this-machine.json"
+
+
+def load_profile() -> dict | None:
+    """The stored profile when it exists, is valid and matches this machine; else None."""
+    p = _path()
+    try:
+        if p.stat().st_size > 4 * 2**20:
+            return None
+        data = json.loads(p.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("version") != VERSION:
+        return None
+    if data.get("machine") != machine_key():
+        return None
+    try:
+        _check_profile(data)
+    except ValueError:
+        return None
+    return data
+
+
+def _check_profile(data: dict) -> None:
+    kernels = data.get("kernels")
+    if not isinstance(kernels, dict) or not kernels:
+        raise ValueError("calibration profile: 'kernels' must be a non-empty object")
+    for kind, k in kernels.items():
+        sizes, rates = k.get("sizes"), k.get("rates")
+        if not (isinstance(sizes, list) and isinstance(rates, list) and len(sizes) == len(rates) and sizes):
+            raise ValueError(f"calibration profile: kernels.{kind} needs equal-length 'sizes' and 'rates'")
+        if any(not isinstance(v, (int, float)) or isinstance(v, bool) or not v > 0 or not math.isfinite(v)
+               for v in sizes + rates):
+            raise ValueError(f"calibration profile: kernels.{kind} has a size or rate that is not positive")
+    lat = data.get("links", {}).get("in-process", {}).get("latency")
+    if not isinstance(lat, (int, float)) or isinstance(lat, bool) or not 0 <= lat < 1:
+        raise ValueError("calibration profile: links.in-process.latency must be seconds in [0, 1)")
+
+
+def this_machine_profile(*, recalibrate: bool = False, quick: bool = False, progress: bool = False) -> dict:
+    """The stored profile, measured (and stored) first when missing, stale or ``recalibrate``."""
+    data = None if recalibrate else load_profile()
+    if data is None:
+        data = measure(quick=quick, progress=progress)
+        try:
+            _path().parent.mkdir(parents=True, exist_ok=True)
+            tmp = _path().with_suffix(".tmp")
+            tmp.write_text(json.dumps(data, indent=1))
+            tmp.replace(_path())  # atomic: a reader never sees half a file
+        except OSError:
+            pass  # a read-only home still gets a profile, measured each process
+    return data
+
+
+# ------------------------------------------------------------------------- the cluster and op times
+
+
+def this_machine(devices: int | None = None, *, recalibrate: bool = False):
+    """``tw.Cluster.preset("this-machine", devices)``: CPU devices of this machine (one core each;
+    ``devices`` defaults to the cores) with the measured profile. Devices beyond the cores share
+    them; memory-bound calls share the memory bus (``memory_concurrency``)."""
+    from .sim.cluster import Cluster, DeviceProfile, Link
+
+    data = this_machine_profile(recalibrate=recalibrate)
+    cores = int(data.get("cores") or os.cpu_count() or 1)
+    n = cores if devices is None else devices
+    kernels = {kind: ({s: r for s, r in zip(k["sizes"], k["rates"], strict=True)}, float(k.get("overhead", 0.0)))
+               for kind, k in data["kernels"].items()}
+    try:
+        ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        ram = 0
+    device = DeviceProfile("this machine's core", int(ram), kernels, concurrent_streams=False)
+    # Messages between in-process devices: the packing and unpacking are priced as "copy" calls on
+    # the two devices; the link adds the hand-over's latency (bandwidth: not the bottleneck).
+    intra = Link("intra", bandwidth=1e13, latency=float(data["links"]["in-process"]["latency"]), duplex=True,
+                 shared=False)
+    m = data["machine"]
+    return Cluster("this-machine", n, n, device=device, intra=intra if n > 1 else None, concurrent_devices=cores,
+                   memory_concurrency=float(data.get("memory_concurrency", 0.0)),
+                   source=f"measured by tilewise calibrate on {m['host']} ({m['cpu']}, {cores} cores, "
+                          f"BLAS {m['blas']}) in {data.get('seconds', 0):.1f} s")
+
+
+def measure_ops(graph: Graph, *, steps: int = _STEPS, warmup: int = 2):
+    """``tw.OpTimes``: every op of ``graph`` timed on one device of this machine (median of
+    ``steps`` profiled steps), with the kernel kind and work that price it."""
+    from .sim.op_times import OpTimes
+
+    kinds = _core.native_kernel_kinds()
+    timed, _ = timed_instructions(graph, Plan.one_device(graph), steps=steps, warmup=warmup)
+    ops: dict[str, list] = {}
+    for ins, seconds in timed[0]:
+        if ins["kind"] != "compute":
+            continue
+        op = graph.op(ins["op"])
+        kind = instruction_kind(graph, ins, kinds)
+        entry = ops.setdefault(op.name, [0.0, kind, 0.0])
+        entry[0] += seconds
+        entry[2] += instruction_work(kind, ins)
+    return OpTimes({k: tuple(v) for k, v in ops.items()}, "this-machine")
+
+
+register_this_machine(lambda devices: this_machine(devices))

@@ -1,0 +1,81 @@
+"""``tw.OpTimes``: a graph's ops as measured on one device (SwapAdvisor §4.2: the simulator uses
+measured computation time for each operator; TensorOpt §3.2: op times are profiled).
+
+Per op: its measured seconds at full size, the kernel kind that prices it and its work (FLOPs or
+bytes). The simulator prices a share of an op at the kind's curve for the share's work, scaled by
+how far that curve was off for the whole op: ``scale = measured / kernel_seconds(kind, work)``.
+So a plan's shares keep what the kind's curve cannot know (an op's shape, its memory pattern),
+and the curve supplies how the time changes with size. Measured by ``tw.measure_ops(graph)``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+
+
+class OpTimes:
+    """``{op name: (seconds, kind, work)}`` measured on one device of ``cluster_name``."""
+
+    def __init__(self, ops: Mapping[str, tuple[float, str, float]], cluster_name: str = "this-machine"):
+        self.ops: dict[str, tuple[float, str, float]] = {}
+        for name, entry in ops.items():
+            try:
+                seconds, kind, work = entry
+            except (TypeError, ValueError):
+                raise ValueError(f"op times: entry for '{name}' must be (seconds, kind, work), got {entry!r}") from None
+            for what, v in (("seconds", seconds), ("work", work)):
+                if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+                    raise ValueError(f"op times: '{name}' {what} must be a finite number >= 0, got {v!r}")
+            if not isinstance(kind, str) or not kind:
+                raise ValueError(f"op times: '{name}' kind must be a kernel kind name, got {kind!r}")
+            self.ops[str(name)] = (float(seconds), kind, float(work))
+        self.cluster = cluster_name
+
+    def scales(self, op_names, cluster) -> list[float]:
+        """Per op (in ``op_names`` order): measured / the cluster's kernel model at full size; 1 for
+        ops not measured, measured at 0, or whose kind the cluster does not price."""
+        out = []
+        for name in op_names:
+            entry = self.ops.get(name)
+            if entry is None or entry[0] <= 0:
+                out.append(1.0)
+                continue
+            seconds, kind, work = entry
+            try:
+                model = cluster.kernel_seconds(kind, work)
+            except ValueError:
+                model = 0.0
+            out.append(seconds / model if model > 0 else 1.0)
+        return out
+
+    @property
+    def total_seconds(self) -> float:
+        return sum(s for s, _, _ in self.ops.values())
+
+    def to_dict(self) -> dict:
+        return {"format": "tilewise-op-times", "version": 1, "cluster": self.cluster,
+                "ops": {k: list(v) for k, v in self.ops.items()}}
+
+    def to_json(self, path=None) -> str:
+        text = json.dumps(self.to_dict(), indent=1)
+        if path is not None:
+            with open(path, "w") as f:
+                f.write(text)
+        return text
+
+    @classmethod
+    def from_dict(cls, data) -> OpTimes:
+        if not isinstance(data, dict) or data.get("format") != "tilewise-op-times" or data.get("version") != 1:
+            raise ValueError("op times: expected an object with format 'tilewise-op-times' and version 1")
+        ops = data.get("ops")
+        if not isinstance(ops, dict):
+            raise ValueError("op times: 'ops' must be an object of op name: [seconds, kind, work]")
+        return cls(ops, str(data.get("cluster", "this-machine")))
+
+    def __len__(self) -> int:
+        return len(self.ops)
+
+    def __repr__(self):
+        return f"<tw.OpTimes: {len(self.ops)} ops, {self.total_seconds * 1e3:.2f} ms on one device of '{self.cluster}'>"
