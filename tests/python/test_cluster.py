@@ -200,6 +200,8 @@ def test_with_devices_needs_the_links_of_its_shape():
 def test_assignment_validates_and_rebuilds_the_core():
     c = small_cluster()
     assert isinstance(c._core, _core.Cluster) and c._core.devices == 6
+    assert [c._core.intra.name, c._core.inter.name, c._core.host.name] == ["intra", "inter", "host"]  # levels
+    assert c._core.host.bandwidth.empty() and c.intra.name == "fast"
     c.devices = 8
     assert c._core.devices == 8 and c._core.machines() == 2
     c.inter = c.inter.replace(bandwidth=5e9)

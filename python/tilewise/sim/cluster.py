@@ -348,6 +348,9 @@ class Cluster:
         for level in LEVELS:
             if s[level] is not None:
                 setattr(core, level, s[level]._core)
+            # cluster.h names C++ links by level (what the simulator counts bytes by); the Python
+            # name ("NVLink 2.0") stays on the tw.Link.
+            getattr(core, level).name = level
         core.validate()  # the C++ rules; the checks above already hold them, with better messages
         self._state, self._core_cluster = s, core
 
