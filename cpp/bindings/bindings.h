@@ -12,5 +12,6 @@ void bind_cost(pybind11::module_& m);
 void bind_partition(pybind11::module_& m);
 void bind_kernels(pybind11::module_& m);
 void bind_exec(pybind11::module_& m);
+void bind_cluster(pybind11::module_& m);
 void bind_predict(pybind11::module_& m);
 }  // namespace tilewise::bindings

@@ -12,5 +12,6 @@ PYBIND11_MODULE(_core, m) {
   tilewise::bindings::bind_partition(m);
   tilewise::bindings::bind_kernels(m);
   tilewise::bindings::bind_exec(m);
+  tilewise::bindings::bind_cluster(m);
   tilewise::bindings::bind_predict(m);
 }

@@ -8,6 +8,8 @@ namespace tilewise::sim {
 
 double Profile::at(double size) const {
   if (sizes.empty()) throw std::logic_error("an empty profile has no value");
+  // NaN fails both clamps below and upper_bound would then return end(): read past the points.
+  if (std::isnan(size)) throw std::invalid_argument("a profile has no value at size NaN");
   if (size <= sizes.front()) return values.front();
   if (size >= sizes.back()) return values.back();
   const auto hi = static_cast<size_t>(std::upper_bound(sizes.begin(), sizes.end(), size) - sizes.begin());
@@ -62,7 +64,8 @@ void Cluster::validate() const {
     if (l->bandwidth.empty()) continue;  // a level the cluster does not use (one machine: no inter link)
     l->bandwidth.validate("link '" + l->name + "' bandwidth");
     if (!(l->latency >= 0) || !std::isfinite(l->latency)) fail("link '" + l->name + "' latency must be >= 0");
-    if (l->duplex_bandwidth < 0) fail("link '" + l->name + "' duplex_bandwidth must be >= 0");
+    if (!(l->duplex_bandwidth >= 0) || !std::isfinite(l->duplex_bandwidth))
+      fail("link '" + l->name + "' duplex_bandwidth must be 0 (twice the bandwidth) or positive and finite");
   }
   if (machines() > 1 && inter.bandwidth.empty()) fail("devices span several machines but the inter link has no bandwidth");
   if (devices > 1 && intra.bandwidth.empty() && devices_per_machine > 1) fail("the intra link has no bandwidth");

@@ -13,12 +13,21 @@
 
 namespace tilewise::sim {
 
+/// The kernel kinds a device profile prices (see DeviceProfile::kernels), in the order tables show
+/// them; Python reads this list rather than keeping its own.
+inline const std::vector<std::string>& kernel_kinds() {
+  static const std::vector<std::string> kinds = {"gemm",   "conv",      "elementwise", "reduction", "norm",
+                                                 "layout", "embedding", "interpreter", "copy",      "combine"};
+  return kinds;
+}
+
 /// A quantity measured at sizes: `values[i]` at `sizes[i]` (sizes ascending, positive).
 struct Profile {
   std::vector<double> sizes;
   std::vector<double> values;
   /// The value at `size`, interpolated linearly in log2(size) between neighbours; clamped to the
-  /// end points outside them. An empty profile throws std::logic_error.
+  /// end points outside them. An empty profile throws std::logic_error, a NaN size
+  /// std::invalid_argument.
   double at(double size) const;
   bool empty() const { return sizes.empty(); }
   /// Throws std::invalid_argument naming `what` when sizes are not ascending and positive, values
@@ -76,7 +85,8 @@ struct Cluster {
   int concurrent_devices = 0;
   DeviceProfile device;
   Link intra, inter, host;
-  int machines() const { return (devices + devices_per_machine - 1) / devices_per_machine; }
+  // Written so that devices near INT_MAX do not overflow (devices + devices_per_machine - 1 would).
+  int machines() const { return devices / devices_per_machine + (devices % devices_per_machine != 0); }
   int machine_of(int device) const { return device / devices_per_machine; }
   /// The link between two distinct devices (intra when on one machine, else inter).
   const Link& link(int a, int b) const { return machine_of(a) == machine_of(b) ? intra : inter; }

@@ -8,7 +8,7 @@
 
     conv1d.strategies(parts=2, data=(8, 16, 34), filters=(16, 32, 3))
 
-This module is the façade: it re-exports the public names of the stages (subpackages ``tdl``,
+This module is the façade: it re-exports the public names of the stages (subpackages ``sim``, ``tdl``,
 ``graph``, ``plan``, ``exec``, ``nn``, ``models``, ``frontends``, and ``optim``) and the operator
 library ``tdl_ops`` as ``tw.ops``. Nothing inside the package imports it (docs/ARCHITECTURE.md).
 """
@@ -31,6 +31,7 @@ from .graph.reference import run_reference  # noqa: E402
 from .graph.trace import placeholder, trace  # noqa: E402
 from .plan.plan import Cut, Plan, PlanCost, evaluate  # noqa: E402
 from .plan.search import partition  # noqa: E402
+from .sim import Cluster, DeviceProfile, Link  # noqa: E402
 from .tdl import (  # noqa: E402,F401 - abs, max, min: attributes, not in __all__
     Max,
     Min,
@@ -65,6 +66,7 @@ __all__ = [
     "ExecStats",
     "OutOfMemory",
     "Program",
+    "Cluster", "DeviceProfile", "Link",
     "CoarseGraph", "Cut", "GOp", "GTensor", "Graph", "GraphError", "Max", "Min", "Op", "Plan", "PlanCost",
     "PlanError", "Prod", "SearchTimeout", "SearchTooLarge", "ShapeError", "Strategy", "Sum", "TDLError",
     "build_info", "coarsen", "compute", "erf", "evaluate", "exp", "from_torch", "grad", "index_value", "log",
