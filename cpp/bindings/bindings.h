@@ -12,4 +12,5 @@ void bind_cost(pybind11::module_& m);
 void bind_partition(pybind11::module_& m);
 void bind_kernels(pybind11::module_& m);
 void bind_exec(pybind11::module_& m);
+void bind_simulator(pybind11::module_& m);
 }  // namespace tilewise::bindings

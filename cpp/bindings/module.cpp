@@ -12,4 +12,5 @@ PYBIND11_MODULE(_core, m) {
   tilewise::bindings::bind_partition(m);
   tilewise::bindings::bind_kernels(m);
   tilewise::bindings::bind_exec(m);
+  tilewise::bindings::bind_simulator(m);
 }

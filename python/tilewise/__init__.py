@@ -31,6 +31,7 @@ from .graph.reference import run_reference  # noqa: E402
 from .graph.trace import placeholder, trace  # noqa: E402
 from .plan.plan import Cut, Plan, PlanCost, evaluate  # noqa: E402
 from .plan.search import partition  # noqa: E402
+from .sim import SimulationError, Timeline, simulate  # noqa: E402
 from .tdl import (  # noqa: E402,F401 - abs, max, min: attributes, not in __all__
     Max,
     Min,
@@ -66,8 +67,9 @@ __all__ = [
     "OutOfMemory",
     "Program",
     "CoarseGraph", "Cut", "GOp", "GTensor", "Graph", "GraphError", "Max", "Min", "Op", "Plan", "PlanCost",
-    "PlanError", "Prod", "SearchTimeout", "SearchTooLarge", "ShapeError", "Strategy", "Sum", "TDLError",
+    "PlanError", "Prod", "SearchTimeout", "SearchTooLarge", "ShapeError", "SimulationError", "Strategy", "Sum",
+    "TDLError", "Timeline",
     "build_info", "coarsen", "compute", "erf", "evaluate", "exp", "from_torch", "grad", "index_value", "log",
     "models", "nn", "op", "opaque", "ops", "optim", "partition", "placeholder", "run_reference", "sigmoid",
-    "sqrt", "tanh", "tdl", "trace", "where",
+    "simulate", "sqrt", "tanh", "tdl", "trace", "where",
 ]
