@@ -235,6 +235,21 @@ def test_bounds_and_dependencies(w):
     assert huge.makespan <= tl.makespan * (1 + 1e-12)
 
 
+@settings(max_examples=100, deadline=None)
+@given(workloads(), st.data())
+def test_peak_memory_is_the_highest_sum_after_each_instant(w, data):
+    tasks, links, _flat, _caps = w
+    for t in tasks:
+        t["memory"] = data.draw(st.integers(-100, 100))
+        t["memory_pool"] = data.draw(st.sampled_from(["gpu0", "gpu1"]))
+    tl = tw.simulate(tasks, links=links)
+    for pool in {t["memory_pool"] for t in tasks}:
+        mine = [(tl[t["name"]]["start"], t["memory"]) for t in tasks if t["memory_pool"] == pool]
+        # At each instant every start counts (frees before allocations: only the sum after it matters).
+        peak = max([0] + [sum(m for s, m in mine if s <= instant) for instant, _ in mine])
+        assert tl.peak_memory[pool] == peak
+
+
 # ----- validation ------------------------------------------------------------------------------------
 
 OK = {"name": "a", "stream": 0, "seconds": 1}

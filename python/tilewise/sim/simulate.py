@@ -68,10 +68,9 @@ def simulate(tasks: Sequence[Mapping], links: Mapping | None = None, resources: 
     n = len(names)
     stream_ids: dict = {}
     pool_ids: dict = {}
-    stream = np.empty(n, dtype=np.int32)
-    seconds, work, max_rate = np.zeros(n), np.zeros(n), np.zeros(n)
-    memory = np.zeros(n, dtype=np.int64)
-    memory_pool = np.full(n, -1, dtype=np.int32)
+    # Python lists while filling (NumPy item assignment is slower), arrays for the call.
+    stream, seconds, work, max_rate = [0] * n, [0.0] * n, [0.0] * n, [0.0] * n
+    memory, memory_pool = [0] * n, [-1] * n
     res_offsets, res_indices, after_offsets, after_indices = [0], [], [0], []
     task_streams, extras = [], []
     for i, task in enumerate(tasks):
@@ -86,34 +85,8 @@ def simulate(tasks: Sequence[Mapping], links: Mapping | None = None, resources: 
         task_streams.append(s)
         sec = _number(task.get("seconds", 0), f"{where}: 'seconds'")
         res = [resource_index[r] for r in _names_in(task, "resources", resource_index, where, "resources")]
-        link = task.get("link")
-        if link is not None:
-            if link not in link_table:
-                raise SimulationError(f"{where}: unknown link {link!r}{did_you_mean(str(link), link_table)}; "
-                                      f"links: {list(link_table)}")
-            for field in ("work", "max_rate"):
-                if field in task:
-                    raise SimulationError(f"{where}: a transfer (with 'link') takes 'bytes', not '{field}': its "
-                                          "work is its bytes and its rate the link's bandwidth")
-            if "bytes" not in task:
-                raise SimulationError(f"{where}: a transfer on link {link!r} needs 'bytes'")
-            bandwidth, latency, shared = link_table[link]
-            work[i] = _number(task["bytes"], f"{where}: 'bytes'")
-            max_rate[i] = bandwidth
-            sec += latency
-            if shared:
-                if resource_index[link] in res:
-                    raise SimulationError(f"{where}: link {link!r} is also listed in 'resources'")
-                res.append(resource_index[link])
-        else:
-            if "bytes" in task:
-                raise SimulationError(f"{where}: 'bytes' needs a 'link' to go over (links: {list(link_table)})")
-            work[i] = _number(task.get("work", 0), f"{where}: 'work'")
-            max_rate[i] = _number(task.get("max_rate", 0), f"{where}: 'max_rate'")
-            if work[i] > 0 and max_rate[i] == 0 and not res:
-                raise SimulationError(f"{where}: 'work' {task['work']!r} needs a 'max_rate' > 0 or 'resources' "
-                                      "to bound its rate (it has neither)")
-        seconds[i] = sec
+        latency, work[i], max_rate[i] = _work(task, where, res, link_table, resource_index)
+        seconds[i] = sec + latency
         res_indices += res
         res_offsets.append(len(res_indices))
         after_indices += [index[a] for a in _names_in(task, "after", index, where, "tasks")]
@@ -123,14 +96,17 @@ def simulate(tasks: Sequence[Mapping], links: Mapping | None = None, resources: 
         clash = [f for f in _RESERVED if f in task]
         if clash:
             raise SimulationError(f"{where} has {clash}: start and end are what the simulator computes")
-        extras.append({k: v for k, v in task.items() if k != "name" and k != "stream"})
+        extra = dict(task)  # a copy: the caller's dicts stay theirs
+        del extra["name"], extra["stream"]
+        extras.append(extra)
 
     try:
         core = _core.simulate_tasks(
-            names, stream, seconds, work, max_rate, np.asarray(res_offsets, dtype=np.int64),
-            np.asarray(res_indices, dtype=np.int32), np.asarray(after_offsets, dtype=np.int64),
-            np.asarray(after_indices, dtype=np.int32), memory, memory_pool, len(stream_ids), list(capacities),
-            list(capacities.values()))
+            names, np.asarray(stream, dtype=np.int32), np.asarray(seconds), np.asarray(work), np.asarray(max_rate),
+            np.asarray(res_offsets, dtype=np.int64), np.asarray(res_indices, dtype=np.int32),
+            np.asarray(after_offsets, dtype=np.int64), np.asarray(after_indices, dtype=np.int32),
+            np.asarray(memory, dtype=np.int64), np.asarray(memory_pool, dtype=np.int32), len(stream_ids),
+            list(capacities), list(capacities.values()))
     except ValueError as e:  # a dependency cycle: the core finds it while it runs
         raise SimulationError(str(e)) from None
     peaks = core.peak_memory.tolist()
@@ -141,9 +117,41 @@ def simulate(tasks: Sequence[Mapping], links: Mapping | None = None, resources: 
 _MISSING = object()
 
 
+def _work(task: Mapping, where: str, res: list, link_table: dict, resource_index: dict) -> tuple[float, float, float]:
+    """(latency, work, max_rate) of a task: a transfer's from its link and bytes (a shared link joins
+    ``res``), any other task's from "work" and "max_rate"."""
+    link = task.get("link")
+    if link is None:
+        if "bytes" in task:
+            raise SimulationError(f"{where}: 'bytes' needs a 'link' to go over (links: {list(link_table)})")
+        work = _number(task.get("work", 0), f"{where}: 'work'")
+        max_rate = _number(task.get("max_rate", 0), f"{where}: 'max_rate'")
+        if work > 0 and max_rate == 0 and not res:
+            raise SimulationError(f"{where}: 'work' {task['work']!r} needs a 'max_rate' > 0 or 'resources' "
+                                  "to bound its rate (it has neither)")
+        return 0.0, work, max_rate
+    if link not in link_table:
+        raise SimulationError(f"{where}: unknown link {link!r}{did_you_mean(str(link), link_table)}; "
+                              f"links: {list(link_table)}")
+    for field in ("work", "max_rate"):
+        if field in task:
+            raise SimulationError(f"{where}: a transfer (with 'link') takes 'bytes', not '{field}': its work is "
+                                  "its bytes and its rate the link's bandwidth")
+    if "bytes" not in task:
+        raise SimulationError(f"{where}: a transfer on link {link!r} needs 'bytes'")
+    bandwidth, latency, shared = link_table[link]
+    if shared:
+        if resource_index[link] in res:
+            raise SimulationError(f"{where}: link {link!r} is also listed in 'resources'")
+        res.append(resource_index[link])
+    return latency, _number(task["bytes"], f"{where}: 'bytes'"), bandwidth
+
+
 def _number(value, what: str, *, positive: bool = False) -> float:
     """``value`` as a finite float >= 0 (> 0 when ``positive``); bools and strings are type errors."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+    # The exact types first: the ABC check costs more than the rest of a task's validation.
+    if type(value) is not float and type(value) is not int and (
+            isinstance(value, bool) or not isinstance(value, numbers.Real)):
         raise SimulationTypeError(f"{what} must be a number, not {type(value).__name__} ({value!r})")
     v = float(value)
     if not math.isfinite(v) or v < 0 or (positive and v == 0):
@@ -156,7 +164,7 @@ def _names(tasks) -> list[str]:
     """Every task's name, checked: dicts with a unique str "name"."""
     names, first = [], {}
     for i, task in enumerate(tasks):
-        if not isinstance(task, Mapping):
+        if type(task) is not dict and not isinstance(task, Mapping):
             raise SimulationTypeError(f"task {i} must be a dict with 'name' and 'stream', not {type(task).__name__}")
         name = task.get("name", _MISSING)
         if name is _MISSING:
@@ -173,6 +181,8 @@ def _names(tasks) -> list[str]:
 def _names_in(task: Mapping, field: str, known: Mapping, where: str, what: str) -> list:
     """The names listed in ``task[field]`` (a list or tuple), each one of ``known``."""
     listed = task.get(field, ())
+    if listed == ():
+        return []
     if isinstance(listed, (str, bytes)) or not isinstance(listed, (list, tuple)):
         raise SimulationTypeError(f"{where}: '{field}' must be a list of names, not {type(listed).__name__} "
                                   f"({listed!r})")

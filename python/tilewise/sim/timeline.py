@@ -27,7 +27,8 @@ class Timeline:
 
     ``Timeline(names, streams, starts, ends, extra_fields=None, peak_memory=None)``: per task its
     unique name, its stream (any hashable; streams are listed in order of first appearance), start
-    and end in seconds, and optionally a dict of extra fields passed through to ``tl.tasks``.
+    and end in seconds, and optionally a dict of extra fields passed through to ``tl.tasks`` (kept
+    as given, not copied).
     ``peak_memory`` maps a memory pool to its peak bytes.
     """
 
@@ -59,7 +60,8 @@ class Timeline:
         except TypeError:
             bad = next(s for s in self._task_stream if not isinstance(s, Hashable))
             raise TypeError(f"Timeline: stream names must be hashable (str, int, tuple...), got {bad!r}") from None
-        self._extra = [dict(e) for e in extra_fields] if extra_fields is not None else None
+        # Kept, not copied (a plan's timeline has 10^5 tasks); the Timeline never changes them.
+        self._extra = list(extra_fields) if extra_fields is not None else None
         for i, extra in enumerate(self._extra or ()):
             clash = [f for f in _OWN_FIELDS if f in extra]
             if clash:
