@@ -14,4 +14,5 @@ PYBIND11_MODULE(_core, m) {
   tilewise::bindings::bind_exec(m);
   tilewise::bindings::bind_cluster(m);
   tilewise::bindings::bind_predict(m);
+  tilewise::bindings::bind_simulator(m);
 }

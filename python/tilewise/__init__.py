@@ -21,6 +21,7 @@ import tdl_ops as ops  # noqa: E402 - the operator library; importing it fills t
 
 from . import _core, models, nn, optim, tdl  # noqa: E402,F401
 from ._build_info import build_info  # noqa: E402
+from .calibration import measure_ops  # noqa: E402 - also registers the "this-machine" cluster
 from ._core import ExecError, GraphError, PlanError, SearchTimeout, SearchTooLarge, ShapeError, TDLError  # noqa: E402
 from .exec.executable import CommunicationError, ExecStats, Executable, OutOfMemory, Program, compile  # noqa: E402,F401
 from .frontends.torch import from_torch  # noqa: E402
@@ -31,7 +32,7 @@ from .graph.reference import run_reference  # noqa: E402
 from .graph.trace import placeholder, trace  # noqa: E402
 from .plan.plan import Cut, Plan, PlanCost, evaluate  # noqa: E402
 from .plan.search import partition  # noqa: E402
-from .sim import Cluster, DeviceProfile, Link  # noqa: E402
+from .sim import Cluster, DeviceProfile, Link, OpTimes, Prediction, SimulationError, Timeline, simulate  # noqa: E402
 from .tdl import (  # noqa: E402,F401 - abs, max, min: attributes, not in __all__
     Max,
     Min,
@@ -66,10 +67,11 @@ __all__ = [
     "ExecStats",
     "OutOfMemory",
     "Program",
-    "Cluster", "DeviceProfile", "Link",
+    "Cluster", "DeviceProfile", "Link", "OpTimes", "Prediction",
     "CoarseGraph", "Cut", "GOp", "GTensor", "Graph", "GraphError", "Max", "Min", "Op", "Plan", "PlanCost",
-    "PlanError", "Prod", "SearchTimeout", "SearchTooLarge", "ShapeError", "Strategy", "Sum", "TDLError",
+    "PlanError", "Prod", "SearchTimeout", "SearchTooLarge", "ShapeError", "SimulationError", "Strategy", "Sum",
+    "TDLError", "Timeline",
     "build_info", "coarsen", "compute", "erf", "evaluate", "exp", "from_torch", "grad", "index_value", "log",
-    "models", "nn", "op", "opaque", "ops", "optim", "partition", "placeholder", "run_reference", "sigmoid",
-    "sqrt", "tanh", "tdl", "trace", "where",
+    "measure_ops", "models", "nn", "op", "opaque", "ops", "optim", "partition", "placeholder", "run_reference", "sigmoid",
+    "simulate", "sqrt", "tanh", "tdl", "trace", "where",
 ]

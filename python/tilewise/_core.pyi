@@ -411,3 +411,33 @@ class Cluster:
     def machine_of(self, device: int) -> int: ...
     def link(self, a: int, b: int) -> Link: ...
     def validate(self) -> None: ...
+# ----- the discrete-event simulator (cpp/sim/simulator.h; tilewise.sim.simulate builds the columns)
+
+class SimTimeline:
+    @property
+    def makespan(self) -> float: ...
+    @property
+    def start(self) -> np.ndarray: ...
+    @property
+    def end(self) -> np.ndarray: ...
+    @property
+    def stream_busy(self) -> np.ndarray: ...
+    @property
+    def peak_memory(self) -> np.ndarray: ...
+
+def simulate_tasks(
+    names: Sequence[str],
+    stream: np.ndarray,
+    seconds: np.ndarray,
+    work: np.ndarray,
+    max_rate: np.ndarray,
+    resource_offsets: np.ndarray,
+    resource_indices: np.ndarray,
+    after_offsets: np.ndarray,
+    after_indices: np.ndarray,
+    memory: np.ndarray,
+    memory_pool: np.ndarray,
+    streams: int,
+    resource_names: Sequence[str],
+    capacities: Sequence[float],
+) -> SimTimeline: ...
