@@ -131,8 +131,13 @@ Dependencies dependencies(const std::vector<Task>& tasks, int streams) {
     cycle.push_back(back[static_cast<size_t>(k)]);
   std::string msg = "dependency cycle: ";
   std::string stream_edge;
+  // A cycle through a long stream may hold 10^5 tasks: name its first and last ones.
+  constexpr size_t kShown = 10;
   for (size_t k = 0; k < cycle.size(); ++k) {
-    msg += (k ? " -> " : "") + label(tasks, cycle[k]);
+    if (cycle.size() > 2 * kShown + 1 && k == kShown)
+      msg += " -> ... (" + std::to_string(cycle.size() - 2 * kShown - 1) + " more tasks)";
+    if (cycle.size() <= 2 * kShown + 1 || k < kShown || k > cycle.size() - kShown - 2)
+      msg += (k ? " -> " : "") + label(tasks, cycle[k]);
     if (k && stream_edge.empty() && deps.stream_prev[static_cast<size_t>(cycle[k])] == cycle[k - 1])
       stream_edge = "; stream " + std::to_string(tasks[static_cast<size_t>(cycle[k])].stream) + " runs " +
                     label(tasks, cycle[k - 1]) + " before " + label(tasks, cycle[k]) + " (list order)";

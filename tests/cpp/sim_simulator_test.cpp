@@ -191,8 +191,18 @@ TEST(SimSimulator, CycleThroughAfterOnly) {
       4);
   EXPECT_NE(msg.find("task 1 ('c') -> task 2 ('d') -> task 4 ('e') -> task 1 ('c')"), std::string::npos) << msg;
   EXPECT_EQ(msg.find("'f'"), std::string::npos) << msg;
-  EXPECT_EQ(error_of({fixed("self", 0, 1, {0})}, 1).find("task 0 ('self') -> task 0 ('self')") == std::string::npos,
-            false);
+  EXPECT_NE(error_of({fixed("self", 0, 1, {0})}, 1).find("task 0 ('self') -> task 0 ('self')"), std::string::npos);
+}
+
+TEST(SimSimulator, LongCycleNamesItsEnds) {
+  // t0 waits for t99, the last of a 100-task stream: a 101-edge cycle, shown by its ends.
+  std::vector<Task> tasks;
+  for (int i = 0; i < 100; ++i) tasks.push_back(fixed("t" + std::to_string(i), 0, 1));
+  tasks[0].after = {99};
+  const std::string msg = error_of(tasks, 1);
+  EXPECT_NE(msg.find("dependency cycle: task 0 ('t0') -> task 1 ('t1')"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("task 9 ('t9') -> ... (80 more tasks) -> task 90 ('t90')"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("task 99 ('t99') -> task 0 ('t0') (each"), std::string::npos) << msg;
 }
 
 TEST(SimSimulator, BadInputThrowsNamingTheTask) {
