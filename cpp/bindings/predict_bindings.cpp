@@ -8,7 +8,6 @@
 
 #include "bindings/bindings.h"
 #include "exec/lowering.h"
-#include "exec/runtime.h"
 #include "partition/plan.h"
 #include "sim/program_sim.h"
 
@@ -61,14 +60,15 @@ void bind_predict(py::module_& m) {
       "Lowers the plan (keeping `keep` after the step, as the executable does) and simulates one step of its "
       "programs on the cluster; `scales`: per op, a factor on the kernel model (empty: none).");
   m.def(
-      "simulate_executable",
-      [](const exec::Executable& exe, const graph::Graph& g, const sim::Cluster& cluster, std::vector<double> scales,
-         bool keep_tasks) {
-        const sim::OpScales s = scales_of(scales);
-        return sim::simulate_programs(g, exe.lowered(), cluster, scales.empty() ? nullptr : &s, keep_tasks);
+      "predicted_peak_memory",
+      [](const graph::Graph& g, const partition::Plan& plan, std::vector<int> keep) {
+        const exec::Lowered low = exec::lower(g, plan, keep);
+        std::vector<int64_t> out;
+        for (const auto& p : low.programs) out.push_back(sim::program_peak_memory(p));
+        return out;
       },
-      py::arg("executable"), py::arg("graph"), py::arg("cluster"), py::arg("scales"), py::arg("keep_tasks") = true,
-      py::call_guard<py::gil_scoped_release>(), "Simulates one step of the executable's own programs on the cluster.");
+      py::arg("graph"), py::arg("plan"), py::arg("keep"), py::call_guard<py::gil_scoped_release>(),
+      "Per device: the bytes its program holds at its peak (resident buffers + the arena's planned block).");
 }
 
 }  // namespace tilewise::bindings

@@ -55,6 +55,8 @@ void Cluster::validate() const {
   if (devices < 1) fail("devices must be at least 1, got " + std::to_string(devices));
   if (devices_per_machine < 1) fail("devices_per_machine must be at least 1, got " + std::to_string(devices_per_machine));
   if (concurrent_devices < 0) fail("concurrent_devices must be 0 (all) or positive");
+  if (!(memory_concurrency >= 0) || !std::isfinite(memory_concurrency))
+    fail("memory_concurrency must be 0 (own memory per device) or positive and finite");
   if (device.memory < 0) fail("device memory must be 0 (unlimited) or positive");
   for (const auto& [kind, r] : device.kernels) {
     r.rate.validate("kernel kind '" + kind + "' rate");

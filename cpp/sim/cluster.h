@@ -83,6 +83,10 @@ struct Cluster {
   int devices_per_machine = 1;
   /// How many devices compute at once (the cores a thread executor's workers share); 0 = all.
   int concurrent_devices = 0;
+  /// How many of one machine's devices stream memory at full speed at once (the machine's memory
+  /// bandwidth over one device's: CPU cores share one memory bus); 0 = each device has its own
+  /// memory (GPUs). Memory-bound calls of 1 MiB and more share it (smaller ones stay in cache).
+  double memory_concurrency = 0;
   DeviceProfile device;
   Link intra, inter, host;
   // Written so that devices near INT_MAX do not overflow (devices + devices_per_machine - 1 would).

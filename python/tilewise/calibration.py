@@ -256,8 +256,12 @@ def this_machine(devices: int | None = None, *, recalibrate: bool = False):
     data = this_machine_profile(recalibrate=recalibrate)
     cores = int(data.get("cores") or os.cpu_count() or 1)
     n = cores if devices is None else devices
-    kernels = {kind: ({s: r for s, r in zip(k["sizes"], k["rates"], strict=True)}, float(k.get("overhead", 0.0)))
-               for kind, k in data["kernels"].items()}
+    kernels = {}
+    for kind, k in data["kernels"].items():
+        points: dict[int, float] = {}
+        for size, rate in zip(k["sizes"], k["rates"], strict=True):
+            points.setdefault(max(1, round(size)), rate)  # sizes are whole FLOPs or bytes
+        kernels[kind] = (points, float(k.get("overhead", 0.0)))
     try:
         ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):

@@ -315,7 +315,7 @@ def test_presets_round_trip_through_json(name, tmp_path):
 def test_json_shape():
     data = small_cluster().to_dict()
     assert list(data) == ["format", "version", "name", "source", "devices", "devices_per_machine",
-                          "concurrent_devices", "device", "links"]
+                          "concurrent_devices", "memory_concurrency", "device", "links"]
     assert data["links"]["inter"]["bandwidth"] == {"1024": 1e9, "1048576": 10e9}
     assert data["links"]["host"] is None
     assert data["device"]["kernels"] == {"gemm": {"rate": 1e12, "overhead": 0.0},

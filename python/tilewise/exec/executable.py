@@ -19,7 +19,6 @@ from .. import _core
 from .._core import ExecError
 from ..graph.graph import Graph, GTensor
 from ..plan.plan import Plan
-from ..sim.prediction import resolve_cluster, simulate_lowered
 
 OutOfMemory = _core.OutOfMemory
 CommunicationError = _core.CommunicationError
@@ -49,7 +48,8 @@ class ExecStats:
         self.native_ops = sum(core.op_native)
         self.interpreted_ops = len(core.op_native) - self.native_ops
         self.predicted_bytes = plan.comm_bytes
-        self.predicted_memory_per_device = list(plan.memory_per_device)
+        # The programs' own allocations through the arena's planner: what the runtime holds.
+        self.predicted_memory_per_device = exe._predicted_memory()
         self._plan = plan
         self._exe = exe
         self._prediction = None
@@ -106,8 +106,8 @@ class ExecStats:
             f"bytes moved: {self.bytes_moved:,} (plan: {self.predicted_bytes:,})",
             f"bytes sent per device: {sent} (plan: {sent_plan})",
             f"seconds per device: {secs}",
-            f"peak memory per device (MiB): {mem} (plan: {pred}; largest error {self.memory_error:.1%})",
-            f"step: {self.step_seconds:.3f} s (plan, calibrated: {self.predicted_step_seconds:.3f} s); "
+            f"peak memory per device (MiB): {mem} (programs: {pred}; largest error {self.memory_error:.1%})",
+            f"step: {self.step_seconds:.3f} s (simulated on this-machine: {self.predicted_step_seconds:.3f} s); "
             f"ops on native kernels: {self.native_ops}, "
             f"on the interpreter: {self.interpreted_ops}",
         ])
@@ -130,6 +130,7 @@ class Executable:
         self.profile = bool(profile)
         self._fed: set[str] = set()
         self._traffic: tuple[list[int], list[int]] | None = None
+        self._memory: list[int] | None = None
 
     @staticmethod
     def _core_class():
@@ -146,6 +147,13 @@ class Executable:
             raise ValueError(f"device must be one of 0..{self.devices - 1}, got {device!r}")
         return self._core.program(device)
 
+    def _predicted_memory(self) -> list[int]:
+        """Per device: the peak bytes of its program (resident + the arena's planned block)."""
+        if self._memory is None:
+            keep = [t.id for t in self._results.values()]
+            self._memory = list(_core.predicted_peak_memory(self.graph._g, self.plan._core, keep))
+        return self._memory
+
     def _predicted_traffic(self) -> tuple[list[int], list[int]]:
         """The plan's bytes sent and received per device (cost/transfers.h enumerated)."""
         if self._traffic is None:
@@ -156,11 +164,9 @@ class Executable:
     def predict(self, cluster="this-machine", *, op_times=None):
         """One step of these programs simulated on ``cluster`` (a ``tw.Cluster`` or preset name; default
         this machine, calibrated once and cached): a ``tw.Prediction`` to set beside ``exe.stats``.
-        ``op_times`` (``tw.measure_ops(graph)``) scales the kernel model per op."""
-        c = resolve_cluster(cluster, self.devices)
-        names = [op.name for op in self.graph.ops]
-        return simulate_lowered(lambda core, scales: _core.simulate_executable(self._core, self.graph._g, core, scales),
-                                c, names, op_times)
+        ``op_times`` (``tw.measure_ops(graph)``) scales the kernel model per op. The programs are the
+        plan's lowering, the same for every backend (``plan.predict``)."""
+        return self.plan.predict(cluster, op_times=op_times)
 
     def trace(self, path: str | pathlib.Path | None = None) -> dict:
         """The last step's per-instruction timings as a Chrome/Perfetto trace (``chrome://tracing``,

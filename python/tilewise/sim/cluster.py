@@ -297,29 +297,34 @@ class Cluster:
     """Devices grouped into machines, their profile and the links at each level (TensorOpt §2.1).
 
     ``Cluster(name, devices, devices_per_machine=None, *, device, intra=None, inter=None, host=None,
-    concurrent_devices=0, source="")``: ``devices_per_machine`` defaults to ``devices`` (one machine);
+    concurrent_devices=0, memory_concurrency=0, source="")``: ``devices_per_machine`` defaults to ``devices`` (one machine);
     device ids are machine-major (device d sits on machine d // devices_per_machine), and the
     planners' first cut separates machines: factors of the device count map onto the hierarchy
     slowest link first. ``intra`` may be None when no machine holds two devices, ``inter`` when
     there is one machine, ``host`` when nothing swaps. ``concurrent_devices``: how many devices
-    compute at once (the cores a thread executor's workers share; 0: all). ``source``: where the
-    numbers come from.
+    compute at once (the cores a thread executor's workers share; 0: all). ``memory_concurrency``:
+    how many devices of one machine stream memory at full speed at once (CPU cores share one memory
+    bus: the machine's bandwidth over one core's; 0: every device has its own memory, as GPUs).
+    ``source``: where the numbers come from.
     """
 
     def __init__(self, name: str, devices: int, devices_per_machine: int | None = None, *,
                  device: DeviceProfile, intra: Link | None = None, inter: Link | None = None,
-                 host: Link | None = None, concurrent_devices: int = 0, source: str = ""):
+                 host: Link | None = None, concurrent_devices: int = 0, memory_concurrency: float = 0.0,
+                 source: str = ""):
         self._state: dict = {}
         self._core_cluster = None
         self._update(name=name, devices=devices,
                      devices_per_machine=devices if devices_per_machine is None else devices_per_machine,
                      device=device, intra=intra, inter=inter, host=host, concurrent_devices=concurrent_devices,
-                     source=source)
+                     memory_concurrency=memory_concurrency, source=source)
 
     name = _field("name", "The cluster's name.")
     devices = _field("devices", "How many devices.")
     devices_per_machine = _field("devices_per_machine", "Devices per machine (ids are machine-major).")
     concurrent_devices = _field("concurrent_devices", "Devices that compute at once (0: all).")
+    memory_concurrency = _field("memory_concurrency", "Devices of a machine streaming memory at full speed at once "
+                                "(0: each has its own memory).")
     device = _field("device", "The tw.DeviceProfile of every device.")
     intra = _field("intra", "The tw.Link inside a machine (None: machines hold one device).")
     inter = _field("inter", "The tw.Link between machines (None: one machine).")
@@ -341,10 +346,13 @@ class Cluster:
             c, s["devices"], s["devices_per_machine"], s["intra"], s["inter"], {k: k for k in _SHAPE_FIELDS})
         s["concurrent_devices"] = c.integer("concurrent_devices", s["concurrent_devices"], 0, MAX_DEVICES,
                                             "a device count (0: all)")
+        s["memory_concurrency"] = c.number("memory_concurrency", s["memory_concurrency"],
+                                           "a device count >= 0 (0: own memory per device)", zero_ok=True)
         c.text("source", s["source"], empty_ok=True)
         core = _core.Cluster()
         core.name, core.devices, core.devices_per_machine = name, s["devices"], s["devices_per_machine"]
         core.concurrent_devices, core.device = s["concurrent_devices"], s["device"]._core
+        core.memory_concurrency = s["memory_concurrency"]
         for level in LEVELS:
             if s[level] is not None:
                 setattr(core, level, s[level]._core)
@@ -441,7 +449,8 @@ class Cluster:
         s = self._state
         return {"format": FORMAT, "version": VERSION, "name": s["name"], "source": s["source"],
                 "devices": s["devices"], "devices_per_machine": s["devices_per_machine"],
-                "concurrent_devices": s["concurrent_devices"], "device": s["device"].to_dict(),
+                "concurrent_devices": s["concurrent_devices"], "memory_concurrency": s["memory_concurrency"],
+                "device": s["device"].to_dict(),
                 "links": {level: None if s[level] is None else s[level].to_dict() for level in LEVELS}}
 
     def to_json(self, path: str | os.PathLike | None = None) -> str:
@@ -519,8 +528,8 @@ _SHAPE_FIELDS = ("devices", "devices_per_machine", "intra", "inter")
 
 # ----- loading: a cluster file is validated, not trusted -------------------------------------------
 
-_TOP = ("format", "version", "name", "source", "devices", "devices_per_machine", "concurrent_devices", "device",
-        "links")
+_TOP = ("format", "version", "name", "source", "devices", "devices_per_machine", "concurrent_devices",
+        "memory_concurrency", "device", "links")
 _DEVICE = ("name", "memory", "concurrent_streams", "kernels")
 _LINK = ("name", "bandwidth", "latency", "duplex", "duplex_bandwidth", "shared")
 
@@ -551,9 +560,12 @@ def _load(data) -> Cluster:
                   {"devices": "devices", "devices_per_machine": "devices_per_machine", "intra": "links.intra",
                    "inter": "links.inter"})
     c.integer("concurrent_devices", data["concurrent_devices"], 0, MAX_DEVICES, "a device count (0: all)")
+    c.number("memory_concurrency", data["memory_concurrency"], "a device count >= 0 (0: own memory per device)",
+             zero_ok=True)
     c.text("source", data["source"], empty_ok=True)
     return Cluster(name, data["devices"], data["devices_per_machine"], device=DeviceProfile(**device), **links,
-                   concurrent_devices=data["concurrent_devices"], source=data["source"])
+                   concurrent_devices=data["concurrent_devices"], memory_concurrency=data["memory_concurrency"],
+                   source=data["source"])
 
 
 # ----- display ------------------------------------------------------------------------------------
@@ -601,6 +613,8 @@ def _profile_str(p: Rate, unit: str) -> str:
 def _headline(c: Cluster) -> str:
     machines = f"{c.machines} machine{'s' if c.machines > 1 else ''} x {c.devices_per_machine}"
     at_once = f", {c.concurrent_devices} computing at once" if c.concurrent_devices else ""
+    if c.memory_concurrency:
+        at_once += f", memory bus for {c.memory_concurrency:.2g} at once"
     return f"Cluster {c.name!r}: {c.devices} device{'s' if c.devices > 1 else ''} on {machines}{at_once}"
 
 
