@@ -4,6 +4,8 @@
    8 streams, 1-3 random dependencies per task on earlier tasks, half of the tasks doing work on one
    of 4 shared resources (the issue's workload), and on a 1M-task chain (goal > 1M tasks/s).
 2. tw.simulate end to end on the 100k workload given as dicts (validation in Python included).
+3. Whole training steps of zoo models (plan.predict on the TensorOpt preset at 8 devices, tofu
+   plans): lowering + simulation of every device's program, per second.
 
 Prints tasks per second (median of --runs) and writes benchmarks/out/simulate.json.
 
@@ -90,10 +92,21 @@ def main(argv=None):
         (f"tw.simulate, {args.tasks:,} dicts", args.tasks,
          median_time(lambda: tw.simulate(tasks, resources=CAPACITIES), runs)),
     ]
+    cluster = tw.Cluster.preset("tensoropt").with_devices(8)
+    for label, g in (("resnet-50 b32", tw.models.resnet(depth=50, batch=32)),
+                     ("rnn-4-1k", tw.models.get("rnn-4-1k")),
+                     ("transformer-6-512", tw.models.transformer(layers=6, hidden=512, heads=8, seq=128, batch=8))):
+        plan = tw.partition(g, devices=8, algorithm="tofu")
+        keep = [t.id for t in g.results().values()]
+        pred = _core.simulate_plan(g._g, plan._core, cluster._core, keep, [], True)
+        n = len(pred.tasks())
+        rows.append((f"predict {label} @8 ({n:,} tasks)", n, median_time(
+            lambda g=g, plan=plan, keep=keep: _core.simulate_plan(g._g, plan._core, cluster._core, keep, [], False),
+            runs)))
     print(f"simulator: {STREAMS} streams, {RESOURCES} shared resources; median of {args.runs} runs")
-    print(f"{'':34}{'seconds':>10}{'tasks/s':>14}{'goal':>10}")
+    print(f"{'':44}{'seconds':>10}{'tasks/s':>14}{'runs/s':>9}{'goal':>10}")
     for name, n, t in rows:
-        print(f"{name:34}{t:10.4f}{n / t:14,.0f}{TARGET_TASKS_PER_SECOND:10.0e}")
+        print(f"{name:44}{t:10.4f}{n / t:14,.0f}{1 / t:9.1f}{TARGET_TASKS_PER_SECOND:10.0e}")
     out = pathlib.Path(__file__).parent / "out"
     out.mkdir(exist_ok=True)
     (out / "simulate.json").write_text(json.dumps({

@@ -16,8 +16,9 @@ namespace tilewise::sim {
 /// The kernel kinds a device profile prices (see DeviceProfile::kernels), in the order tables show
 /// them; Python reads this list rather than keeping its own.
 inline const std::vector<std::string>& kernel_kinds() {
-  static const std::vector<std::string> kinds = {"gemm",   "conv",      "elementwise", "reduction", "norm",
-                                                 "layout", "embedding", "interpreter", "copy",      "combine"};
+  static const std::vector<std::string> kinds = {"gemm",      "conv",        "elementwise", "reduction",
+                                                 "norm",      "layout",      "embedding",   "interpreter",
+                                                 "copy",      "combine",     "send"};
   return kinds;
 }
 
@@ -49,7 +50,8 @@ struct DeviceProfile {
   int64_t memory = 0;     ///< bytes; 0 = unlimited
   /// Kernel kinds (kernels::kernel_kind): "gemm", "conv", "elementwise", "reduction", "norm",
   /// "layout", "embedding", "interpreter" (ops without a native kernel: work = FLOPs), "copy"
-  /// (box copies of the runtime), "combine" (adding partials).
+  /// (box copies of the runtime; a received message unpacked), "combine" (adding partials),
+  /// "send" (a message packed and handed over: a copy plus the hand-over's fixed cost).
   std::map<std::string, KernelRate> kernels;
   /// Whether a device's compute and copy streams run at the same time (a GPU) or one worker runs
   /// its program in order (a CPU device of the thread or MPI executor).

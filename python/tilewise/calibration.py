@@ -63,7 +63,7 @@ def machine_key() -> dict:
 
 def _suite(quick: bool):
     """(label, graph builder): small graphs covering every kernel kind at a range of sizes, run on
-    one device (the runtime takes plans; it does not search for them)."""
+    one device; and (label, graph builder) run on two devices (``_two_device_suite``) for messages."""
     from . import models
 
     yield "mlp-256", lambda: models.mlp(layers=3, hidden=256, batch=64)
@@ -78,13 +78,22 @@ def _suite(quick: bool):
         yield "transformer-512", lambda: models.transformer(layers=1, hidden=512, heads=8, seq=64, batch=8)
 
 
+def _two_device_suite():
+    """Graphs whose 2-device plans send, copy and combine boxes of many shapes and sizes."""
+    from . import models
+
+    yield "mlp-1024 x2", lambda: models.mlp(layers=3, hidden=1024, batch=128), "tofu"
+    yield "transformer-128 x2", lambda: models.transformer(layers=1, hidden=128, heads=4, seq=32, batch=4), "tofu"
+    yield "wresnet-50-1 x2", lambda: models.wresnet(depth=50, width=1, batch=2, image=32, classes=10), "kcuts"
+
+
 def instruction_kind(graph: Graph, ins: dict, kinds: dict[str, str]) -> str | None:
     """The kind pricing one instruction of a program's JSON, as the simulator prices it."""
     k = ins["kind"]
     if k == "compute":
         op = graph.op(ins["op"])
         return kinds.get(op.op.kernel or "", "interpreter")
-    return {"send": "copy", "copy": "copy", "combine": "combine"}.get(k)
+    return {"send": "send", "copy": "copy", "combine": "combine"}.get(k)
 
 
 def instruction_work(kind: str, ins: dict) -> float:
@@ -143,11 +152,12 @@ def measure(*, quick: bool = False, progress: bool = False) -> dict:
     kinds = _core.native_kernel_kinds()
     samples: dict[str, list[tuple[float, float]]] = defaultdict(list)
     suite = list(_suite(quick))
+    pairs = list(_two_device_suite())
     bar = None
     if progress:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=len(suite) + 1, desc="calibrate")
+        bar = tqdm(total=len(suite) + len(pairs) + 1, desc="calibrate")
     for label, build in suite:
         g = build()
         timed, _ = timed_instructions(g, Plan.one_device(g))
@@ -158,13 +168,33 @@ def measure(*, quick: bool = False, progress: bool = False) -> dict:
         if bar:
             bar.update(1)
             bar.set_postfix_str(label)
-    # Box copies (packing and unpacking messages, local copies) and combines of partials: the
-    # runtime's own copy_box/combine_box, contiguous and half-column boxes, 4 KiB to 64 MiB.
-    for kind, factor in (("copy", 2.0), ("combine", 3.0)):
+    # Messages, local copies and combines as 2-device programs run them (boxes of every shape; a
+    # send pays the hand-over to the receiving thread besides its copy).
+    from .plan.search import partition
+
+    for label, build, algorithm in pairs:
+        g = build()
+        timed, _ = timed_instructions(g, partition(g, devices=2, algorithm=algorithm))
+        for prog in timed:
+            for ins, seconds in prog:
+                kind = instruction_kind(g, ins, kinds)
+                if ins["kind"] in ("send", "copy", "combine"):
+                    samples[kind].append((instruction_work(kind, ins), seconds))
+        if bar:
+            bar.update(1)
+            bar.set_postfix_str(label)
+    # Beyond the sizes those reach: the runtime's own copy_box/combine_box on contiguous and
+    # half-column boxes up to 64 MiB.
+    for kind, factor in (("copy", 2.0), ("combine", 3.0), ("send", 2.0)):
+        top = max((w for w, _ in samples[kind]), default=0.0)
         for e in range(12, 27, 2):
             nbytes = 2**e
+            if factor * nbytes <= top:
+                continue
             for strided in (False, True):
                 seconds = _core.box_copy_seconds(nbytes, strided, kind == "combine", 5)
+                if kind == "send":  # packing, plus the hand-over measured below
+                    seconds += _core.mailbox_one_way_seconds(4, 200, 3)
                 samples[kind].append((factor * nbytes, seconds))
     kernels = {}
     for kind, pts in sorted(samples.items()):

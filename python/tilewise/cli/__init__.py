@@ -1,7 +1,7 @@
 """The ``tilewise`` command line (console script ``tilewise = "tilewise.cli:main"``).
 
 One module per subcommand: ``info``, ``ops`` (``ops`` and ``analyze``: the TDL library), ``graph``,
-``plan``, ``run``. Each has ``add_<name>(subparsers)``, which declares its parser and sets
+``plan``, ``run``, ``calibrate``. Each has ``add_<name>(subparsers)``, which declares its parser and sets
 ``run=run_<name>``, and ``run_<name>(args) -> int``, which does the work and returns the exit status.
 To add one, write its module and list its ``add_<name>`` in ``_SUBCOMMANDS``. Imports of the heavier
 parts of tilewise happen inside the ``run_<name>`` functions, so that ``tilewise --help`` stays fast.
@@ -15,6 +15,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .calibrate import add_calibrate
 from .graph import add_graph
 from .info import add_info
 from .ops import add_analyze, add_ops
@@ -22,7 +23,7 @@ from .plan import add_plan
 from .run import add_run
 
 #: One entry per subcommand: a function that adds its parser to the subparsers.
-_SUBCOMMANDS: list[Callable[[Any], None]] = [add_info, add_ops, add_analyze, add_graph, add_plan, add_run]
+_SUBCOMMANDS: list[Callable[[Any], None]] = [add_info, add_ops, add_analyze, add_graph, add_plan, add_run, add_calibrate]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -34,6 +34,11 @@ def add_plan(subparsers: Any) -> None:
     parser.add_argument("--draw", metavar="PNG", help="draw the tilings of up to 12 layers (needs matplotlib)")
     parser.add_argument("--top", type=int, default=10, metavar="N", help="ops listed by bytes (default 10)")
     parser.add_argument("--progress", action="store_true", help="show a progress bar (needs tqdm)")
+    parser.add_argument("--cluster", metavar="NAME|JSON",
+                        help="also predict the step time on a cluster: a preset (this-machine, tofu, tensoropt, "
+                        "tensoropt-pcie, tensoropt-no-rdma, swapadvisor) or a cluster JSON file")
+    parser.add_argument("--trace", metavar="PATH", help="with --cluster: write the simulated step as a "
+                        "Chrome/Perfetto trace")
     parser.set_defaults(run=run_plan)
 
 
@@ -64,6 +69,24 @@ def run_plan(args: argparse.Namespace) -> int:
     print(f"{args.model}: graph built in {built:.3f} s ({g._g.num_ops} ops), plan found in "
           f"{plan.search_seconds:.3f} s")
     print(plan.summary(top=args.top), end="")
+    if args.trace and not args.cluster:
+        return _fail("--trace needs --cluster")
+    if args.cluster:
+        from ..sim.cluster import Cluster
+
+        try:
+            path = pathlib.Path(args.cluster)
+            cluster = Cluster.from_json(path) if path.suffix == ".json" else args.cluster
+            prediction = plan.predict(cluster)
+        except (OSError, ValueError, RuntimeError) as e:
+            return _fail(f"--cluster {args.cluster}: {e}")
+        print(prediction.summary())
+        if args.trace:
+            try:
+                prediction.to_trace(args.trace)
+            except OSError as e:
+                return _fail(str(e))
+            print(f"wrote {args.trace}")
     try:
         if args.json:
             plan.save(args.json)

@@ -55,13 +55,14 @@ def run_run(args: argparse.Namespace) -> int:
     memory = int(args.memory * 2**20) if args.memory else None
     try:
         exe = compile_plan(g, plan, memory_per_device=memory).initialize(args.seed)
+        from ..graph.feeds import example_feeds
+
         rng = np.random.default_rng(args.seed)
         batch = next((t.shape[0] for t in g.tensors if t.role == "input" and t.shape), 1)
         print(f"{args.model}: {g._g.num_ops} ops, {args.algorithm} on {args.devices} CPU devices "
               f"(plan found in {plan.search_seconds:.3f} s)")
         for step in range(args.steps):
-            feeds = {t.name: rng.standard_normal(t.shape).astype(np.float32) for t in g.tensors
-                     if t.producer is None and t.role in ("input", "label", "constant")}
+            feeds = example_feeds(g, seed=int(rng.integers(2**31)))  # ids inside their tables
             t0 = time.perf_counter()
             out = exe.step(feeds)
             seconds = time.perf_counter() - t0

@@ -511,7 +511,7 @@ class _PlanLoader:
             key = (node.type, node.attrs_json, tuple(len(g.tensor(t).shape) for t in node.inputs))
             valid = self.valid.get(key)
             if valid is None:
-                valid = self.valid[key] = _valid_strategies(node)
+                valid = self.valid[key] = valid_strategies(node)
             split = []
             for j, s in enumerate(strategies):
                 split.append(self.strategy(f"{path}.strategies[{j}]", s, node, valid))
@@ -576,7 +576,7 @@ class _PlanLoader:
         return r
 
 
-def _valid_strategies(node) -> dict:
+def valid_strategies(node) -> dict:
     """(kind, variable index) -> reducer of every split strategy the op's description has."""
     names = list(node.desc.var_names)
     out = {}

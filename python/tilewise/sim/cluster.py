@@ -147,7 +147,7 @@ class Link:
 #: memory bandwidth, gathers (embedding) at a fraction of it.
 DEFAULT_EFFICIENCY = {
     "gemm": 0.7, "conv": 0.5,  # of peak FLOP/s
-    "elementwise": 0.7, "reduction": 0.6, "norm": 0.5, "layout": 0.5, "embedding": 0.3, "copy": 0.8,
+    "elementwise": 0.7, "reduction": 0.6, "norm": 0.5, "layout": 0.5, "embedding": 0.3, "copy": 0.8, "send": 0.8,
     "combine": 0.7,  # of the memory bandwidth
     "interpreter": 0.01,  # of peak FLOP/s: a generic loop with no native kernel
 }

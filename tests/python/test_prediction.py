@@ -1,0 +1,155 @@
+"""The simulator's predictions of plans (issue 12): memory equal to what the runtime holds, bytes
+per link equal to the plan's, step times within 10 % of measured ones on this machine."""
+
+import statistics
+
+import numpy as np
+import pytest
+
+import tilewise as tw
+from tilewise.graph.feeds import example_feeds
+from tilewise.plan.plan import Plan
+from tilewise.plan.sample import random_plan
+
+
+def _mlp():
+    return tw.models.mlp(layers=4, hidden=512, batch=64)
+
+
+def _transformer():
+    return tw.models.transformer(layers=1, hidden=128, heads=4, seq=32, batch=4)
+
+
+def _small_cluster(devices=2, **changes):
+    """A hand-made CPU-like cluster (no calibration): every kind at one rate."""
+    kinds = {k: 1e9 if k in ("gemm", "conv") else 2e9 for k in tw.DeviceProfile.KINDS}
+    kinds["interpreter"] = 1e7
+    device = tw.DeviceProfile("test core", 0, kinds)
+    intra = tw.Link("intra", bandwidth=1e9, latency=1e-6)
+    return tw.Cluster("test", devices, device=device, intra=intra if devices > 1 else None, **changes)
+
+
+@pytest.mark.parametrize("algorithm", ["tofu", "kcuts", "data_parallel", "equal_chop"])
+def test_predicted_memory_is_what_the_runtime_holds(algorithm):
+    g = _mlp()
+    plan = tw.partition(g, devices=2, algorithm=algorithm)
+    exe = tw.compile(g, plan).initialize(0)
+    exe.step(example_feeds(g))
+    measured = list(exe._core.stats.peak_bytes)
+    assert plan.predict(_small_cluster()).memory_per_device == measured
+    assert exe.stats.predicted_memory_per_device == measured
+
+
+def test_bytes_per_link_are_the_plans_and_machines_split_them():
+    g = _mlp()
+    plan = tw.partition(g, devices=4, algorithm="tofu")
+    one_machine = plan.predict(_small_cluster(4))
+    assert one_machine.bytes_per_link == {"intra": plan.comm_bytes, "inter": 0}
+    two = _small_cluster(4, devices_per_machine=2, inter=tw.Link("inter", bandwidth=1e8, latency=1e-5))
+    across = plan.predict(two)
+    assert across.bytes_per_link["intra"] + across.bytes_per_link["inter"] == plan.comm_bytes
+    assert across.bytes_per_link["inter"] > 0
+    assert across.step_seconds >= one_machine.step_seconds  # a slower link between machines never helps
+
+
+def test_one_device_step_is_the_sum_of_its_instructions():
+    g = _mlp()
+    pred = Plan.one_device(g).predict(_small_cluster(1))
+    seconds = pred.instruction_seconds()
+    assert pred.step_seconds == pytest.approx(sum(seconds.values()), rel=1e-9)
+    assert pred.idle_seconds == [pytest.approx(0.0, abs=1e-12)]
+    tl = pred.timeline
+    assert tl.makespan == pytest.approx(pred.step_seconds)
+    trace = pred.to_trace()
+    assert len(trace["traceEvents"]) >= len(seconds)
+
+
+def test_faster_kernels_and_links_never_make_a_step_slower():
+    g = _mlp()
+    plan = tw.partition(g, devices=2, algorithm="tofu")
+    base = plan.predict(_small_cluster()).step_seconds
+    fast = _small_cluster()
+    fast.intra = tw.Link("intra", bandwidth=1e12, latency=0)
+    assert plan.predict(fast).step_seconds <= base
+    fast.device = fast.device.replace(kernels={k: r * 10 for k, (r, _) in fast.device.kernels.items()})
+    assert plan.predict(fast).step_seconds < base
+
+
+def test_cores_shared_by_more_devices_than_cores_slow_the_step():
+    g = _mlp()
+    plan = tw.partition(g, devices=4, algorithm="data_parallel")
+    all_at_once = plan.predict(_small_cluster(4)).step_seconds
+    two_cores = plan.predict(_small_cluster(4, concurrent_devices=2)).step_seconds
+    assert two_cores > 1.5 * all_at_once
+
+
+def test_presets_price_a_plan_across_machines():
+    g = _mlp()
+    plan = tw.partition(g, devices=16, algorithm="tofu")
+    pred = plan.predict("tensoropt")
+    assert pred.devices == 16 and pred.step_seconds > 0
+    slower = plan.predict("tensoropt-no-rdma")
+    assert slower.bytes_per_link == pred.bytes_per_link
+    assert slower.step_seconds >= pred.step_seconds
+    with pytest.raises(ValueError, match="16 devices"):
+        plan.predict(tw.Cluster.preset("swapadvisor"))
+
+
+def test_random_plans_run_and_move_their_bytes():
+    g = _transformer()
+    for seed in range(3):
+        plan = random_plan(g, 2, seed=seed)
+        exe = tw.compile(g, plan).initialize(0)
+        exe.step(example_feeds(g))
+        assert exe.stats.bytes_moved == plan.comm_bytes
+        assert exe.stats.predicted_memory_per_device == exe.stats.peak_memory_per_device
+
+
+def test_op_times_round_trip_and_refuse_bad_entries():
+    t = tw.OpTimes({"a": (1e-3, "gemm", 1e6)})
+    assert tw.OpTimes.from_dict(t.to_dict()).ops == t.ops
+    with pytest.raises(ValueError, match="seconds"):
+        tw.OpTimes({"a": (-1.0, "gemm", 1.0)})
+    with pytest.raises(ValueError, match="tilewise-op-times"):
+        tw.OpTimes.from_dict({"ops": {}})
+
+
+def _measured(g, plan, steps=7):
+    exe = tw.compile(g, plan).initialize(0)
+    feeds = example_feeds(g)
+    for _ in range(3):
+        exe.step(feeds)
+    times = []
+    for _ in range(steps):
+        exe.step(feeds)
+        times.append(exe._core.stats.step_seconds)
+    return statistics.median(times)
+
+
+@pytest.mark.parametrize("build", [_mlp, _transformer], ids=["mlp", "transformer"])
+def test_predicted_step_within_ten_percent_on_this_machine(build):
+    """The acceptance bound, at 1 and 2 devices: ops measured once on one device, plans predicted
+    from that and the calibrated cluster. The machine is shared: a bound missed is measured again
+    (up to three times) before it counts."""
+    g = build()
+    plans = [Plan.one_device(g), tw.partition(g, devices=2, algorithm="tofu")]
+    worst = []
+    for _attempt in range(3):
+        op_times = tw.measure_ops(g)
+        errors = []
+        for plan in plans:
+            measured = _measured(g, plan)
+            predicted = plan.predict("this-machine", op_times=op_times).step_seconds
+            errors.append((predicted - measured) / measured)
+        worst.append(max(errors, key=abs))
+        if abs(worst[-1]) <= 0.10:
+            break
+    assert min(map(abs, worst)) <= 0.10, f"errors per attempt: {[f'{e:+.1%}' for e in worst]}"
+
+
+def test_exe_stats_show_the_prediction():
+    g = _mlp()
+    exe = tw.compile(g, tw.partition(g, devices=2, algorithm="tofu")).initialize(0)
+    exe.step(example_feeds(g))
+    assert "simulated on this-machine" in exe.stats.summary()
+    assert np.isfinite(exe.stats.predicted_step_seconds) and exe.stats.predicted_step_seconds > 0
