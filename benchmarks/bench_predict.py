@@ -110,8 +110,9 @@ def main() -> None:
             row = dict(model=name, plan=plan_name, devices=plan.devices, measured=m, predicted=with_t.step_seconds,
                        predicted_without_op_times=without.step_seconds, old_estimate=old, memory_error=mem_err)
             (table2 if "random" in plan_name else rows).append(row)
-            print(f"  {plan_name:24s} {m * 1e3:8.2f}m {with_t.step_seconds * 1e3:8.2f}m {err(with_t.step_seconds, m):+7.1%}"
-                  f" {without.step_seconds * 1e3:8.2f}m {err(without.step_seconds, m):+7.1%} {old * 1e3:8.2f}m "
+            print(f"  {plan_name:24s} {m * 1e3:8.2f}m {with_t.step_seconds * 1e3:8.2f}m "
+                  f"{err(with_t.step_seconds, m):+7.1%} {without.step_seconds * 1e3:8.2f}m "
+                  f"{err(without.step_seconds, m):+7.1%} {old * 1e3:8.2f}m "
                   f"{err(old, m):+7.1%} {mem_err:10.2%}", flush=True)
         tofu = dict(plans)["2 dev tofu"]
         print(f"  per-op (compute instructions of the 2-device tofu plan): median error "

@@ -15,6 +15,7 @@ on one device: per op, how far the kind's curve is off (the simulator's ``OpScal
 
 from __future__ import annotations
 
+import gc
 import json
 import math
 import os
@@ -102,10 +103,11 @@ def instruction_work(kind: str, ins: dict) -> float:
     return (3.0 if ins["kind"] == "combine" else 2.0) * float(ins["bytes"])
 
 
-def timed_instructions(graph: Graph, plan: Plan, steps: int = _STEPS, seed: int = 0, warmup: int = 3):
-    """Per device, per instruction: (program JSON instruction, median seconds over ``steps``
-    profiled steps after ``warmup`` steps), and the median step seconds. Warm-up: the first step
-    plans the arenas; the communicator's message buffers grow over the next few."""
+def timed_instructions(graph: Graph, plan: Plan, steps: int = _STEPS, seed: int = 0, warmup: int = 3,
+                       statistic=statistics.median):
+    """Per device, per instruction: (program JSON instruction, ``statistic`` of its seconds over
+    ``steps`` profiled steps after ``warmup`` steps), and the median step seconds. Warm-up: the
+    first step plans the arenas; the communicator's message buffers grow over the next few."""
     from .exec.executable import compile as compile_plan
 
     exe = compile_plan(graph, plan, profile=True).initialize(seed)
@@ -123,27 +125,53 @@ def timed_instructions(graph: Graph, plan: Plan, steps: int = _STEPS, seed: int 
     out = []
     for d in range(plan.devices):
         prog = json.loads(exe.program(d).to_json())
-        out.append([(ins, statistics.median(per[(d, i)])) for i, ins in enumerate(prog["instructions"])])
+        out.append([(ins, statistic(per[(d, i)])) for i, ins in enumerate(prog["instructions"])])
+    del exe
+    gc.collect()  # executables hold reference cycles (opaque calls): free this one before the next
     return out, statistics.median(step)
 
 
 def fit_rates(samples: list[tuple[float, float]]) -> tuple[list[float], list[float]]:
     """(work, seconds) samples -> a rate profile: per power-of-two bin of work, the median work and
-    the median rate (work per second); ascending sizes."""
+    the median rate (work per second), then a running median over neighbouring bins (a bin with one
+    odd sample must not set the curve); ascending sizes."""
     bins: dict[int, list[tuple[float, float]]] = defaultdict(list)
     for w, s in samples:
         if w > 0 and s > 0:
             bins[round(math.log2(w))].append((w, w / s))
     sizes, rates = [], []
     for b in sorted(bins):
-        sizes.append(float(statistics.median(w for w, _ in bins[b])))
-        rates.append(float(statistics.median(r for _, r in bins[b])))
-    # medians of neighbouring bins can cross; keep sizes strictly ascending
-    keep_s, keep_r = [], []
-    for s, r in zip(sizes, rates, strict=True):
-        if not keep_s or s > keep_s[-1]:
-            keep_s.append(s), keep_r.append(r)
-    return keep_s, keep_r
+        size = float(statistics.median(w for w, _ in bins[b]))
+        if not sizes or size > sizes[-1]:  # medians of neighbouring bins can cross
+            sizes.append(size)
+            rates.append(float(statistics.median(r for _, r in bins[b])))
+    smooth = [statistics.median(rates[max(0, i - 1):i + 2]) for i in range(len(rates))]
+    return sizes, smooth
+
+
+def fit_copies(samples: list[tuple[float, float]], large: list[tuple[float, float]]) -> tuple[list[float],
+                                                                                             list[float]]:
+    """(work, seconds) of box copies -> a rate profile from seconds = overhead + work / bandwidth
+    (robust: the overhead is the median time of the smallest copies, the bandwidth the median over
+    the larger ones), at 2^4..2^28 bytes; past the caches (``large``: copies of 4 MiB and more,
+    measured alone) the measured rate where it is lower."""
+    pts = sorted((w, t) for w, t in samples if w > 0 and t > 0)
+    if not pts:
+        return [], []
+    small = [t for w, t in pts[: max(3, len(pts) // 10)]]
+    overhead = statistics.median(small) * 0.9
+    big = [w / (t - overhead) for w, t in pts if w >= 2**16 and t > overhead]
+    bandwidth = statistics.median(big) if big else max(w / t for w, t in pts)
+    big_rate = {round(math.log2(w)): w / t for w, t in large}
+    sizes, rates = [], []
+    for e in range(4, 29):
+        w = float(2**e)
+        r = w / (overhead + w / bandwidth)
+        if e in big_rate:
+            r = min(r, big_rate[e])
+        sizes.append(w)
+        rates.append(r)
+    return sizes, rates
 
 
 def measure(*, quick: bool = False, progress: bool = False) -> dict:
@@ -183,22 +211,18 @@ def measure(*, quick: bool = False, progress: bool = False) -> dict:
         if bar:
             bar.update(1)
             bar.set_postfix_str(label)
-    # Beyond the sizes those reach: the runtime's own copy_box/combine_box on contiguous and
-    # half-column boxes up to 64 MiB.
-    for kind, factor in (("copy", 2.0), ("combine", 3.0), ("send", 2.0)):
-        top = max((w for w, _ in samples[kind]), default=0.0)
-        for e in range(12, 27, 2):
-            nbytes = 2**e
-            if factor * nbytes <= top:
-                continue
-            for strided in (False, True):
-                seconds = _core.box_copy_seconds(nbytes, strided, kind == "combine", 5)
-                if kind == "send":  # packing, plus the hand-over measured below
-                    seconds += _core.mailbox_one_way_seconds(4, 200, 3)
-                samples[kind].append((factor * nbytes, seconds))
+    # Past the caches: the runtime's own copy_box/combine_box on contiguous and half-column boxes of
+    # 4-64 MiB (the suite's messages are smaller).
+    large: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for kind, factor in (("copy", 2.0), ("combine", 3.0)):
+        for e in (22, 24, 26):
+            seconds = statistics.median(_core.box_copy_seconds(2**e, strided, kind == "combine", 3)
+                                        for strided in (False, True))
+            large[kind].append((factor * 2**e, seconds))
+    large["send"] = large["copy"]
     kernels = {}
     for kind, pts in sorted(samples.items()):
-        sizes, rates = fit_rates(pts)
+        sizes, rates = fit_copies(pts, large[kind]) if kind in ("copy", "send", "combine") else fit_rates(pts)
         if sizes:
             kernels[kind] = {"sizes": sizes, "rates": rates, "overhead": 0.0, "samples": len(pts)}
     # The in-process link: ping-pong through the mailbox communicator (packing included: the
@@ -308,9 +332,9 @@ def this_machine(devices: int | None = None, *, recalibrate: bool = False):
                           f"BLAS {m['blas']}) in {data.get('seconds', 0):.1f} s")
 
 
-def measure_ops(graph: Graph, *, steps: int = _STEPS, warmup: int = 2):
-    """``tw.OpTimes``: every op of ``graph`` timed on one device of this machine (median of
-    ``steps`` profiled steps), with the kernel kind and work that price it."""
+def measure_ops(graph: Graph, *, steps: int = 5, warmup: int = 2):
+    """``tw.OpTimes``: every op of ``graph`` timed on one device of this machine (per op the median of
+    ``steps`` profiled steps, as steps are measured), with the kernel kind and work that price it."""
     from .sim.op_times import OpTimes
 
     kinds = _core.native_kernel_kinds()

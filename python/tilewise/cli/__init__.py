@@ -23,7 +23,8 @@ from .plan import add_plan
 from .run import add_run
 
 #: One entry per subcommand: a function that adds its parser to the subparsers.
-_SUBCOMMANDS: list[Callable[[Any], None]] = [add_info, add_ops, add_analyze, add_graph, add_plan, add_run, add_calibrate]
+_SUBCOMMANDS: list[Callable[[Any], None]] = [add_info, add_ops, add_analyze, add_graph, add_plan, add_run,
+                                               add_calibrate]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -2,5 +2,6 @@
 
 Modules: ``executable`` (``tw.compile``, ``Executable``, ``ExecStats``), ``mpi`` (the MPI
 executable). Predictions of its steps come from the simulator (``tilewise.sim``) on the cluster
-"this-machine" (``tilewise.calibration``). The runtime takes a plan; it never searches for one. The public names are the façade's: ``tw.compile``, ``tw.Executable`` ...
+"this-machine" (``tilewise.calibration``). The runtime takes a plan; it never searches for one.
+The public names are the façade's: ``tw.compile``, ``tw.Executable`` ...
 """

@@ -297,7 +297,8 @@ class Cluster:
     """Devices grouped into machines, their profile and the links at each level (TensorOpt §2.1).
 
     ``Cluster(name, devices, devices_per_machine=None, *, device, intra=None, inter=None, host=None,
-    concurrent_devices=0, memory_concurrency=0, source="")``: ``devices_per_machine`` defaults to ``devices`` (one machine);
+    concurrent_devices=0, memory_concurrency=0, source="")``: ``devices_per_machine`` defaults to
+    ``devices`` (one machine);
     device ids are machine-major (device d sits on machine d // devices_per_machine), and the
     planners' first cut separates machines: factors of the device count map onto the hierarchy
     slowest link first. ``intra`` may be None when no machine holds two devices, ``inter`` when

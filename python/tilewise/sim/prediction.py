@@ -101,7 +101,8 @@ class Prediction:
     def _repr_html_(self) -> str:
         rows = "".join(
             f"<tr><td>{d}</td><td>{self.compute_seconds[d] * 1e3:.2f}</td><td>{self.comm_seconds[d] * 1e3:.2f}</td>"
-            f"<td>{self.idle_seconds[d] * 1e3:.2f}</td><td>{html.escape(fmt_bytes(self.memory_per_device[d]))}</td></tr>"
+            f"<td>{self.idle_seconds[d] * 1e3:.2f}</td>"
+            f"<td>{html.escape(fmt_bytes(self.memory_per_device[d]))}</td></tr>"
             for d in range(self.devices))
         return (f"<p><b>Predicted step on '{html.escape(self.cluster)}': {self.step_seconds * 1e3:.2f} ms</b></p>"
                 "<table><tr><th>device</th><th>compute ms</th><th>communication ms</th><th>idle ms</th>"
