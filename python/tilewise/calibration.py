@@ -237,10 +237,40 @@ def measure(*, quick: bool = False, progress: bool = False) -> dict:
     if bar:
         bar.update(1)
         bar.close()
+    links = {"in-process": {"latency": latency}}
+    mpi_profile = measure_mpi()
+    if mpi_profile is not None:
+        links["mpi"] = mpi_profile
     return {"format": FORMAT, "version": VERSION, "machine": machine_key(), "kernels": kernels,
-            "links": {"in-process": {"latency": latency}}, "cores": cores,
+            "links": links, "cores": cores,
             "memory_concurrency": memory_concurrency, "seconds": time.perf_counter() - t0,
             "quick": bool(quick)}
+
+
+def measure_mpi(timeout: float = 120.0) -> dict | None:
+    """The MPI point-to-point profile, when this build has the MPI backend and ``mpirun`` is on the
+    PATH: ``{"sizes": [bytes], "seconds": [one-way seconds]}`` from ``mpirun -np 2 python -m
+    tilewise.exec.mpi_probe``; None without MPI or when the run fails (calibration goes on)."""
+    import shutil
+    import subprocess
+    import sys
+
+    from .exec import mpi
+
+    mpirun = shutil.which("mpirun")
+    if mpirun is None or not mpi.available():
+        return None
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               OMPI_MCA_rmaps_base_oversubscribe="1")
+    cmd = [mpirun, "-np", "2", "--oversubscribe", sys.executable, "-m", "tilewise.exec.mpi_probe"]
+    try:
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+        data = json.loads(proc.stdout.strip().splitlines()[-1]) if proc.returncode == 0 else None
+    except (OSError, subprocess.TimeoutExpired, ValueError, IndexError):
+        return None
+    if not isinstance(data, dict) or len(data.get("sizes", [])) != len(data.get("seconds", [])) or not data["sizes"]:
+        return None
+    return {"sizes": [float(x) for x in data["sizes"]], "seconds": [float(x) for x in data["seconds"]]}
 
 
 def _path() -> pathlib.Path:
@@ -301,10 +331,14 @@ def this_machine_profile(*, recalibrate: bool = False, quick: bool = False, prog
 # ------------------------------------------------------------------------- the cluster and op times
 
 
-def this_machine(devices: int | None = None, *, recalibrate: bool = False):
+def this_machine(devices: int | None = None, *, backend: str = "threads", recalibrate: bool = False):
     """``tw.Cluster.preset("this-machine", devices)``: CPU devices of this machine (one core each;
     ``devices`` defaults to the cores) with the measured profile. Devices beyond the cores share
-    them; memory-bound calls share the memory bus (``memory_concurrency``)."""
+    them; memory-bound calls share the memory bus (``memory_concurrency``). ``backend="mpi"``:
+    devices are MPI ranks, messages priced by the measured MPI profile (cluster "this-machine-mpi",
+    what an MPI executable's ``predict()`` uses)."""
+    if backend not in ("threads", "mpi"):
+        raise ValueError(f"backend must be 'threads' or 'mpi', got {backend!r}")
     from .sim.cluster import Cluster, DeviceProfile, Link
 
     data = this_machine_profile(recalibrate=recalibrate)
@@ -325,11 +359,37 @@ def this_machine(devices: int | None = None, *, recalibrate: bool = False):
     # the two devices; the link adds the hand-over's latency (bandwidth: not the bottleneck).
     intra = Link("intra", bandwidth=1e13, latency=float(data["links"]["in-process"]["latency"]), duplex=True,
                  shared=False)
+    name = "this-machine"
+    if backend == "mpi":
+        if "mpi" not in data["links"]:
+            raise RuntimeError("no MPI profile was measured on this machine (needs the MPI backend and mpirun); "
+                               "run `tilewise calibrate --force` where MPI is installed")
+        intra, name = _mpi_link(data["links"]["mpi"], device), "this-machine-mpi"
     m = data["machine"]
-    return Cluster("this-machine", n, n, device=device, intra=intra if n > 1 else None, concurrent_devices=cores,
+    return Cluster(name, n, n, device=device, intra=intra if n > 1 else None, concurrent_devices=cores,
                    memory_concurrency=float(data.get("memory_concurrency", 0.0)),
                    source=f"measured by tilewise calibrate on {m['host']} ({m['cpu']}, {cores} cores, "
                           f"BLAS {m['blas']}) in {data.get('seconds', 0):.1f} s")
+
+
+def _mpi_link(profile: dict, device):
+    """The MPI transport as a link: the measured one-way time less the packing and unpacking the
+    simulator prices on the two devices ("send" and "copy" calls), as latency + bytes/bandwidth."""
+    from .sim.cluster import Link
+
+    sizes, seconds = profile["sizes"], profile["seconds"]
+    latency = max(0.0, seconds[0] - device.kernel_seconds("send", 2 * sizes[0]) - device.kernel_seconds("copy",
+                                                                                                           2 * sizes[0]))
+    bandwidth = {}
+    for size, t in zip(sizes, seconds, strict=True):
+        transport = t - latency - device.kernel_seconds("send", 2 * size) - device.kernel_seconds("copy", 2 * size)
+        # the transport cannot be faster than memory: where the copies' model already covers the
+        # measured time, keep the bandwidth of the next larger size
+        bandwidth[int(size)] = size / transport if transport > 0 else 0.0
+    good = [b for b in bandwidth.values() if b > 0]
+    fill = max(good) if good else 1e12
+    bandwidth = {s: (b if b > 0 else fill) for s, b in bandwidth.items()}
+    return Link("intra", bandwidth=bandwidth, latency=latency, duplex=True, shared=False)
 
 
 def measure_ops(graph: Graph, *, steps: int = 5, warmup: int = 2):
@@ -352,3 +412,4 @@ def measure_ops(graph: Graph, *, steps: int = 5, warmup: int = 2):
 
 
 register_this_machine(lambda devices: this_machine(devices))
+register_this_machine(lambda devices: this_machine(devices, backend="mpi"), "this-machine-mpi")

@@ -31,7 +31,7 @@ def small_cluster(**changes):
 
 
 def test_presets_are_listed_and_cite_their_sources():
-    assert set(GPU_PRESETS) | {"this-machine"} == set(tw.Cluster.presets())
+    assert set(GPU_PRESETS) | {"this-machine", "this-machine-mpi"} == set(tw.Cluster.presets())
     for name in GPU_PRESETS:
         c = tw.Cluster.preset(name)
         assert c.name == name
@@ -100,8 +100,8 @@ def test_preset_with_devices_and_unknown_names():
 
 
 def test_this_machine_is_registered_by_a_hook(monkeypatch):
-    monkeypatch.setattr(cluster_module, "_this_machine", None)
-    with pytest.raises(RuntimeError, match="'this-machine' preset needs the runtime's calibration"):
+    monkeypatch.setattr(cluster_module, "_measured", {})
+    with pytest.raises(RuntimeError, match="'this-machine' preset needs the calibration"):
         tw.Cluster.preset("this-machine")
     asked = []
 
@@ -118,6 +118,8 @@ def test_this_machine_is_registered_by_a_hook(monkeypatch):
         tw.Cluster.preset("this-machine")
     with pytest.raises(TypeError, match="fn\\(devices\\)"):
         tw.sim.register_this_machine(42)
+    with pytest.raises(ValueError, match="registers one of"):
+        tw.sim.register_this_machine(calibrate, "elsewhere")
 
 
 # ----- profiles: TensorOpt §3.2 interpolation -----------------------------------------------------

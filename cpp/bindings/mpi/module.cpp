@@ -61,6 +61,10 @@ PYBIND11_MODULE(_mpi, m) {
   m.def("finalize", &exec::mpi::finalize, "MPI_Finalize (once, at exit).");
   m.def("rank", &exec::mpi::rank, "This process's rank in MPI_COMM_WORLD (initialises MPI).");
   m.def("size", &exec::mpi::size, "The number of ranks in MPI_COMM_WORLD (initialises MPI).");
+  m.def("one_way_seconds", &exec::mpi::one_way_seconds, py::arg("bytes"), py::arg("rounds"), py::arg("repeats"),
+        py::call_guard<py::gil_scoped_release>(),
+        "Calibration: one-way seconds per message of `bytes` between ranks 0 and 1 (every rank calls it; "
+        "rank 0 gets the figure).");
   m.def("mpi_version", [] {
     char text[MPI_MAX_LIBRARY_VERSION_STRING];
     int len = 0;

@@ -349,4 +349,35 @@ void MpiExecutable::step() {
   ++stats_.steps;
 }
 
+double one_way_seconds(int64_t bytes, int rounds, int repeats) {
+  using Clock = std::chrono::steady_clock;
+  init();
+  const int me = rank();
+  const int64_t n = std::max<int64_t>(1, (bytes + 3) / 4);
+  const Box box{{tdl::Range{0, n - 1}}};
+  std::vector<float> buf(static_cast<size_t>(n), 1.0f);
+  MpiCommunicator comm(MPI_COMM_WORLD);
+  const auto deadline = Clock::now() + std::chrono::seconds(120);
+  std::vector<double> runs;
+  int64_t tag = 0;
+  for (int r = 0; r < std::max(repeats, 1); ++r) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    const auto t0 = Clock::now();
+    for (int i = 0; i < std::max(rounds, 1); ++i, tag += 2) {
+      if (me == 0) {
+        comm.send(0, 1, tag, buf.data(), box, box);
+        comm.recv(0, 1, tag + 1, buf.data(), box, box, deadline);
+      } else if (me == 1) {
+        comm.recv(1, 0, tag, buf.data(), box, box, deadline);
+        comm.send(1, 0, tag + 1, buf.data(), box, box);
+      }
+    }
+    if (me <= 1) comm.flush(me, deadline);
+    runs.push_back(std::chrono::duration<double>(Clock::now() - t0).count() / (2.0 * std::max(rounds, 1)));
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  std::sort(runs.begin(), runs.end());
+  return me == 0 ? runs[runs.size() / 2] : 0.0;
+}
+
 }  // namespace tilewise::exec::mpi

@@ -23,6 +23,13 @@ void finalize();
 int rank();
 int size();
 
+/// Calibration (TensorOpt §3.2: profile the actual bandwidth at 2^i bytes): one-way seconds per
+/// message of `bytes` between ranks 0 and 1 of MPI_COMM_WORLD through an MpiCommunicator, as
+/// programs send (packing and unpacking included), from `rounds` round trips, median of
+/// `repeats`. Every rank calls it; ranks other than 0 and 1 only wait at the barriers. Returns
+/// the figure on rank 0 (0 elsewhere).
+double one_way_seconds(int64_t bytes, int rounds, int repeats);
+
 /// Communicator over MPI: devices are the ranks of `comm`. A send packs the box into a message
 /// buffer and starts MPI_Isend (completed later; buffers recycled); a receive starts MPI_Irecv
 /// into the buffer (or a staging buffer when the box is not the whole buffer) and polls it with

@@ -75,6 +75,11 @@ class MpiExecutable(Executable):
     def _core_class():
         return load().Executable
 
+    def predict(self, cluster="this-machine-mpi", *, op_times=None):
+        """One step simulated on ``cluster``; by default this machine's MPI ranks (messages priced by
+        the MPI point-to-point profile measured by calibration)."""
+        return super().predict(cluster, op_times=op_times)
+
     @property
     def rank(self) -> int:
         """This process's rank, the device it runs."""

@@ -45,6 +45,8 @@ VERSION = 1
 MAX_FILE_BYTES = 4 * 2**20
 LEVELS = ("intra", "inter", "host")
 THIS_MACHINE = "this-machine"
+#: Measured clusters: threads of this process, and MPI ranks on this machine.
+MEASURED = (THIS_MACHINE, "this-machine-mpi")
 
 Rate = float | dict[int, float]
 
@@ -255,12 +257,12 @@ class DeviceProfile:
 # ----- presets: registered by name; "this-machine" by the runtime's calibration -------------------
 
 _PRESETS: dict[str, Callable[[], Cluster]] = {}
-_this_machine: Callable[[int | None], Cluster] | None = None
+_measured: dict[str, Callable[[int | None], Cluster]] = {}
 
 
 def register_preset(name: str):
     """Decorator: ``fn() -> Cluster`` is the preset ``name`` (tilewise/sim/presets.py)."""
-    if not isinstance(name, str) or not name or name == THIS_MACHINE or name in _PRESETS:
+    if not isinstance(name, str) or not name or name in MEASURED or name in _PRESETS:
         raise ValueError(f"preset name {name!r} is taken or not a name")
 
     def register(fn):
@@ -270,14 +272,19 @@ def register_preset(name: str):
     return register
 
 
-def register_this_machine(fn: Callable[[int | None], Cluster] | None) -> None:
-    """Makes ``Cluster.preset("this-machine", devices)`` call ``fn(devices)`` (``devices`` None: the
-    calibration's own count). The runtime registers its calibrating function here, so that this
+def register_this_machine(fn: Callable[[int | None], Cluster] | None, name: str = THIS_MACHINE) -> None:
+    """Makes ``Cluster.preset(name, devices)`` call ``fn(devices)`` (``devices`` None: the
+    calibration's own count), for ``name`` in ``MEASURED`` ("this-machine": threads of one process,
+    "this-machine-mpi": MPI ranks). The calibration registers its functions here, so that this
     package needs nothing above it; ``None`` unregisters."""
-    global _this_machine
+    if name not in MEASURED:
+        raise ValueError(f"register_this_machine registers one of {', '.join(MEASURED)}, not {name!r}")
     if fn is not None and not callable(fn):
         raise TypeError(f"register_this_machine takes a function fn(devices) -> tw.Cluster, not {type(fn).__name__}")
-    _this_machine = fn
+    if fn is None:
+        _measured.pop(name, None)
+    else:
+        _measured[name] = fn
 
 
 # ----- the cluster --------------------------------------------------------------------------------
@@ -416,7 +423,7 @@ class Cluster:
     @staticmethod
     def presets() -> list[str]:
         """The names Cluster.preset takes."""
-        return sorted(_PRESETS) + [THIS_MACHINE]
+        return sorted(_PRESETS) + list(MEASURED)
 
     @classmethod
     def preset(cls, name: str, devices: int | None = None) -> Cluster:
@@ -424,18 +431,19 @@ class Cluster:
         (``"this-machine"``); ``devices``: that many devices on machines of the preset's shape."""
         if not isinstance(name, str):
             raise TypeError(f"Cluster.preset takes a preset name (str), not {type(name).__name__}")
-        if name == THIS_MACHINE:
-            if _this_machine is None:
-                raise RuntimeError("the 'this-machine' preset needs the runtime's calibration, which registers itself "
-                                   "when tilewise.exec is imported (import tilewise does); or register one with "
-                                   "tilewise.sim.cluster.register_this_machine(fn)")
+        if name in MEASURED:
+            fn = _measured.get(name)
+            if fn is None:
+                raise RuntimeError(f"the {name!r} preset needs the calibration, which registers itself when "
+                                   "tilewise.calibration is imported (import tilewise does); or register one with "
+                                   "tilewise.sim.cluster.register_this_machine(fn, name)")
             if devices is not None:
                 Checker("Cluster.preset", TypeError, json_keys=False).integer("devices", devices, 1, MAX_DEVICES,
                                                                               "a device count")
-            made = _this_machine(devices)
+            made = fn(devices)
             if not isinstance(made, Cluster):
-                raise TypeError(f"the 'this-machine' calibration {getattr(_this_machine, '__name__', _this_machine)} "
-                                f"returned {type(made).__name__}, not a tw.Cluster")
+                raise TypeError(f"the {name!r} calibration {getattr(fn, '__name__', fn)} returned "
+                                f"{type(made).__name__}, not a tw.Cluster")
             return made
         if name not in _PRESETS:
             raise ValueError(f"no cluster preset {name!r}{did_you_mean(name, cls.presets())}; presets: "
