@@ -9,7 +9,10 @@ instructions of one profiled plan), and beside them the old estimate (busiest de
 GEMM rate + bytes at the copy bandwidth: the bytes/bandwidth model TensorOpt §3.2 measured 74.8 %
 off on RNN network time). TensorOpt Table 2: < 8 % error, always under.
 
-    python benchmarks/bench_predict.py [--quick] [--random 20] [--steps 7] [--models mlp,lstm]
+    python benchmarks/bench_predict.py [--quick] [--random 20] [--steps 7] [--models mlp,lstm] [--mpi]
+
+``--mpi``: also 2 MPI ranks (``mpirun -np 2 benchmarks/predict_mpi.py``) per model and planner,
+predicted on "this-machine-mpi" (messages priced by the MPI profile calibration measured).
 """
 
 from __future__ import annotations
@@ -71,6 +74,37 @@ def per_op_error(g, plan, op_times) -> float:
     return statistics.median(errs) if errs else float("nan")
 
 
+def run_mpi(names, steps: int) -> list[dict]:
+    """Each model on 2 MPI ranks (tofu, kcuts): measured beside predicted on this-machine-mpi."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    mpirun = shutil.which("mpirun")
+    if mpirun is None or not tw.exec.mpi.available():
+        print("\nMPI: skipped (needs mpirun and tilewise._mpi)")
+        return []
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               OMPI_MCA_rmaps_base_oversubscribe="1")
+    script = pathlib.Path(__file__).parent / "predict_mpi.py"
+    print("\n2 MPI ranks (predicted on this-machine-mpi, ops measured on one device):")
+    out = []
+    for name in names:
+        for algorithm in ("tofu", "kcuts"):
+            cmd = [mpirun, "-np", "2", "--oversubscribe", sys.executable, str(script), name, algorithm, str(steps)]
+            proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+            if proc.returncode != 0:
+                print(f"  {name} {algorithm}: failed\n{proc.stderr[-2000:]}")
+                continue
+            r = json.loads(proc.stdout.strip().splitlines()[-1])
+            mem = max(abs(p - q) / q for p, q in zip(r["predicted_memory"], r["memory"], strict=True))
+            print(f"  {name:12s} {algorithm:6s} measured {r['measured'] * 1e3:8.2f} ms, predicted "
+                  f"{r['predicted'] * 1e3:8.2f} ms ({err(r['predicted'], r['measured']):+.1%}), memory error {mem:.2%}")
+            out.append(r)
+    return out
+
+
 def err(p: float, m: float) -> float:
     return (p - m) / m
 
@@ -81,6 +115,7 @@ def main() -> None:
     ap.add_argument("--random", type=int, default=20, help="random plans per model at 2 devices (Table 2)")
     ap.add_argument("--steps", type=int, default=7, help="measured steps per plan (median)")
     ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--mpi", action="store_true", help="also run 2 MPI ranks per model (needs mpirun, tilewise._mpi)")
     ap.add_argument("--json", default=str(pathlib.Path(__file__).parent / "out" / "predict.json"))
     args = ap.parse_args()
     names = args.models.split(",")
@@ -132,9 +167,10 @@ def main() -> None:
                   f"({under} under), profile only {statistics.mean(map(abs, e0)):6.1%}, old estimate "
                   f"{statistics.mean(map(abs, eo)):6.1%}; memory max error "
                   f"{max(r['memory_error'] for r in rs):.2%}")
+    mpi_rows = run_mpi(names, args.steps) if args.mpi else []
     out = pathlib.Path(args.json)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(dict(cluster=cluster.to_dict(), plans=rows, random=table2), indent=1))
+    out.write_text(json.dumps(dict(cluster=cluster.to_dict(), plans=rows, random=table2, mpi=mpi_rows), indent=1))
 
 
 if __name__ == "__main__":

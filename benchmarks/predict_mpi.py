@@ -1,0 +1,39 @@
+"""Run under ``mpirun -np K``: one model's steps on K MPI ranks, measured, beside the simulator's
+prediction on "this-machine-mpi" (bench_predict.py --mpi starts it). Rank 0 prints one JSON line."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+
+import tilewise as tw
+from tilewise.exec import mpi
+from tilewise.graph.feeds import example_feeds
+
+sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
+from bench_predict import MODELS  # noqa: E402
+
+
+def main() -> None:
+    name, algorithm, steps = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    g = MODELS[name][1]()
+    op_times = tw.measure_ops(g) if mpi.load().rank() == 0 else None
+    plan = tw.partition(g, devices=mpi.load().size(), algorithm=algorithm)
+    exe = tw.compile(g, plan, backend="mpi").initialize(0)
+    feeds = example_feeds(g)
+    for _ in range(3):
+        exe.step(feeds)
+    times = []
+    for _ in range(steps):
+        exe.step(feeds)
+        times.append(exe._core.stats.step_seconds)
+    if exe.rank == 0:
+        pred = exe.predict(op_times=op_times)
+        print(json.dumps({"model": name, "algorithm": algorithm, "measured": statistics.median(times),
+                          "predicted": pred.step_seconds, "memory": list(exe._core.stats.peak_bytes),
+                          "predicted_memory": pred.memory_per_device}))
+
+
+if __name__ == "__main__":
+    main()
