@@ -3,7 +3,9 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bindings/bindings.h"
@@ -19,7 +21,12 @@ using sim::Prediction;
 
 namespace {
 
-sim::OpScales scales_of(const std::vector<double>& scale) { return sim::OpScales{scale}; }
+sim::OpScales measured_ops(std::vector<double> seconds, std::vector<double> work) {
+  if (seconds.size() != work.size())
+    throw std::invalid_argument("op times: " + std::to_string(seconds.size()) + " seconds but " +
+                                std::to_string(work.size()) + " work figures");
+  return sim::OpScales{std::move(seconds), std::move(work)};
+}
 
 }  // namespace
 
@@ -50,15 +57,16 @@ void bind_predict(py::module_& m) {
   m.def(
       "simulate_plan",
       [](const graph::Graph& g, const partition::Plan& plan, const sim::Cluster& cluster, std::vector<int> keep,
-         std::vector<double> scales, bool keep_tasks) {
+         std::vector<double> op_seconds, std::vector<double> op_work, bool keep_tasks) {
         const exec::Lowered low = exec::lower(g, plan, keep);
-        const sim::OpScales s = scales_of(scales);
-        return sim::simulate_programs(g, low, cluster, scales.empty() ? nullptr : &s, keep_tasks);
+        const sim::OpScales s = measured_ops(std::move(op_seconds), std::move(op_work));
+        return sim::simulate_programs(g, low, cluster, s.seconds.empty() ? nullptr : &s, keep_tasks);
       },
-      py::arg("graph"), py::arg("plan"), py::arg("cluster"), py::arg("keep"), py::arg("scales"),
-      py::arg("keep_tasks") = true, py::call_guard<py::gil_scoped_release>(),
+      py::arg("graph"), py::arg("plan"), py::arg("cluster"), py::arg("keep"), py::arg("op_seconds"),
+      py::arg("op_work"), py::arg("keep_tasks") = true, py::call_guard<py::gil_scoped_release>(),
       "Lowers the plan (keeping `keep` after the step, as the executable does) and simulates one step of its "
-      "programs on the cluster; `scales`: per op, a factor on the kernel model (empty: none).");
+      "programs on the cluster; `op_seconds`/`op_work`: per op, measured at full size on one device (empty: "
+      "the kernel model alone; seconds <= 0: that op unmeasured).");
   m.def(
       "predicted_peak_memory",
       [](const graph::Graph& g, const partition::Plan& plan, std::vector<int> keep) {

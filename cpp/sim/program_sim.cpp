@@ -47,6 +47,18 @@ Priced price(const graph::Graph& g, const exec::Instr& in, const DeviceProfile& 
   }
 }
 
+// g(w) = a + w / R: the per-call time of the kind's smallest measured call plus the work at its
+// best rate (OpScales). Monotone in w whatever the profile's bins do, so a share never costs more
+// than the whole.
+double size_cost(const DeviceProfile& device, const std::string& kind, double work) {
+  auto it = device.kernels.find(kind);
+  if (it == device.kernels.end() || it->second.rate.empty()) return work;
+  const Profile& r = it->second.rate;
+  const double a = it->second.overhead + r.sizes.front() / r.values.front();
+  const double best = *std::max_element(r.values.begin(), r.values.end());
+  return a + work / best;
+}
+
 }  // namespace
 
 double instruction_seconds(const graph::Graph& g, const exec::Program& prog, const exec::Instr& in,
@@ -54,10 +66,11 @@ double instruction_seconds(const graph::Graph& g, const exec::Program& prog, con
   (void)prog;
   Priced p = price(g, in, cluster.device);
   if (p.kind.empty()) return 0;
-  double s = cluster.device.kernel_seconds(p.kind, p.work);
-  if (scales && in.kind == InstrKind::kCompute && in.op >= 0 && static_cast<size_t>(in.op) < scales->scale.size())
-    s *= scales->scale[in.op];
-  return s;
+  if (scales && in.kind == InstrKind::kCompute && in.op >= 0 && static_cast<size_t>(in.op) < scales->seconds.size() &&
+      scales->seconds[in.op] > 0 && scales->work[in.op] > 0)
+    return scales->seconds[in.op] * size_cost(cluster.device, p.kind, p.work) /
+           size_cost(cluster.device, p.kind, scales->work[in.op]);
+  return cluster.device.kernel_seconds(p.kind, p.work);
 }
 
 int64_t program_peak_memory(const exec::Program& prog) {

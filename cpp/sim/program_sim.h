@@ -39,10 +39,13 @@ struct TaskInfo {
   int64_t bytes = 0;     ///< bytes moved (send/link/recv)
 };
 
-/// Per-op corrections of the kernel model: `scale[op]` multiplies the model's time of every share
-/// of op (1 = the model as it is); measured once on one device (calibrate_ops in Python).
+/// Ops measured on one device (tw.measure_ops): per op its seconds and work at full size
+/// (seconds <= 0: not measured, priced by the kernel model). A share of a measured op takes
+/// seconds_full x g(work) / g(work_full), with g(w) = a + w / R from its kind's profile (a: the
+/// time of the profile's smallest call, R: its highest rate): the op keeps what it measured, and
+/// only a share small enough for per-call costs to matter gets relatively slower.
 struct OpScales {
-  std::vector<double> scale;
+  std::vector<double> seconds, work;
 };
 
 /// A simulated step.

@@ -378,11 +378,13 @@ def _mpi_link(profile: dict, device):
     from .sim.cluster import Link
 
     sizes, seconds = profile["sizes"], profile["seconds"]
-    latency = max(0.0, seconds[0] - device.kernel_seconds("send", 2 * sizes[0]) - device.kernel_seconds("copy",
-                                                                                                           2 * sizes[0]))
+    def copies(size: float) -> float:  # packing on the sender, unpacking on the receiver
+        return device.kernel_seconds("send", 2 * size) + device.kernel_seconds("copy", 2 * size)
+
+    latency = max(0.0, seconds[0] - copies(sizes[0]))
     bandwidth = {}
     for size, t in zip(sizes, seconds, strict=True):
-        transport = t - latency - device.kernel_seconds("send", 2 * size) - device.kernel_seconds("copy", 2 * size)
+        transport = t - latency - copies(size)
         # the transport cannot be faster than memory: where the copies' model already covers the
         # measured time, keep the bandwidth of the next larger size
         bandwidth[int(size)] = size / transport if transport > 0 else 0.0

@@ -208,15 +208,16 @@ class Plan:
         """One step of this plan simulated on ``cluster`` (a ``tw.Cluster`` or a preset name: "this-machine",
         "tofu", "tensoropt", "swapadvisor"...): a ``tw.Prediction`` with step seconds (compute,
         communication, idle per device), peak memory per device and bytes per link level. The programs
-        simulated are the ones ``tw.compile`` runs. ``op_times`` (``tw.measure_ops(graph)``) scales the
-        cluster's kernel model per op by what the ops measured on one device."""
+        simulated are the ones ``tw.compile`` runs. ``op_times`` (``tw.measure_ops(graph)``) prices each
+        op from what it measured on one device of this machine (docs/TIME_MODEL.md)."""
         from ..sim.prediction import resolve_cluster, simulate_lowered
 
         c = resolve_cluster(cluster, self.devices)
         keep = [t.id for t in self.graph.results().values()]
         names = [op.name for op in self.graph.ops]
-        return simulate_lowered(lambda core, scales: _core.simulate_plan(self.graph._g, self._core, core, keep, scales),
-                                c, names, op_times)
+        return simulate_lowered(
+            lambda core, seconds, work: _core.simulate_plan(self.graph._g, self._core, core, keep, seconds, work),
+            c, names, op_times)
 
     def evaluate(self) -> PlanCost:
         """The plan's figures recomputed on its graph (computed once, then cached)."""

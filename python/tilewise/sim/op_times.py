@@ -4,8 +4,10 @@ measured computation time for each operator; TensorOpt §3.2: op times are profi
 Per op: its measured seconds at full size, the kernel kind that prices it and its work (FLOPs or
 bytes). The simulator prices a share of an op at the kind's curve for the share's work, scaled by
 how far that curve was off for the whole op: ``scale = measured / kernel_seconds(kind, work)``.
-So a plan's shares keep what the kind's curve cannot know (an op's shape, its memory pattern),
-and the curve supplies how the time changes with size. Measured by ``tw.measure_ops(graph)``.
+A share takes the op's measured seconds times g(share's work) / g(op's work), with g(w) = a + w/R
+from the kind's profile (a: its smallest call's time, R: its best rate): the op keeps what the
+kind's curve cannot know (its shape, its memory pattern), and only shares small enough for
+per-call costs to matter get relatively slower. Measured by ``tw.measure_ops(graph)``.
 """
 
 from __future__ import annotations
@@ -33,22 +35,19 @@ class OpTimes:
             self.ops[str(name)] = (float(seconds), kind, float(work))
         self.cluster = cluster_name
 
-    def scales(self, op_names, cluster) -> list[float]:
-        """Per op (in ``op_names`` order): measured / the cluster's kernel model at full size; 1 for
-        ops not measured, measured at 0, or whose kind the cluster does not price."""
-        out = []
+    def columns(self, op_names, cluster) -> tuple[list[float], list[float]]:
+        """Per op (in ``op_names`` order): measured seconds and work at full size (0: not measured),
+        for the simulator. Refused for a cluster other than the one measured (a V100's op times
+        are not this CPU's)."""
+        if not _same_machine(self.cluster, cluster.name):
+            raise ValueError(f"op times were measured on '{self.cluster}'; they cannot price cluster "
+                             f"'{cluster.name}' (predict without op_times there)")
+        seconds, work = [], []
         for name in op_names:
-            entry = self.ops.get(name)
-            if entry is None or entry[0] <= 0:
-                out.append(1.0)
-                continue
-            seconds, kind, work = entry
-            try:
-                model = cluster.kernel_seconds(kind, work)
-            except ValueError:
-                model = 0.0
-            out.append(seconds / model if model > 0 else 1.0)
-        return out
+            s, _, w = self.ops.get(name, (0.0, "", 0.0))
+            seconds.append(s)
+            work.append(w)
+        return seconds, work
 
     @property
     def total_seconds(self) -> float:
@@ -79,3 +78,9 @@ class OpTimes:
 
     def __repr__(self):
         return f"<tw.OpTimes: {len(self.ops)} ops, {self.total_seconds * 1e3:.2f} ms on one device of '{self.cluster}'>"
+
+
+def _same_machine(measured: str, target: str) -> bool:
+    """The threads and the MPI ranks of this machine share its cores and kernels."""
+    mine = ("this-machine", "this-machine-mpi")
+    return measured == target or (measured in mine and target in mine)

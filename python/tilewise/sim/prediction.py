@@ -126,7 +126,7 @@ def resolve_cluster(cluster, devices: int):
 
 
 def simulate_lowered(simulate, cluster, op_names: Sequence[str], op_times=None) -> Prediction:
-    """Runs ``simulate(core_cluster, scales)`` (a bound C++ simulation of some programs) and wraps
-    the result; ``op_times`` (a ``tw.OpTimes``) scales the kernel model per op."""
-    scales = op_times.scales(op_names, cluster) if op_times is not None else []
-    return Prediction(simulate(cluster._core, scales), cluster.name, op_names, scaled=bool(scales))
+    """Runs ``simulate(core_cluster, op_seconds, op_work)`` (a bound C++ simulation of some programs)
+    and wraps the result; ``op_times`` (a ``tw.OpTimes``) prices the ops it measured."""
+    seconds, work = op_times.columns(op_names, cluster) if op_times is not None else ([], [])
+    return Prediction(simulate(cluster._core, seconds, work), cluster.name, op_names, scaled=bool(seconds))
