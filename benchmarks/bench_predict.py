@@ -43,13 +43,7 @@ PLANNERS = ("tofu", "kcuts", "data_parallel", "equal_chop")
 def measure(g, plan, steps: int, warmup: int = 3):
     """Median step seconds (the runtime's own clock), measured peak memory per device, the executable."""
     exe = tw.compile(g, plan).initialize(0)
-    feeds = example_feeds(g)
-    for _ in range(warmup):
-        exe.step(feeds)
-    times = []
-    for _ in range(steps):
-        exe.step(feeds)
-        times.append(exe._core.stats.step_seconds)
+    times = exe.time_steps(example_feeds(g), steps, warmup)
     return statistics.median(times), list(exe._core.stats.peak_bytes), exe
 
 

@@ -21,13 +21,7 @@ def main() -> None:
     op_times = tw.measure_ops(g) if mpi.load().rank() == 0 else None
     plan = tw.partition(g, devices=mpi.load().size(), algorithm=algorithm)
     exe = tw.compile(g, plan, backend="mpi").initialize(0)
-    feeds = example_feeds(g)
-    for _ in range(3):
-        exe.step(feeds)
-    times = []
-    for _ in range(steps):
-        exe.step(feeds)
-        times.append(exe._core.stats.step_seconds)
+    times = exe.time_steps(example_feeds(g), steps)
     if exe.rank == 0:
         pred = exe.predict(op_times=op_times)
         print(json.dumps({"model": name, "algorithm": algorithm, "measured": statistics.median(times),

@@ -115,15 +115,7 @@ def test_op_times_round_trip_and_refuse_bad_entries():
 
 
 def _measured(g, plan, steps=7):
-    exe = tw.compile(g, plan).initialize(0)
-    feeds = example_feeds(g)
-    for _ in range(3):
-        exe.step(feeds)
-    times = []
-    for _ in range(steps):
-        exe.step(feeds)
-        times.append(exe._core.stats.step_seconds)
-    return statistics.median(times)
+    return statistics.median(tw.compile(g, plan).initialize(0).time_steps(example_feeds(g), steps))
 
 
 @pytest.mark.parametrize("build", [_mlp, _transformer], ids=["mlp", "transformer"])
@@ -145,6 +137,15 @@ def test_predicted_step_within_ten_percent_on_this_machine(build):
         if abs(worst[-1]) <= 0.10:
             break
     assert min(map(abs, worst)) <= 0.10, f"errors per attempt: {[f'{e:+.1%}' for e in worst]}"
+
+
+def test_time_steps_checks_its_counts():
+    g = _mlp()
+    exe = tw.compile(g, Plan.one_device(g)).initialize(0)
+    times = exe.time_steps(example_feeds(g), steps=2, warmup=1)
+    assert len(times) == 2 and all(t > 0 for t in times) and exe._core.stats.steps == 3
+    with pytest.raises(tw.ExecError, match="steps"):
+        exe.time_steps(example_feeds(g), steps=0)
 
 
 def test_exe_stats_show_the_prediction():

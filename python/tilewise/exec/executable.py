@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import _core
 from .._core import ExecError
+from .._util import check_int
 from ..graph.graph import Graph, GTensor
 from ..plan.plan import Plan
 
@@ -242,6 +243,19 @@ class Executable:
                              "(feed them, or call initialize() for parameters)")
         self._core.step()
         return {k: self._core.get_tensor(t.id, list(t.shape)) for k, t in self._results.items()}
+
+    def time_steps(self, feeds: Mapping, steps: int = 7, warmup: int = 3) -> list[float]:
+        """Runs ``warmup`` steps, then ``steps`` more, and returns those steps' seconds (the runtime's
+        own clock: feeding and reading results are not in it). Parameters are trained meanwhile."""
+        steps = check_int("steps", steps, minimum=1, error=ExecError)
+        warmup = check_int("warmup", warmup, minimum=0, error=ExecError)
+        for _ in range(warmup):
+            self.step(feeds)
+        out = []
+        for _ in range(steps):
+            self.step(feeds)
+            out.append(self._core.stats.step_seconds)
+        return out
 
     def parameters(self) -> dict[str, np.ndarray]:
         """Current values of the parameters (after the steps run so far)."""
