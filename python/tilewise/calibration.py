@@ -258,7 +258,8 @@ def measure_mpi(timeout: float = 120.0) -> dict | None:
     from .exec import mpi
 
     mpirun = shutil.which("mpirun")
-    if mpirun is None or not mpi.available():
+    inside_mpi = any(k in os.environ for k in ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"))
+    if mpirun is None or not mpi.available() or inside_mpi:  # no mpirun started from inside a rank
         return None
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
                OMPI_MCA_rmaps_base_oversubscribe="1")

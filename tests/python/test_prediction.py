@@ -154,3 +154,29 @@ def test_exe_stats_show_the_prediction():
     exe.step(example_feeds(g))
     assert "simulated on this-machine" in exe.stats.summary()
     assert np.isfinite(exe.stats.predicted_step_seconds) and exe.stats.predicted_step_seconds > 0
+
+
+def test_cli_plan_predicts_on_a_cluster_and_writes_its_trace(capsys, tmp_path):
+    from tilewise.cli import main
+
+    trace = tmp_path / "sim.json"
+    assert main(["plan", "mlp-2-16", "--batch", "8", "--devices", "16", "--cluster", "tensoropt",
+                 "--trace", str(trace)]) == 0
+    out = capsys.readouterr().out
+    assert "predicted step on 'tensoropt'" in out and "inter" in out
+    assert trace.exists() and "traceEvents" in trace.read_text()
+    assert main(["plan", "mlp-2-16", "--batch", "8", "--devices", "2", "--cluster", "nowhere"]) == 2
+    assert "no cluster preset 'nowhere'" in capsys.readouterr().err
+    assert main(["plan", "mlp-2-16", "--batch", "8", "--devices", "2", "--trace", str(trace)]) == 2
+
+
+def test_cli_calibrate_prints_the_stored_profile(capsys):
+    import json
+
+    from tilewise.cli import main
+
+    assert main(["calibrate", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["format"] == "tilewise-calibration" and "gemm" in data["kernels"]
+    assert main(["calibrate"]) == 0
+    assert "this-machine" in capsys.readouterr().out

@@ -29,6 +29,11 @@ def add_run(subparsers: Any) -> None:
     parser.add_argument("--steps", type=int, default=3, help="training steps (default 3)")
     parser.add_argument("--memory", type=float, metavar="MIB", help="memory per device in MiB (default unlimited)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the synthetic data and parameters")
+    parser.add_argument("--backend", choices=("cpu", "mpi"), default="cpu",
+                        help="cpu: worker threads of this process; mpi: one MPI rank per device, started as "
+                        "`mpirun -np K tilewise run ... --backend mpi` (rank 0 prints)")
+    parser.add_argument("--no-predict", action="store_true",
+                        help="skip the simulated step beside the measured one (it calibrates this machine once)")
     parser.set_defaults(run=run_run)
 
 
@@ -40,7 +45,7 @@ def _fail(message: str) -> int:
 def run_run(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from .._core import OutOfMemory
+    from .._core import ExecError, OutOfMemory
     from ..exec.executable import compile as compile_plan
     from ..models import get
     from ..plan.search import partition
@@ -54,12 +59,13 @@ def run_run(args: argparse.Namespace) -> int:
     plan = partition(g, args.devices, args.algorithm)
     memory = int(args.memory * 2**20) if args.memory else None
     try:
-        exe = compile_plan(g, plan, memory_per_device=memory).initialize(args.seed)
+        exe = compile_plan(g, plan, memory_per_device=memory, backend=args.backend).initialize(args.seed)
+        say = print if getattr(exe, "rank", 0) == 0 else (lambda *a, **k: None)  # MPI: rank 0 speaks
         from ..graph.feeds import example_feeds
 
         rng = np.random.default_rng(args.seed)
         batch = next((t.shape[0] for t in g.tensors if t.role == "input" and t.shape), 1)
-        print(f"{args.model}: {g._g.num_ops} ops, {args.algorithm} on {args.devices} CPU devices "
+        say(f"{args.model}: {g._g.num_ops} ops, {args.algorithm} on {args.devices} CPU devices "
               f"(plan found in {plan.search_seconds:.3f} s)")
         for step in range(args.steps):
             feeds = example_feeds(g, seed=int(rng.integers(2**31)))  # ids inside their tables
@@ -67,8 +73,9 @@ def run_run(args: argparse.Namespace) -> int:
             out = exe.step(feeds)
             seconds = time.perf_counter() - t0
             loss = float(np.asarray(out["loss"]).sum()) if "loss" in out else float("nan")
-            print(f"step {step + 1}: loss {loss:.6g}, {seconds:.3f} s, {batch / seconds:.1f} samples/s")
-    except OutOfMemory as e:
+            say(f"step {step + 1}: loss {loss:.6g}, {seconds:.3f} s, {batch / seconds:.1f} samples/s")
+    except (OutOfMemory, ExecError) as e:
         return _fail(str(e))
-    print(exe.stats.summary())
+    # Under MPI every rank would calibrate at once: the MPI prediction is bench_predict.py --mpi's.
+    say(exe.stats.summary(predict=not args.no_predict and args.backend == "cpu"))
     return 0

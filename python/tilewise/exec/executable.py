@@ -97,7 +97,9 @@ class ExecStats:
                     native_ops=self.native_ops,
                     interpreted_ops=self.interpreted_ops)
 
-    def summary(self) -> str:
+    def summary(self, predict: bool = True) -> str:
+        """The figures as lines; ``predict=False`` leaves out the simulated step (which calibrates this
+        machine the first time)."""
         mem = ", ".join(f"{m / 2**20:.1f}" for m in self.peak_memory_per_device)
         pred = ", ".join(f"{m / 2**20:.1f}" for m in self.predicted_memory_per_device)
         sent = ", ".join(f"{b:,}" for b in self.bytes_sent_per_device)
@@ -108,7 +110,8 @@ class ExecStats:
             f"bytes sent per device: {sent} (plan: {sent_plan})",
             f"seconds per device: {secs}",
             f"peak memory per device (MiB): {mem} (programs: {pred}; largest error {self.memory_error:.1%})",
-            f"step: {self.step_seconds:.3f} s (simulated on this-machine: {self.predicted_step_seconds:.3f} s); "
+            f"step: {self.step_seconds:.3f} s"
+            + (f" (simulated on this-machine: {self.predicted_step_seconds:.3f} s)" if predict else "") + "; "
             f"ops on native kernels: {self.native_ops}, "
             f"on the interpreter: {self.interpreted_ops}",
         ])
