@@ -1,6 +1,7 @@
 // Errors the runtime raises for a plan, graph or feed it cannot run (bindings: tilewise.ExecError,
 // a ValueError). Running out of a device's memory is exec::OutOfMemory (arena.h), a MemoryError.
 #pragma once
+#include <atomic>
 #include <stdexcept>
 #include <string>
 
@@ -11,6 +12,29 @@ namespace tilewise::exec {
 /// The message names the tensor or op and what would be valid.
 struct ExecError : std::invalid_argument {
   using std::invalid_argument::invalid_argument;
+};
+
+/// One caller at a time: a second thread calling step/set/get while another is inside one gets
+/// ExecError at once (an executable holds one step's buffers; interleaving would corrupt them).
+class ExclusiveUse {
+ public:
+  class Guard {
+   public:
+    Guard(const ExclusiveUse& use, const char* what) : use_(use) {
+      if (use_.busy_.exchange(true))
+        throw ExecError(std::string("this executable is busy in another thread; ") + what +
+                        " waits for nobody: call it from one thread at a time (or compile one executable per thread)");
+    }
+    ~Guard() { use_.busy_.store(false); }
+    Guard(const Guard&) = delete;
+    Guard& operator=(const Guard&) = delete;
+
+   private:
+    const ExclusiveUse& use_;
+  };
+
+ private:
+  mutable std::atomic<bool> busy_{false};
 };
 
 }  // namespace tilewise::exec

@@ -223,6 +223,7 @@ const Program& Executable::program(int device) const {
 }
 
 void Executable::set_tensor(int tensor, const float* data) {
+  ExclusiveUse::Guard one(use_, "set_tensor");
   const auto& t = g_.tensor(tensor);
   if (t.producer >= 0)
     throw ExecError("'" + t.name + "' is computed by the graph; only inputs, labels, parameters, "
@@ -234,6 +235,7 @@ void Executable::set_tensor(int tensor, const float* data) {
 }
 
 std::vector<float> Executable::get_tensor(int tensor) const {
+  ExclusiveUse::Guard one(use_, "get_tensor");
   const auto& t = g_.tensor(tensor);
   int s = low_.storage_of[tensor];
   const Box whole = Box::whole(t.shape);
@@ -288,6 +290,7 @@ void Executable::worker(int d) {
 }
 
 void Executable::step() {
+  ExclusiveUse::Guard one(use_, "step");
   const int n = low_.devices;
   // Results kept from the previous step go now (the caller has read them).
   for (auto& r : runners_) r->release_kept();

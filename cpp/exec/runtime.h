@@ -130,6 +130,7 @@ class Executable {
   Deadline deadline_;
   struct Pool;
   std::unique_ptr<Pool> pool_;
+  ExclusiveUse use_;  ///< step/set/get from one thread at a time
 };
 
 }  // namespace tilewise::exec

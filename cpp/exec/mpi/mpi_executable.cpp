@@ -244,6 +244,7 @@ const Program& MpiExecutable::program(int device) const {
 }
 
 void MpiExecutable::set_tensor(int tensor, const float* data) {
+  ExclusiveUse::Guard one(use_, "set_tensor");
   const auto& t = g_.tensor(tensor);
   if (t.producer >= 0)
     throw ExecError("'" + t.name + "' is computed by the graph; only inputs, labels, parameters, "
@@ -289,6 +290,7 @@ std::vector<float> MpiExecutable::gather_tensor(int tensor) const {
 }
 
 std::vector<float> MpiExecutable::get_tensor(int tensor) const {
+  ExclusiveUse::Guard one(use_, "get_tensor");
   std::vector<float> out = gather_tensor(tensor);
   out.resize(static_cast<size_t>(Box::whole(g_.tensor(tensor).shape).volume()));
   check(MPI_Bcast(out.data(), static_cast<int>(out.size()), MPI_FLOAT, 0, coll_), "MPI_Bcast");
@@ -296,6 +298,7 @@ std::vector<float> MpiExecutable::get_tensor(int tensor) const {
 }
 
 void MpiExecutable::step() {
+  ExclusiveUse::Guard one(use_, "step");
   const int n = low_.devices;
   runner_->release_kept();
   if (failed_) throw ExecError("a previous step of this executable failed; compile the plan again");

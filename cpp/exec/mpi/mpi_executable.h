@@ -108,6 +108,7 @@ class MpiExecutable {
   bool failed_ = false;
   bool profile_ = false;
   double timeout_;
+  ExclusiveUse use_;  ///< step/set/get from one thread at a time
 };
 
 }  // namespace tilewise::exec::mpi
