@@ -220,13 +220,54 @@ class Executable:
         return self
 
     def set(self, tensor: GTensor | str, value) -> None:
-        """Scatter a value into the devices' tiles (tensors without a producer only)."""
+        """Scatter a value into the devices' tiles (tensors without a producer only). ``value``: an
+        array-like or a torch tensor (detached and copied to the host; integer ids become float32,
+        exact below 2^24)."""
         t = self.graph.tensor(tensor) if isinstance(tensor, str) else tensor
-        value = np.asarray(value, dtype=np.float32)
+        value = _as_array(value, t.name)
         if value.shape != tuple(t.shape):
             raise ValueError(f"'{t.name}' has shape {tuple(t.shape)}; got an array of shape {value.shape}")
         self._core.set_tensor(t.id, value)
         self._fed.add(t.name)
+
+    def state_dict(self) -> dict[str, np.ndarray]:
+        """Parameters and constants (frozen buffers, running statistics) by name, as
+        ``torch.nn.Module.state_dict`` names them for a ``tw.from_torch`` graph."""
+        return {t.name: self._core.get_tensor(t.id, list(t.shape)) for t in self._resident()
+                if t.role in ("parameter", "constant")}
+
+    def load_state_dict(self, state: Mapping, strict: bool = True) -> None:
+        """Sets parameters and constants from ``state`` (arrays or torch tensors by name; e.g. a
+        torch module's ``state_dict()``). Everything is checked before anything is set, so a bad
+        entry leaves the executable as it was. ``strict``: names missing from ``state`` or not in the
+        graph are an error (ExecError listing them); else they are skipped."""
+        if not isinstance(state, Mapping):
+            raise TypeError(f"load_state_dict takes a mapping of name: array, not {type(state).__name__}")
+        wanted = {t.name: t for t in self._resident() if t.role in ("parameter", "constant")}
+        unknown = sorted(set(state) - set(wanted))
+        missing = sorted(set(wanted) - set(state))
+        if strict and (unknown or missing):
+            parts = []
+            if missing:
+                parts.append(f"missing {', '.join(missing[:8])}{' ...' if len(missing) > 8 else ''}")
+            if unknown:
+                parts.append(f"not in graph '{self.graph.name}': {', '.join(unknown[:8])}"
+                             f"{' ...' if len(unknown) > 8 else ''}")
+            raise ExecError("load_state_dict: " + "; ".join(parts) + " (strict=False skips them)")
+        values = {}
+        for name, value in state.items():
+            if name not in wanted:
+                continue
+            t = wanted[name]
+            array = _as_array(value, name)
+            if array.shape != tuple(t.shape):
+                raise ExecError(f"load_state_dict: '{name}' has shape {tuple(t.shape)} in the graph; got "
+                                f"{array.shape}")
+            if not np.all(np.isfinite(array)):
+                raise ExecError(f"load_state_dict: '{name}' holds NaN or Inf")
+            values[name] = array
+        for name, array in values.items():
+            self.set(wanted[name], array)
 
     def step(self, feeds: Mapping | None = None) -> dict[str, np.ndarray]:
         """One training iteration: feeds (inputs, labels; parameters too) by name or GTensor.
@@ -322,6 +363,16 @@ def program_events(prog: Program, device: int, timings, label: str) -> list[dict
                            ts=start * 1e6, dur=max(end - start, 0.0) * 1e6,
                            args=dict(instruction=text, bytes=nbytes, flops=flops)))
     return events
+
+
+def _as_array(value, name: str) -> np.ndarray:
+    """A float32 NumPy array from an array-like or a torch tensor (without importing torch)."""
+    if hasattr(value, "detach") and hasattr(value, "cpu"):  # a torch tensor, perhaps requiring grad
+        value = value.detach().cpu().numpy()
+    try:
+        return np.asarray(value, dtype=np.float32)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"'{name}': expected an array-like of numbers, got {type(value).__name__} ({e})") from None
 
 
 def write_trace(events: list[dict], path) -> dict:
