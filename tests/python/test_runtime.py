@@ -116,6 +116,11 @@ def test_cli_run_trains_and_reports(capsys):
     assert "step 2: loss" in out and "bytes moved:" in out and "(plan:" in out
     assert main(["run", "mlp-2-16", "--batch", "8", "--devices", "2", "--memory", "0.001"]) == 2
     assert "out of memory" in capsys.readouterr().err
+    assert main(["run", "mlp-2-16", "--batch", "8", "--devices", "2", "--steps", "1", "--no-predict"]) == 0
+    assert "simulated" not in capsys.readouterr().out
+    with pytest.raises(SystemExit) as version:
+        main(["--version"])
+    assert version.value.code == 0 and capsys.readouterr().out.startswith("tilewise ")
 
 
 @pytest.fixture(scope="module")

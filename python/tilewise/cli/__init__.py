@@ -27,12 +27,23 @@ _SUBCOMMANDS: list[Callable[[Any], None]] = [add_info, add_ops, add_analyze, add
                                                add_calibrate]
 
 
+def _version() -> str:
+    """The installed distribution's version, read without loading the extension."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("tilewise")
+    except PackageNotFoundError:
+        return "unknown"
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand in ``_SUBCOMMANDS``."""
     parser = argparse.ArgumentParser(
         prog="tilewise",
         description="Partition deep-learning models across devices: plan, inspect, run.",
     )
+    parser.add_argument("--version", action="version", version=f"tilewise {_version()}")
     subparsers = parser.add_subparsers(title="commands", metavar="COMMAND", dest="command")
     subparsers.required = True
     for add in _SUBCOMMANDS:
