@@ -90,6 +90,20 @@ void Arena::begin_step() {
   if (!planned_) records_.clear(), clock_ = 0;
 }
 
+void Arena::abort_step() {
+  const float* lo = block_.get();
+  const float* hi = lo + (planned_ ? std::max<int64_t>(block_bytes_ / 4, 1) : 0);
+  for (const auto& [p, record] : live_) {
+    (void)record;
+    if (!(planned_ && p >= lo && p < hi)) delete[] p;
+  }
+  live_.clear();
+  in_use_ = outside_;
+  if (!planned_) records_.clear(), clock_ = 0;
+  recording_ = false;
+  next_ = 0;
+}
+
 int64_t Arena::footprint() const { return planned_ ? outside_ + block_bytes_ : peak_; }
 
 void Arena::end_step() {

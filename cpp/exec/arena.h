@@ -55,6 +55,9 @@ class Arena {
   /// block plus the tensors kept outside it passes the capacity).
   void end_step();
   bool planned() const { return planned_; }
+  /// A step that failed: every buffer it allocated goes back (the recorded step's to the system),
+  /// so the next step starts as this one did; buffers held outside steps stay.
+  void abort_step();
   /// Bytes of the planned block (0 before planning).
   int64_t block_bytes() const { return block_bytes_; }
   /// What the device really holds at its peak: the buffers outside steps plus the planned block

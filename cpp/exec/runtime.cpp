@@ -92,6 +92,12 @@ void DeviceRunner::release_kept() {
   }
 }
 
+void DeviceRunner::abort_step() {
+  for (size_t b = 0; b < ptr_.size(); ++b)
+    if (!prog_.buffers[b].resident) ptr_[b] = nullptr;
+  arena_.abort_step();
+}
+
 void DeviceRunner::compute(const Instr& in, size_t index) {
   const auto& node = g_.op(in.op);
   const DeviceOp& dev = low_.ops[in.op].devices[device_];
@@ -127,6 +133,7 @@ void DeviceRunner::run(Communicator& comm, Deadline deadline, bool profile) {
   if (profile) profile_.assign(prog_.instrs.size(), {0.0, 0.0});
   else profile_.clear();
   const auto& bufs = prog_.buffers;
+  wrote_resident_ = false;
   int current_op = -1;
   auto op_start = start;
   for (size_t i = 0; i < prog_.instrs.size(); ++i) {
@@ -137,6 +144,9 @@ void DeviceRunner::run(Communicator& comm, Deadline deadline, bool profile) {
       current_op = in.op, op_start = now;
     }
     const auto t0 = profile ? Clock::now() : start;
+    const bool writes = in.kind == InstrKind::kCompute || in.kind == InstrKind::kRecv ||
+                        in.kind == InstrKind::kCopy || in.kind == InstrKind::kCombine;
+    if (writes && in.buffer >= 0 && bufs[in.buffer].resident) wrote_resident_ = true;  // from here, no undo
     switch (in.kind) {
       case InstrKind::kAlloc: ptr_[in.buffer] = arena_.allocate(bufs[in.buffer].elements(), bufs[in.buffer].name); break;
       case InstrKind::kFree:
@@ -294,7 +304,9 @@ void Executable::step() {
   const int n = low_.devices;
   // Results kept from the previous step go now (the caller has read them).
   for (auto& r : runners_) r->release_kept();
-  if (failed_) throw ExecError("a previous step of this executable failed; compile the plan again");
+  if (failed_)
+    throw ExecError("a previous step of this executable failed after updating parameters or optimizer state in "
+                    "place; compile the plan again (and set the parameters)");
   comm_->reset();
   for (auto& r : runners_) r->arena().reset_peak(), r->arena().begin_step();
   pool_->error = nullptr;
@@ -317,7 +329,16 @@ void Executable::step() {
   kernels::set_blas_threads(blas_before);
   stats_.step_seconds = since(start, Clock::now());
   if (pool_->error) {
-    failed_ = true;
+    // Undone when no device had written a tensor that lives across steps (a bad id is found in the
+    // forward pass, before any update): the executable stays usable, parameters as they were.
+    bool wrote = false;
+    for (auto& r : runners_) wrote = wrote || r->wrote_resident();
+    if (wrote) {
+      failed_ = true;
+    } else {
+      for (auto& r : runners_) r->abort_step();
+      comm_->reset();
+    }
     std::rethrow_exception(pool_->error);
   }
   const bool recorded = !runners_.empty() && !runners_[0]->arena().planned();

@@ -56,6 +56,11 @@ class DeviceRunner {
   float* tile(int tensor) const;
   /// Releases tiles of results kept after the last step (before the next one).
   void release_kept();
+  /// After a failed step: drops the buffers the step allocated (the arena takes them back).
+  void abort_step();
+  /// Whether the last run wrote into a buffer that lives across steps (a parameter or optimizer
+  /// state updated in place): then a failed step cannot be undone.
+  bool wrote_resident() const { return wrote_resident_; }
   Arena& arena() { return arena_; }
   const Program& program() const { return prog_; }
   const std::vector<char>& native() const { return native_; }
@@ -79,6 +84,7 @@ class DeviceRunner {
   std::vector<std::array<double, 2>> profile_;  ///< per instruction
   double seconds_ = 0;
   int64_t scratch_bytes_ = 0;
+  bool wrote_resident_ = false;
 };
 
 /// The thread executor: one persistent worker thread per device (device 0 on the caller's thread),

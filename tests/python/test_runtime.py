@@ -224,3 +224,30 @@ def test_a_second_thread_stepping_at_once_gets_an_error_not_a_crash():
     assert all("busy in another thread" in e for e in errors)
     assert errors or len(done) == 3  # interleavings may not collide; none may corrupt or hang
     exe.step(feeds)  # still usable afterwards
+
+
+@pytest.mark.parametrize("fail_first", [True, False], ids=["first-step", "later-step"])
+def test_a_step_failing_before_any_update_is_undone(fail_first):
+    """A bad id is found in the forward pass, before any parameter is updated in place: the step is
+    undone (its buffers back to the arenas, messages dropped) and training goes on exactly as if
+    the bad batch had never been fed."""
+    from tilewise.graph.feeds import example_feeds
+
+    g = tw.models.transformer(layers=1, hidden=64, heads=2, seq=8, batch=2)
+    plan = tw.partition(g, devices=2, algorithm="tofu")
+    feeds = example_feeds(g)
+    bad = dict(feeds, ids=feeds["ids"].copy())
+    bad["ids"][0, 0] = 1e9
+    a = tw.compile(g, plan).initialize(0)
+    b = tw.compile(g, plan).initialize(0)
+    if not fail_first:
+        a.step(feeds), b.step(feeds)
+    before = a.parameters()
+    with pytest.raises(tw.ExecError, match="is not a row of the table"):
+        a.step(bad)
+    assert all(np.array_equal(v, a.parameters()[k]) for k, v in before.items())
+    for _ in range(2):
+        la, lb = a.step(feeds)["loss"], b.step(feeds)["loss"]
+        assert la == lb
+    assert a.stats.peak_memory_per_device == b.stats.peak_memory_per_device
+    assert all(np.array_equal(v, b.parameters()[k]) for k, v in a.parameters().items())
