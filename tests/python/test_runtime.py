@@ -251,3 +251,19 @@ def test_a_step_failing_before_any_update_is_undone(fail_first):
         assert la == lb
     assert a.stats.peak_memory_per_device == b.stats.peak_memory_per_device
     assert all(np.array_equal(v, b.parameters()[k]) for k, v in a.parameters().items())
+
+
+def test_cli_runs_a_saved_graph_with_a_saved_plan(capsys, tmp_path):
+    from tilewise.cli import main
+
+    g = tw.models.mlp(layers=2, hidden=16, batch=8)
+    g.save(tmp_path / "g.json")
+    plan = tmp_path / "p.json"
+    assert main(["plan", str(tmp_path / "g.json"), "--devices", "2", "--json", str(plan)]) == 0
+    capsys.readouterr()
+    assert main(["run", str(tmp_path / "g.json"), "--plan", str(plan), "--steps", "1", "--no-predict"]) == 0
+    assert "2 CPU devices" in capsys.readouterr().out
+    assert main(["run", str(tmp_path / "g.json"), "--plan", str(tmp_path / "g.json")]) == 2
+    assert "not a tilewise plan" in capsys.readouterr().err
+    assert main(["run", str(tmp_path / "missing.json")]) == 2
+    assert "does not exist" in capsys.readouterr().err

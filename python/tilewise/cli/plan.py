@@ -23,7 +23,8 @@ def add_plan(subparsers: Any) -> None:
         epilog=f"algorithms: {', '.join(ALGORITHMS)}. Models as for `tilewise graph` (e.g. tilewise plan "
         "wresnet-50-4 --devices 8 --batch 8).",
     )
-    parser.add_argument("model", help="model name, e.g. wresnet-50-4, rnn-4-1k, mlp-4-1024")
+    parser.add_argument("model", help="model name, e.g. wresnet-50-4, rnn-4-1k, mlp-4-1024, or a graph JSON file "
+                        "(Graph.save)")
     parser.add_argument("--devices", "-k", type=int, default=8, help="number of devices (default 8)")
     parser.add_argument("--algorithm", "-a", default="tofu", help="partition algorithm (default tofu)")
     parser.add_argument("--batch", type=int, help="batch size (default: the papers' for that family)")
@@ -51,15 +52,15 @@ def run_plan(args: argparse.Namespace) -> int:
     import pathlib
 
     from .._core import SearchTimeout, SearchTooLarge
-    from ..models import get
     from ..plan.search import partition
+    from ._load import load_model
 
     if args.batch is not None and args.batch < 1:
         return _fail(f"--batch must be positive, got {args.batch}")
     if args.top < 0:
         return _fail(f"--top must be at least 0, got {args.top}")
     t0 = time.perf_counter()
-    g = get(args.model, batch=args.batch, optimizer=args.optimizer)
+    g = load_model(args.model, batch=args.batch, optimizer=args.optimizer)
     built = time.perf_counter() - t0
     try:
         plan = partition(g, args.devices, args.algorithm, time_limit=args.time_limit, threads=args.threads,

@@ -21,7 +21,10 @@ def add_run(subparsers: Any) -> None:
         epilog=f"algorithms: {', '.join(ALGORITHMS[:-1])}. Example: tilewise run mlp-4-1024 --batch 64 "
         "--devices 2 --steps 5",
     )
-    parser.add_argument("model", help="model name, e.g. mlp-4-1024, wresnet-50-1, rnn-2-1k")
+    parser.add_argument("model", help="model name, e.g. mlp-4-1024, wresnet-50-1, rnn-2-1k, or a graph JSON file "
+                        "(Graph.save)")
+    parser.add_argument("--plan", metavar="PATH", help="run this saved plan (tilewise plan --json) instead of "
+                        "searching; its device count wins over --devices")
     parser.add_argument("--devices", "-k", type=int, default=2, help="number of CPU devices (default 2)")
     parser.add_argument("--algorithm", "-a", default="tofu", help="partition algorithm (default tofu)")
     parser.add_argument("--batch", type=int, help="batch size (default: the family's)")
@@ -47,16 +50,23 @@ def run_run(args: argparse.Namespace) -> int:
 
     from .._core import ExecError, OutOfMemory
     from ..exec.executable import compile as compile_plan
-    from ..models import get
     from ..plan.search import partition
+    from ._load import load_model
 
     if args.steps < 1:
         return _fail(f"--steps must be at least 1, got {args.steps}")
     kwargs = {"batch": args.batch}
     if args.image is not None:
         kwargs["image"] = args.image
-    g = get(args.model, **kwargs)
-    plan = partition(g, args.devices, args.algorithm)
+    g = load_model(args.model, **kwargs)
+    if args.plan:
+        from ..plan.plan import Plan
+
+        plan = Plan.load(args.plan, g)  # validated against the graph; PlanError names the field
+        if plan.devices != args.devices:
+            args.devices = plan.devices
+    else:
+        plan = partition(g, args.devices, args.algorithm)
     memory = int(args.memory * 2**20) if args.memory else None
     try:
         exe = compile_plan(g, plan, memory_per_device=memory, backend=args.backend).initialize(args.seed)
