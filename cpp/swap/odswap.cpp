@@ -1,0 +1,225 @@
+// ODSwap (odswap.h): an online LRU executor over a buddy allocator, recorded as an augmented graph.
+#include "swap/odswap.h"
+
+#include <set>
+#include <string>
+#include <utility>
+
+#include "swap/buddy.h"
+
+namespace tilewise::swap {
+
+namespace {
+
+/// The allocator's unit: 256-byte alignment as CUDA's allocator, smaller when tensors are smaller.
+int64_t unit_for(const Problem& p) {
+  int64_t unit = 256;
+  while (unit > 1 && unit > p.sizes().front()) unit /= 2;
+  return unit;
+}
+
+class Executor {
+ public:
+  Executor(const Problem& p, const Schedule& s)
+      : p_(p), s_(s), n_(static_cast<int>(s.size())), buddy_(p.capacity(), unit_for(p)) {
+    const size_t nt = static_cast<size_t>(p.num_tensors());
+    remaining_.assign(nt, 0);
+    for (int o : s)
+      for (int t : p.working_set(o)) ++remaining_[static_cast<size_t>(t)];
+    uses_per_iteration_ = remaining_;
+    offset_.assign(nt, -1);
+    object_.assign(nt, -1);
+    dirty_.assign(nt, 0);
+    recent_.assign(nt, -1);
+    stay_of_.assign(nt, -1);
+  }
+
+  /// One iteration recorded into `out`; what stays in memory carries into the next call.
+  void run(SwapPlan& out) {
+    out = SwapPlan{};
+    out.method = "odswap";
+    out.schedule = s_;
+    out.double_pass = true;
+    out.memory_bytes = buddy_.capacity();
+    out.outputs_ready.assign(static_cast<size_t>(n_), Ready{});
+    remaining_ = uses_per_iteration_;
+    lru_.clear();
+    // What the last iteration left: its parameters stay (new objects, same blocks), the rest is freed.
+    for (size_t t = 0; t < offset_.size(); ++t) {
+      if (offset_[t] < 0) continue;
+      if (p_.tensors()[t].kind != TensorKind::kParameter) {
+        buddy_.release(offset_[t], order(static_cast<int>(t)), Ready{});
+        offset_[t] = -1;
+        continue;
+      }
+      recent_[t] = -1;
+      const int o = new_object(static_cast<int>(t), out);
+      object_[t] = o;
+      stay_of_[t] = static_cast<int>(out.stays.size());
+      out.stays.push_back({static_cast<int>(t), o, Stay::kIterationStart, Stay::kIterationEnd, -1, -1});
+      out.initial_residents.push_back(static_cast<int>(t));
+      lru_.insert({recent_[t], static_cast<int>(t)});
+    }
+    buddy_.clear_ready();
+    for (int k = 0; k < n_; ++k) step(k, out);
+  }
+
+ private:
+  int order(int t) const { return buddy_.order_for(p_.tensors()[static_cast<size_t>(t)].bytes); }
+
+  int new_object(int t, SwapPlan& out) {
+    out.objects.push_back({offset_[static_cast<size_t>(t)], buddy_.block_bytes(order(t)), 0});
+    return static_cast<int>(out.objects.size()) - 1;
+  }
+
+  /// Puts `t` into memory for the op at `k`, evicting LRU tensors when `evict`; false when it does not fit.
+  bool place(int t, int k, bool evict, Ready& ready, SwapPlan& out) {
+    const auto ts = static_cast<size_t>(t);
+    for (;;) {
+      const int64_t at = buddy_.allocate(order(t), ready);
+      if (at >= 0) {
+        offset_[ts] = at;
+        object_[ts] = new_object(t, out);
+        return true;
+      }
+      if (!evict) return false;
+      // The least recently used tensor that this op does not hold and that has been used since it came.
+      int victim = -1;
+      for (const auto& [recent, v] : lru_)
+        if (recent < k && pinned_ != nullptr && !pinned(v)) {
+          victim = v;
+          break;
+        }
+      if (victim < 0) fail(k);
+      evict_tensor(victim, k, t, out);
+    }
+  }
+
+  bool pinned(int t) const {
+    for (int u : *pinned_)
+      if (u == t) return true;
+    return false;
+  }
+
+  [[noreturn]] void fail(int k) const {
+    const int op = s_[static_cast<size_t>(k)];
+    std::string sizes;
+    int64_t total = 0;
+    for (int t : p_.working_set(op)) {
+      const int64_t b = buddy_.block_bytes(order(t));
+      sizes += (sizes.empty() ? "" : ", ") + std::to_string(b);
+      total += b;
+    }
+    throw SwapError("ODSwap cannot run op '" + p_.ops()[static_cast<size_t>(op)].name + "': its inputs and outputs "
+                    "take buddy blocks of " + sizes + " bytes (" + std::to_string(total) + " together), which a "
+                    "buddy allocator over the capacity of " + std::to_string(p_.capacity()) +
+                    " bytes cannot place even with everything else evicted");
+  }
+
+  void remove(int t, SwapPlan& out, Stay::Edge to, int to_index, const Ready& freed) {
+    const auto ts = static_cast<size_t>(t);
+    lru_.erase({recent_[ts], t});
+    buddy_.release(offset_[ts], order(t), freed);
+    offset_[ts] = -1;
+    object_[ts] = -1;
+    Stay& st = out.stays[static_cast<size_t>(stay_of_[ts])];
+    st.to = to;
+    st.to_index = to_index;
+  }
+
+  void evict_tensor(int v, int k, int newcomer, SwapPlan& out) {
+    const auto vs = static_cast<size_t>(v);
+    const int used = recent_[vs];
+    if (used < 0) {  // resident since the last iteration, unused: nothing waits, nothing to copy
+      out.evictions.push_back({v, newcomer, k, -1});
+      remove(v, out, Stay::kIterationStart, -1, Ready{});
+    } else if (dirty_[vs]) {
+      const int j = static_cast<int>(out.swap_outs.size());
+      out.swap_outs.push_back({v, object_[vs], used, k - 1});
+      out.evictions.push_back({v, newcomer, k, j});
+      dirty_[vs] = 0;
+      remove(v, out, Stay::kSwapOutEnd, j, Ready{-1, j});
+    } else {
+      out.evictions.push_back({v, newcomer, k, -1});
+      remove(v, out, Stay::kOpEnd, used, Ready{used, -1});
+    }
+  }
+
+  void arrive(int t, int recent, SwapPlan& out, Stay::Edge from, int from_index) {
+    const auto ts = static_cast<size_t>(t);
+    recent_[ts] = recent;
+    lru_.insert({recent, t});
+    stay_of_[ts] = static_cast<int>(out.stays.size());
+    out.stays.push_back({t, object_[ts], from, Stay::kIterationEnd, from_index, -1});
+  }
+
+  void swap_in(int t, int k, int position, const Ready& ready, SwapPlan& out) {
+    const int j = static_cast<int>(out.swap_ins.size());
+    out.swap_ins.push_back({t, object_[static_cast<size_t>(t)], position, ready, k - 1});
+    dirty_[static_cast<size_t>(t)] = 0;
+    // Prefetched: counts as used at its op, so LRU leaves it alone until then.
+    arrive(t, position, out, Stay::kSwapInStart, j);
+  }
+
+  void step(int k, SwapPlan& out) {
+    const int op = s_[static_cast<size_t>(k)];
+    pinned_ = &p_.working_set(op);
+    Ready ready;
+    for (int t : p_.ops()[static_cast<size_t>(op)].inputs) {
+      if (offset_[static_cast<size_t>(t)] >= 0) continue;
+      place(t, k, true, ready, out);
+      swap_in(t, k, k, ready, out);
+    }
+    for (int t : p_.ops()[static_cast<size_t>(op)].outputs) {
+      if (offset_[static_cast<size_t>(t)] < 0) {
+        place(t, k, true, ready, out);
+        out.outputs_ready[static_cast<size_t>(k)].merge(ready);
+        arrive(t, k, out, Stay::kOpStart, k);
+      }
+      dirty_[static_cast<size_t>(t)] = 1;
+    }
+    for (int t : *pinned_) {
+      const auto ts = static_cast<size_t>(t);
+      lru_.erase({recent_[ts], t});
+      recent_[ts] = k;
+      lru_.insert({k, t});
+      const Tensor& x = p_.tensors()[ts];
+      if (--remaining_[ts] == 0 && x.kind == TensorKind::kActivation && !x.live_out)
+        remove(t, out, Stay::kOpEnd, k, Ready{k, -1});
+    }
+    // The prefetcher, while this op runs: the next ops' inputs, in order, as long as they fit.
+    for (int q = k + 1; q <= k + kOdswapLookahead && q < n_; ++q)
+      for (int t : p_.ops()[static_cast<size_t>(s_[static_cast<size_t>(q)])].inputs) {
+        if (offset_[static_cast<size_t>(t)] >= 0) continue;
+        if (!place(t, k, false, ready, out)) return;
+        swap_in(t, k, q, ready, out);
+      }
+  }
+
+  const Problem& p_;
+  const Schedule& s_;
+  const int n_;
+  Buddy buddy_;
+  const std::vector<int>* pinned_ = nullptr;
+  std::vector<int> remaining_, uses_per_iteration_, object_, recent_, stay_of_;
+  std::vector<int64_t> offset_;
+  std::vector<char> dirty_;
+  std::set<std::pair<int, int>> lru_;  ///< (last use, tensor) of every tensor in memory
+};
+
+}  // namespace
+
+SwapPlan odswap_plan(const Problem& p, const Schedule& schedule) {
+  check_schedule(p, schedule);
+  Executor executor(p, schedule);
+  SwapPlan plan;
+  executor.run(plan);  // the first iteration, from an empty device
+  executor.run(plan);  // the second, timed
+  std::vector<Stay> kept;
+  for (const Stay& st : plan.stays)
+    if (!(st.from == Stay::kIterationStart && st.to == Stay::kIterationStart)) kept.push_back(st);
+  plan.stays = std::move(kept);
+  return plan;
+}
+
+}  // namespace tilewise::swap
