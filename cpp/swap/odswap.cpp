@@ -43,6 +43,7 @@ class Executor {
     out.memory_bytes = buddy_.capacity();
     out.outputs_ready.assign(static_cast<size_t>(n_), Ready{});
     remaining_ = uses_per_iteration_;
+    copied_.assign(offset_.size(), -1);
     lru_.clear();
     // What the last iteration left: its parameters stay (new objects, same blocks), the rest is freed.
     for (size_t t = 0; t < offset_.size(); ++t) {
@@ -138,6 +139,7 @@ class Executor {
       out.swap_outs.push_back({v, object_[vs], used, k - 1});
       out.evictions.push_back({v, newcomer, k, j});
       dirty_[vs] = 0;
+      copied_[vs] = j;
       remove(v, out, Stay::kSwapOutEnd, j, Ready{-1, j});
     } else {
       out.evictions.push_back({v, newcomer, k, -1});
@@ -153,8 +155,9 @@ class Executor {
     out.stays.push_back({t, object_[ts], from, Stay::kIterationEnd, from_index, -1});
   }
 
-  void swap_in(int t, int k, int position, const Ready& ready, SwapPlan& out) {
+  void swap_in(int t, int k, int position, Ready ready, SwapPlan& out) {
     const int j = static_cast<int>(out.swap_ins.size());
+    ready.merge(Ready{-1, copied_[static_cast<size_t>(t)]});  // the host copy must be complete
     out.swap_ins.push_back({t, object_[static_cast<size_t>(t)], position, ready, k - 1});
     dirty_[static_cast<size_t>(t)] = 0;
     // Prefetched: counts as used at its op, so LRU leaves it alone until then.
@@ -190,7 +193,9 @@ class Executor {
     // The prefetcher, while this op runs: the next ops' inputs, in order, as long as they fit.
     for (int q = k + 1; q <= k + kOdswapLookahead && q < n_; ++q)
       for (int t : p_.ops()[static_cast<size_t>(s_[static_cast<size_t>(q)])].inputs) {
-        if (offset_[static_cast<size_t>(t)] >= 0) continue;
+        const auto ts = static_cast<size_t>(t);
+        // Only what the host holds: a parameter, or an activation copied out (not one yet to be made).
+        if (offset_[ts] >= 0 || (p_.tensors()[ts].kind == TensorKind::kActivation && copied_[ts] < 0)) continue;
         if (!place(t, k, false, ready, out)) return;
         swap_in(t, k, q, ready, out);
       }
@@ -202,6 +207,7 @@ class Executor {
   Buddy buddy_;
   const std::vector<int>* pinned_ = nullptr;
   std::vector<int> remaining_, uses_per_iteration_, object_, recent_, stay_of_;
+  std::vector<int> copied_;  ///< per tensor: its last swap-out in this iteration, -1 none
   std::vector<int64_t> offset_;
   std::vector<char> dirty_;
   std::set<std::pair<int, int>> lru_;  ///< (last use, tensor) of every tensor in memory

@@ -164,6 +164,7 @@ class Planner {
     last_use_.assign(nt, -1);
     stay_of_.assign(nt, -1);
     removed_.assign(nt, 0);
+    copied_.assign(nt, -1);
     pinned_.assign(nt, -1);
     next_.assign(use_offset_.begin(), use_offset_.end() - 1);
     for (const Resident& r : initial) {
@@ -261,6 +262,7 @@ class Planner {
       unplace(v, out, Stay::kSwapOutEnd, j);
       ready_[static_cast<size_t>(o)] = Ready{-1, j};
       dirty_[vs] = 0;
+      copied_[vs] = j;
       out.evictions.push_back({v, t, k, j});
     } else {
       unplace(v, out, Stay::kOpEnd, lu);
@@ -279,7 +281,9 @@ class Planner {
       if (object_of_[ts] >= 0) continue;
       const int o = acquire(t, k, p_.tensors()[ts].bytes, out);
       const int j = static_cast<int>(out.swap_ins.size());
-      out.swap_ins.push_back({t, o, k, ready_[static_cast<size_t>(o)], -1});
+      Ready after = ready_[static_cast<size_t>(o)];
+      after.merge(Ready{-1, copied_[ts]});  // its copy on the host must be complete (another object may free first)
+      out.swap_ins.push_back({t, o, k, after, -1});
       place(t, o, out, Stay::kSwapInStart, j);
       dirty_[ts] = 0;
     }
@@ -324,6 +328,7 @@ class Planner {
   std::vector<std::deque<int>> free_;
   std::vector<std::vector<int>> resident_;
   std::vector<int> object_of_, slot_, last_use_, stay_of_, pinned_, next_;
+  std::vector<int> copied_;  ///< per tensor: its last swap-out in this pass, -1 none
   std::vector<char> dirty_, removed_;
 };
 
