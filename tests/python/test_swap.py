@@ -136,7 +136,7 @@ def assert_safe(problem, plan):
         by_object.setdefault(s["object"], []).append((s["start"], s["end"], s["tensor"]))
     for spans in by_object.values():
         spans.sort()
-        for (a0, a1, ta), (b0, b1, tb) in zip(spans, spans[1:]):
+        for (_, a1, ta), (b0, _, tb) in zip(spans, spans[1:]):
             assert a1 <= b0 + EPS, f"{ta} and {tb} overlap in one object"
     # Every op's inputs and outputs are in memory while it runs (never evicted early, swapped in before).
     reads = {name: set(i) | set(o) for name, i, o, _ in problem.ops}
