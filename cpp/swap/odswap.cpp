@@ -1,6 +1,7 @@
 // ODSwap (odswap.h): an online LRU executor over a buddy allocator, recorded as an augmented graph.
 #include "swap/odswap.h"
 
+#include <algorithm>
 #include <set>
 #include <string>
 #include <utility>
@@ -32,6 +33,7 @@ class Executor {
     dirty_.assign(nt, 0);
     recent_.assign(nt, -1);
     stay_of_.assign(nt, -1);
+    placed_at_.assign(nt, -1);
   }
 
   /// One iteration recorded into `out`; what stays in memory carries into the next call.
@@ -44,6 +46,7 @@ class Executor {
     out.outputs_ready.assign(static_cast<size_t>(n_), Ready{});
     remaining_ = uses_per_iteration_;
     copied_.assign(offset_.size(), -1);
+    arrival_.assign(offset_.size(), -1);
     lru_.clear();
     // What the last iteration left: its parameters stay (new objects, same blocks), the rest is freed.
     for (size_t t = 0; t < offset_.size(); ++t) {
@@ -81,15 +84,32 @@ class Executor {
       if (at >= 0) {
         offset_[ts] = at;
         object_[ts] = new_object(t, out);
+        placed_at_[ts] = k;
         return true;
       }
       if (!evict) return false;
-      // The least recently used tensor that this op does not hold and that has been used since it came.
+      // The least recently used tensor that this op does not hold and that has been used since it came;
+      // failing that, a prefetched one, the one needed last.
       int victim = -1;
       for (const auto& [recent, v] : lru_)
-        if (recent < k && pinned_ != nullptr && !pinned(v)) {
+        if (recent < k && !pinned(v)) {
           victim = v;
           break;
+        }
+      for (auto it = lru_.rbegin(); victim < 0 && it != lru_.rend(); ++it)
+        if (!pinned(it->second)) victim = it->second;
+      // Last: a smaller input of this op, which fragments the blocks the rest needs; it goes and comes
+      // back (step() swaps it in again). One placed before this step first; never one the op writes.
+      const Op& op = p_.ops()[static_cast<size_t>(s_[static_cast<size_t>(k)])];
+      const int64_t bytes = p_.tensors()[ts].bytes;
+      for (int pass = 0; pass < 2 && victim < 0; ++pass)
+        for (const auto& [recent, v] : lru_) {
+          const auto vs = static_cast<size_t>(v);
+          if (pinned(v) && (pass || placed_at_[vs] != k) && p_.tensors()[vs].bytes < bytes &&
+              std::find(op.outputs.begin(), op.outputs.end(), v) == op.outputs.end()) {
+            victim = v;
+            break;
+          }
         }
       if (victim < 0) fail(k);
       evict_tensor(victim, k, t, out);
@@ -97,6 +117,7 @@ class Executor {
   }
 
   bool pinned(int t) const {
+    if (pinned_ == nullptr) return false;
     for (int u : *pinned_)
       if (u == t) return true;
     return false;
@@ -134,16 +155,20 @@ class Executor {
     if (used < 0) {  // resident since the last iteration, unused: nothing waits, nothing to copy
       out.evictions.push_back({v, newcomer, k, -1});
       remove(v, out, Stay::kIterationStart, -1, Ready{});
+    } else if (used >= k) {  // prefetched for a later op: dropped once its copy in has landed
+      const int j = arrival_[vs];
+      out.evictions.push_back({v, newcomer, k, -1});
+      remove(v, out, Stay::kSwapInEnd, j, Ready{-1, -1, j});
     } else if (dirty_[vs]) {
       const int j = static_cast<int>(out.swap_outs.size());
       out.swap_outs.push_back({v, object_[vs], used, k - 1});
       out.evictions.push_back({v, newcomer, k, j});
       dirty_[vs] = 0;
       copied_[vs] = j;
-      remove(v, out, Stay::kSwapOutEnd, j, Ready{-1, j});
+      remove(v, out, Stay::kSwapOutEnd, j, Ready{-1, j, -1});
     } else {
       out.evictions.push_back({v, newcomer, k, -1});
-      remove(v, out, Stay::kOpEnd, used, Ready{used, -1});
+      remove(v, out, Stay::kOpEnd, used, Ready{used, -1, -1});
     }
   }
 
@@ -157,8 +182,9 @@ class Executor {
 
   void swap_in(int t, int k, int position, Ready ready, SwapPlan& out) {
     const int j = static_cast<int>(out.swap_ins.size());
-    ready.merge(Ready{-1, copied_[static_cast<size_t>(t)]});  // the host copy must be complete
+    ready.merge(Ready{-1, copied_[static_cast<size_t>(t)], -1});  // the host copy must be complete
     out.swap_ins.push_back({t, object_[static_cast<size_t>(t)], position, ready, k - 1});
+    arrival_[static_cast<size_t>(t)] = j;
     dirty_[static_cast<size_t>(t)] = 0;
     // Prefetched: counts as used at its op, so LRU leaves it alone until then.
     arrive(t, position, out, Stay::kSwapInStart, j);
@@ -167,20 +193,33 @@ class Executor {
   void step(int k, SwapPlan& out) {
     const int op = s_[static_cast<size_t>(k)];
     pinned_ = &p_.working_set(op);
+    const std::vector<int>& inputs = p_.ops()[static_cast<size_t>(op)].inputs;
+    const std::vector<int>& outputs = p_.ops()[static_cast<size_t>(op)].outputs;
     Ready ready;
-    for (int t : p_.ops()[static_cast<size_t>(op)].inputs) {
-      if (offset_[static_cast<size_t>(t)] >= 0) continue;
-      place(t, k, true, ready, out);
-      swap_in(t, k, k, ready, out);
-    }
-    for (int t : p_.ops()[static_cast<size_t>(op)].outputs) {
-      if (offset_[static_cast<size_t>(t)] < 0) {
+    // Largest first, so that small blocks do not split the large ones the op still needs; again while
+    // an input made room for a larger tensor (sizes shrink each round, so it ends).
+    std::vector<int> missing;
+    for (int round = 0;; ++round) {
+      missing.clear();
+      for (int t : *pinned_)
+        if (offset_[static_cast<size_t>(t)] < 0) missing.push_back(t);
+      if (missing.empty()) break;
+      if (round > 4 * static_cast<int>(pinned_->size())) fail(k);
+      std::stable_sort(missing.begin(), missing.end(), [&](int a, int b) {
+        return p_.tensors()[static_cast<size_t>(a)].bytes > p_.tensors()[static_cast<size_t>(b)].bytes;
+      });
+      for (int t : missing) {
+        if (offset_[static_cast<size_t>(t)] >= 0) continue;
         place(t, k, true, ready, out);
-        out.outputs_ready[static_cast<size_t>(k)].merge(ready);
-        arrive(t, k, out, Stay::kOpStart, k);
+        if (std::find(inputs.begin(), inputs.end(), t) != inputs.end()) {
+          swap_in(t, k, k, ready, out);
+        } else {
+          out.outputs_ready[static_cast<size_t>(k)].merge(ready);
+          arrive(t, k, out, Stay::kOpStart, k);
+        }
       }
-      dirty_[static_cast<size_t>(t)] = 1;
     }
+    for (int t : outputs) dirty_[static_cast<size_t>(t)] = 1;
     for (int t : *pinned_) {
       const auto ts = static_cast<size_t>(t);
       lru_.erase({recent_[ts], t});
@@ -188,7 +227,7 @@ class Executor {
       lru_.insert({k, t});
       const Tensor& x = p_.tensors()[ts];
       if (--remaining_[ts] == 0 && x.kind == TensorKind::kActivation && !x.live_out)
-        remove(t, out, Stay::kOpEnd, k, Ready{k, -1});
+        remove(t, out, Stay::kOpEnd, k, Ready{k, -1, -1});
     }
     // The prefetcher, while this op runs: the next ops' inputs, in order, as long as they fit.
     for (int q = k + 1; q <= k + kOdswapLookahead && q < n_; ++q)
@@ -208,6 +247,8 @@ class Executor {
   const std::vector<int>* pinned_ = nullptr;
   std::vector<int> remaining_, uses_per_iteration_, object_, recent_, stay_of_;
   std::vector<int> copied_;  ///< per tensor: its last swap-out in this iteration, -1 none
+  std::vector<int> arrival_;  ///< per tensor: the swap-in that brought it, for a prefetch dropped unused
+  std::vector<int> placed_at_;  ///< per tensor: the step that last placed it
   std::vector<int64_t> offset_;
   std::vector<char> dirty_;
   std::set<std::pair<int, int>> lru_;  ///< (last use, tensor) of every tensor in memory

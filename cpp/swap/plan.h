@@ -17,14 +17,16 @@
 
 namespace tilewise::swap {
 
-/// What must have ended before an object can take its next tensor. The compute and swap-out streams
-/// each run in order, so the latest position on each suffices (merging two objects takes the later).
+/// What must have ended before an object can take its next tensor. Every stream runs in order, so the
+/// latest task on each suffices (merging two objects takes the later).
 struct Ready {
   int op = -1;        ///< schedule position whose op must have ended (-1: none)
-  int swap_out = -1;  ///< swap-out that must have ended (-1: none)
+  int swap_out = -1;  ///< swap-out that must have ended: the object's tensor copied out (-1: none)
+  int swap_in = -1;   ///< swap-in that must have ended: a prefetched tensor dropped unused (ODSwap; -1: none)
   void merge(const Ready& o) {
     op = std::max(op, o.op);
     swap_out = std::max(swap_out, o.swap_out);
+    swap_in = std::max(swap_in, o.swap_in);
   }
 };
 
@@ -57,7 +59,7 @@ struct Eviction {
 
 /// A tensor's stay in one object, between two events of the augmented graph.
 struct Stay {
-  enum Edge : uint8_t { kIterationStart, kOpStart, kOpEnd, kSwapInStart, kSwapOutEnd, kIterationEnd };
+  enum Edge : uint8_t { kIterationStart, kOpStart, kOpEnd, kSwapInStart, kSwapInEnd, kSwapOutEnd, kIterationEnd };
   int tensor = -1, object = -1;
   Edge from = kIterationStart, to = kIterationEnd;
   int from_index = -1, to_index = -1;  ///< the position or swap index of each edge (unused for iteration edges)

@@ -260,13 +260,13 @@ class Planner {
       const int j = static_cast<int>(out.swap_outs.size());
       out.swap_outs.push_back({v, o, lu, -1});
       unplace(v, out, Stay::kSwapOutEnd, j);
-      ready_[static_cast<size_t>(o)] = Ready{-1, j};
+      ready_[static_cast<size_t>(o)] = Ready{-1, j, -1};
       dirty_[vs] = 0;
       copied_[vs] = j;
       out.evictions.push_back({v, t, k, j});
     } else {
       unplace(v, out, Stay::kOpEnd, lu);
-      ready_[static_cast<size_t>(o)] = Ready{lu, -1};
+      ready_[static_cast<size_t>(o)] = Ready{lu, -1, -1};
       out.evictions.push_back({v, t, k, -1});
     }
     return o;
@@ -282,7 +282,7 @@ class Planner {
       const int o = acquire(t, k, p_.tensors()[ts].bytes, out);
       const int j = static_cast<int>(out.swap_ins.size());
       Ready after = ready_[static_cast<size_t>(o)];
-      after.merge(Ready{-1, copied_[ts]});  // its copy on the host must be complete (another object may free first)
+      after.merge(Ready{-1, copied_[ts], -1});  // its copy on the host must be complete (another object may free first)
       out.swap_ins.push_back({t, o, k, after, -1});
       place(t, o, out, Stay::kSwapInStart, j);
       dirty_[ts] = 0;
@@ -306,7 +306,7 @@ class Planner {
         // Dead: its object is free once this op ends.
         const int o = object_of_[ts];
         unplace(t, out, Stay::kOpEnd, k);
-        ready_[static_cast<size_t>(o)] = Ready{k, -1};
+        ready_[static_cast<size_t>(o)] = Ready{k, -1, -1};
         free_[static_cast<size_t>(class_of_[ts])].push_back(o);
       }
     }

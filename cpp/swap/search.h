@@ -34,7 +34,7 @@ struct SearchOptions {
   Mode mode = Mode::kJoint;
   int population = 144;       ///< N_p (§5.1: 144)
   double mutation = 0.1;      ///< P (§5.1: 10 %)
-  double temperature = 0.05;  ///< T in softmax(t_norm / T); the paper's Eq. 4.1 is T = 1
+  double temperature = 0.01;  ///< T in softmax(t_norm / T); the paper's Eq. 4.1 is T = 1
   bool elitism = true;        ///< the best individual always survives (the paper's softmax may lose it)
   bool double_pass = true;
   uint64_t seed = 0;

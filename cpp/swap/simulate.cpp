@@ -28,6 +28,7 @@ PlanTimes simulate_plan(const Problem& p, const SwapPlan& plan, bool details) {
     // The op's own earlier positions are stream order already; swap-outs freeing its outputs' objects are not.
     const Ready& r = plan.outputs_ready[static_cast<size_t>(k)];
     if (r.swap_out >= 0) t.after.push_back(out_task(r.swap_out));
+    if (r.swap_in >= 0) t.after.push_back(in_task(r.swap_in));
   }
   const auto wait = [&](sim::Task& t, const Ready& r) {
     if (r.op >= 0) t.after.push_back(r.op);
@@ -72,6 +73,7 @@ PlanTimes simulate_plan(const Problem& p, const SwapPlan& plan, bool details) {
       case Stay::kOpStart: return out.op_start[static_cast<size_t>(i)];
       case Stay::kOpEnd: return out.op_end[static_cast<size_t>(i)];
       case Stay::kSwapInStart: return out.in_start[static_cast<size_t>(i)];
+      case Stay::kSwapInEnd: return out.in_end[static_cast<size_t>(i)];
       case Stay::kSwapOutEnd: return out.out_end[static_cast<size_t>(i)];
       case Stay::kIterationEnd: break;
     }

@@ -246,8 +246,8 @@ class Problem:
         return SwapPlan(self, _core.swap_odswap(self._core, ids))
 
     def search(self, seed: int = 0, time_limit: float | None = None, population: int = 144,
-               threads: int | None = None, progress=False, patience: int | None = 25,
-               generations: int | None = None, elitism: bool = True, temperature: float = 0.05,
+               threads: int | None = None, progress=False, patience: int | None = 50,
+               generations: int | None = None, elitism: bool = True, temperature: float = 0.01,
                mutation: float = 0.1, double_pass: bool = True, schedule_only: bool = False,
                pool_only: bool = False) -> SearchResult:
         """SwapAdvisor's genetic search over (schedule, pool) (§4.4); docs/SWAP.md gives the operators.
