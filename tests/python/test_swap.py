@@ -154,6 +154,24 @@ def assert_safe(problem, plan):
         if kinds[r["tensor"]][1] == "activation":
             assert outs, f"activation {r['tensor']} swapped in without having gone out"
     assert plan.makespan >= problem.ideal_time - EPS
+    if plan.double_pass and plan.method == "swapadvisor":
+        assert_repeatable(problem, plan)
+
+
+def assert_repeatable(problem, plan):
+    """The double pass: the parameters in memory at the start are there at the end, in the same objects;
+    an updated parameter the next iteration does not find in memory was copied out after its update."""
+    for t in plan.initial_residents:
+        first = min((s for s in plan.stays if s["tensor"] == t), key=lambda s: s["start"])
+        assert first["start"] == 0
+        assert any(s["tensor"] == t and s["object"] == first["object"] and s["end"] == plan.makespan
+                   for s in plan.stays), f"{t} is not back in its object at the end"
+    end = {r["op"]: r["end"] for r in plan.compute}
+    for name, _, outputs, _ in problem.ops:
+        for w in outputs:
+            if problem.tensors[w][1] == "parameter" and w not in plan.initial_residents:
+                assert any(o["tensor"] == w and o["start"] >= end[name] - EPS for o in plan.swap_outs), \
+                    f"updated {w} neither stays in memory nor goes back to the host"
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
