@@ -15,4 +15,5 @@ void bind_exec(pybind11::module_& m);
 void bind_cluster(pybind11::module_& m);
 void bind_predict(pybind11::module_& m);
 void bind_simulator(pybind11::module_& m);
+void bind_swap(pybind11::module_& m);
 }  // namespace tilewise::bindings

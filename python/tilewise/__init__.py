@@ -8,8 +8,8 @@
 
     conv1d.strategies(parts=2, data=(8, 16, 34), filters=(16, 32, 3))
 
-This module is the façade: it re-exports the public names of the stages (subpackages ``sim``, ``tdl``,
-``graph``, ``plan``, ``exec``, ``nn``, ``models``, ``frontends``, and ``optim``) and the operator
+This module is the façade: it re-exports the public names of the stages (subpackages ``sim``, ``swap``,
+``tdl``, ``graph``, ``plan``, ``exec``, ``nn``, ``models``, ``frontends``, and ``optim``) and the operator
 library ``tdl_ops`` as ``tw.ops``. Nothing inside the package imports it (docs/ARCHITECTURE.md).
 """
 
@@ -19,7 +19,7 @@ _preload_blas()
 
 import tdl_ops as ops  # noqa: E402 - the operator library; importing it fills the op registry
 
-from . import _core, models, nn, optim, tdl  # noqa: E402,F401
+from . import _core, models, nn, optim, swap, tdl  # noqa: E402,F401
 from ._build_info import build_info  # noqa: E402
 from ._core import ExecError, GraphError, PlanError, SearchTimeout, SearchTooLarge, ShapeError, TDLError  # noqa: E402
 from .calibration import measure_ops  # noqa: E402 - also registers the "this-machine" cluster
@@ -73,5 +73,5 @@ __all__ = [
     "TDLError", "Timeline",
     "build_info", "coarsen", "compute", "erf", "evaluate", "exp", "from_torch", "grad", "index_value", "log",
     "measure_ops", "models", "nn", "op", "opaque", "ops", "optim", "partition", "placeholder", "run_reference",
-    "sigmoid", "simulate", "sqrt", "tanh", "tdl", "trace", "where",
+    "sigmoid", "simulate", "sqrt", "swap", "tanh", "tdl", "trace", "where",
 ]
