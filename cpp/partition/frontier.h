@@ -30,8 +30,8 @@ struct Point {
 using Frontier = std::vector<Point>;
 
 /// Algorithm 1: the indices of the points of `c` on its frontier, in frontier order. With
-/// `memory_bucket` b > 0, memories in the same bucket [j·b, (j+1)·b) count as equal (the faster
-/// point is kept), so a dropped point is covered by one at most b heavier and no slower.
+/// `memory_bucket` b > 0, of the frontier points with memory in one bucket [j·b, (j+1)·b) only
+/// the fastest is kept, so a dropped point is covered by one at most b heavier and no slower.
 std::vector<int> reduce_indices(const std::vector<Point>& c, double memory_bucket = 0);
 
 /// The frontier semiring for elimination_engine.h. Per table entry a frontier; per point a record
@@ -39,7 +39,11 @@ std::vector<int> reduce_indices(const std::vector<Point>& c, double memory_bucke
 class FrontierSum {
  public:
   using Value = Frontier;
-  using Back = std::vector<int32_t>;  ///< per point: value, then one point index per input
+  /// Per table entry: per value x, which input has several points (or none, or several), where
+  /// its candidates start in the union, and, for a product of several, their input points; then
+  /// per kept point one int, its candidate index in the union (4 bytes a point: the frontiers of
+  /// long chains hold thousands of points per entry).
+  using Back = std::vector<int32_t>;
   static constexpr bool kTracksSizes = true;
 
   /// `memory_bucket` as in reduce_indices, applied when choosing over a variable (not in sums);
@@ -61,11 +65,7 @@ class FrontierSum {
       for (int i = 0; i < k; ++i) ops[static_cast<size_t>(x) * k + i] = &at(i, x);
     eliminate_frontiers(k, dv, ops.data(), out, back);
   }
-  static int unroll(const Back& back, int point, int k, int* inputs) {
-    const int32_t* r = back.data() + static_cast<size_t>(point) * (k + 1);
-    for (int i = 0; i < k; ++i) inputs[i] = r[1 + i];
-    return r[0];
-  }
+  static int unroll(const Back& back, int point, int k, int* inputs);
 
  private:
   // ops[x * k + i]: input i's frontier when the variable takes value x.

@@ -234,6 +234,28 @@ TEST(FrontierSolve, AChainIsEliminatedInOrderAsLDP) {
   expect_same(s.points, enumerate_frontier(p), 0);
 }
 
+TEST(FrontierSolve, AJoinMultipliesTheFrontiersOfItsBranches) {
+  // A star: two leaves are eliminated first, each into a frontier over the centre; the centre
+  // goes third (tied with the last leaf, lower index) and multiplies the two frontiers.
+  std::mt19937 rng(31);
+  for (int trial = 0; trial < 20; ++trial) {
+    ParetoProblem p;
+    p.nodes.resize(4);
+    for (auto& n : p.nodes) {
+      n.resize(4);
+      for (auto& c : n) c = grid_point(rng);
+    }
+    for (int leaf = 1; leaf < 4; ++leaf) {
+      p.edges.push_back({0, leaf, std::vector<Point>(16)});
+      for (auto& c : p.edges.back().table) c = grid_point(rng);
+    }
+    ParetoSolution s = solve_pareto(p);
+    ASSERT_EQ(s.stats.steps[2].var, 0);
+    expect_same(s.points, enumerate_frontier(p), trial);
+    expect_unrolls(p, s, trial);
+  }
+}
+
 TEST(FrontierSolve, MemoryBucketStaysWithinItsBound) {
   std::mt19937 rng(23);
   for (int trial = 0; trial < 100; ++trial) {
