@@ -27,7 +27,8 @@ namespace {
 // An (n, 2) array of (time, memory) rows as points.
 std::vector<Point> to_points(const Costs& a, const std::string& what) {
   if (a.ndim() != 2 || a.shape(1) != 2)
-    throw PlanError(what + " must be an (n, 2) array of (time, memory); got " + std::to_string(a.ndim()) + " dimensions");
+    throw PlanError(what + " must be an (n, 2) array of (time, memory); got " + std::to_string(a.ndim()) +
+                    " dimensions");
   std::vector<Point> out(a.shape(0));
   auto r = a.unchecked<2>();
   for (py::ssize_t i = 0; i < a.shape(0); ++i) out[i] = {r(i, 0), r(i, 1)};
@@ -81,7 +82,7 @@ void bind_pareto(py::module_& m) {
         o.threads = threads;
         if (time_limit > 0)
           o.deadline = std::chrono::steady_clock::now() +
-                       std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(time_limit));
+                       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(time_limit));
         if (progress)
           o.progress = [progress](int64_t done, int64_t total) {
             py::gil_scoped_acquire gil;

@@ -299,7 +299,8 @@ class Solution {
 
  private:
   template <class T>
-  friend Solution<T> eliminate_all(const T&, const std::vector<int>&, std::vector<BasicFactor<T>>, const EngineOptions&);
+  friend Solution<T> eliminate_all(const T&, const std::vector<int>&, std::vector<BasicFactor<T>>,
+                                   const EngineOptions&);
   typename S::Value value_;
   typename S::Back back_;  // which subproblem each point came from (with conditioning)
   std::vector<engine_detail::Pass<S>> passes_;
@@ -336,8 +337,8 @@ Solution<S> eliminate_all(const S& s, const std::vector<int>& domain_sizes, std:
         for (const auto& f : factors) {
           if (std::find(f.vars.begin(), f.vars.end(), w) == f.vars.end()) continue;
           auto r = engine_detail::restrict(f, domain_sizes, fixed);
-          double m = 0;
-          for (size_t e = 0; e < r.table.size(); ++e) m = e == 0 ? s.score(r.table[e]) : std::min(m, s.score(r.table[e]));
+          double m = s.score(r.table[0]);
+          for (size_t e = 1; e < r.table.size(); ++e) m = std::min(m, s.score(r.table[e]));
           score += m;
         }
         if (c == 0 || score < best) best = score, best_value = c;

@@ -20,13 +20,15 @@ void check_cost(const Point& p, const std::string& where) {
 void validate(const ParetoProblem& pr) {
   const int n = static_cast<int>(pr.nodes.size());
   for (int v = 0; v < n; ++v) {
-    if (pr.nodes[v].empty()) throw PlanError("node " + std::to_string(v) + " has no configuration; valid: at least one");
+    if (pr.nodes[v].empty())
+      throw PlanError("node " + std::to_string(v) + " has no configuration; valid: at least one");
     for (size_t c = 0; c < pr.nodes[v].size(); ++c)
       check_cost(pr.nodes[v][c], "node " + std::to_string(v) + " configuration " + std::to_string(c));
   }
   for (size_t e = 0; e < pr.edges.size(); ++e) {
     const auto& ed = pr.edges[e];
-    const std::string name = "edge " + std::to_string(e) + " (" + std::to_string(ed.u) + ", " + std::to_string(ed.v) + ")";
+    const std::string name =
+        "edge " + std::to_string(e) + " (" + std::to_string(ed.u) + ", " + std::to_string(ed.v) + ")";
     if (ed.u < 0 || ed.u >= n || ed.v < 0 || ed.v >= n)
       throw PlanError(name + " names a node out of range; valid: 0.." + std::to_string(n - 1));
     if (ed.u == ed.v) throw PlanError(name + " joins a node to itself; valid: two different nodes");
@@ -63,7 +65,9 @@ ParetoSolution solve_pareto(const ParetoProblem& pr, const ParetoOptions& option
   std::vector<int> domains;
   std::vector<BasicFactor<FrontierSum>> factors;
   double time_scale = 0, memory_scale = 0;
-  auto scale = [&](const Point& p) { time_scale = std::max(time_scale, p.time), memory_scale = std::max(memory_scale, p.memory); };
+  auto scale = [&](const Point& p) {
+    time_scale = std::max(time_scale, p.time), memory_scale = std::max(memory_scale, p.memory);
+  };
   for (int v = 0; v < n; ++v) {
     domains.push_back(static_cast<int>(pr.nodes[v].size()));
     BasicFactor<FrontierSum> f{{v}, {}};
