@@ -32,7 +32,7 @@ struct MinSum {
     int64_t best = kInfinite + 1;
     int arg = 0;
     for (int x = 0; x < dv; ++x) {
-      int64_t sum = 0;
+      int64_t sum = unit();
       for (int i = 0; i < k; ++i) sum = combine(sum, at(i, x));
       if (sum < best) best = sum, arg = x;
     }

@@ -4,7 +4,8 @@
 //
 // A semiring S supplies:
 //   Value, Back            a table entry; what a bucket keeps per entry to unroll it
-//   S::unit()              the cost of no factor at all (0; the frontier {(0, 0)})
+//   S::unit()              the cost of no factor at all, where every combination starts (0; the
+//                          frontier {(0, 0)}); "impossible" is kInfinite / the empty frontier
 //   s.eliminate(k, dv, at, out, back)
 //                          minimise one variable out at one table entry: `at(i, x)` is input i's
 //                          value when the variable takes value x; out = choose_x combine_i at(i, x)

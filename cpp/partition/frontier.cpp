@@ -73,7 +73,7 @@ struct Scratch {
   std::vector<std::pair<int32_t, int32_t>> chosen;  // (list, position) of every kept candidate
 };
 
-const Point kZero{};
+const Point kZero = FrontierSum::unit()[0];
 
 Point candidate(const List& l, int32_t j) {
   return {l.base[j].time + l.shift.time, l.base[j].memory + l.shift.memory};
@@ -187,7 +187,7 @@ void FrontierSum::eliminate_frontiers(int k, int dv, const Frontier* const* ops,
   s.lists.clear(), s.product.clear(), s.product_trail.clear(), s.trails.clear();
   for (int x = 0; x < dv; ++x) {
     const Frontier* const* in = ops + static_cast<size_t>(x) * k;
-    List l{x, -1, 1, 0, Point{}, &kZero};
+    List l{x, -1, 1, 0, kZero, &kZero};  // the shift starts at the unit
     s.multis.clear();
     bool possible = true;
     for (int i = 0; i < k && possible; ++i) {

@@ -3,16 +3,17 @@
 // Algorithm 1. On a chain, eliminating in order is LDP (Algorithm 3): the table left after
 // eliminating o_1..o_{i-1} is CF(o_i, ·).
 //
-// Costs are doubles. Sums are exact while every partial sum is representable (integer bytes up
-// to 2^53; times on a dyadic grid); otherwise two sums of the same costs in different orders may
-// differ in the last bit, and the reduce compares the rounded values as they are (pareto.cpp
-// re-evaluates every final point with a correctly rounded sum).
+// Costs are doubles. A candidate is a point of the one input with several points plus the sum of
+// the single-point inputs (in input order): a fixed order, so sums are exact while every partial
+// sum is representable (integer bytes up to 2^53; times on a dyadic grid) and otherwise may differ
+// from another order's in the last bit; comparisons take the rounded values as they are
+// (pareto.cpp re-evaluates every final point with a correctly rounded sum).
 //
 // Tie rule (deterministic, independent of threads): candidates are generated in a fixed order
-// (by value of the eliminated variable, then by the inputs' points in input order) and sorted
-// by (memory, time, generation); a tuple is kept only when its time is strictly lower than every
-// kept one. So among tuples with equal memory the fastest is kept, and among equal (time, memory)
-// the first generated: the lowest value of the eliminated variable.
+// (by value of the eliminated variable, then by position in that value's list, which is memory
+// order) and taken in (memory, time, generation) order; a tuple is kept only when its time is
+// strictly lower than every kept one. So of equal memories the fastest is kept, and of equal
+// (time, memory) the first generated: the lowest value of the eliminated variable.
 #pragma once
 #include <cstddef>
 #include <cstdint>
