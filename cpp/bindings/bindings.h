@@ -10,6 +10,7 @@ void bind_coarsen(pybind11::module_& m);
 void bind_build_info(pybind11::module_& m);
 void bind_cost(pybind11::module_& m);
 void bind_partition(pybind11::module_& m);
+void bind_pareto(pybind11::module_& m);
 void bind_kernels(pybind11::module_& m);
 void bind_exec(pybind11::module_& m);
 void bind_cluster(pybind11::module_& m);

@@ -10,6 +10,7 @@ PYBIND11_MODULE(_core, m) {
   tilewise::bindings::bind_build_info(m);
   tilewise::bindings::bind_cost(m);
   tilewise::bindings::bind_partition(m);
+  tilewise::bindings::bind_pareto(m);
   tilewise::bindings::bind_kernels(m);
   tilewise::bindings::bind_exec(m);
   tilewise::bindings::bind_cluster(m);

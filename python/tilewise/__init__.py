@@ -30,6 +30,7 @@ from .graph.coarsen import CoarseGraph, coarsen  # noqa: E402
 from .graph.graph import GOp, Graph, GTensor  # noqa: E402
 from .graph.reference import run_reference  # noqa: E402
 from .graph.trace import placeholder, trace  # noqa: E402
+from .plan import pareto  # noqa: E402
 from .plan.plan import Cut, Plan, PlanCost, evaluate  # noqa: E402
 from .plan.search import partition  # noqa: E402
 from .sim import Cluster, DeviceProfile, Link, OpTimes, Prediction, SimulationError, Timeline, simulate  # noqa: E402
@@ -72,6 +73,6 @@ __all__ = [
     "PlanError", "Prod", "SearchTimeout", "SearchTooLarge", "ShapeError", "SimulationError", "Strategy", "Sum",
     "TDLError", "Timeline",
     "build_info", "coarsen", "compute", "erf", "evaluate", "exp", "from_torch", "grad", "index_value", "log",
-    "measure_ops", "models", "nn", "op", "opaque", "ops", "optim", "partition", "placeholder", "run_reference",
-    "sigmoid", "simulate", "sqrt", "swap", "tanh", "tdl", "trace", "where",
+    "measure_ops", "models", "nn", "op", "opaque", "ops", "optim", "pareto", "partition", "placeholder",
+    "run_reference", "sigmoid", "simulate", "sqrt", "swap", "tanh", "tdl", "trace", "where",
 ]

@@ -1,0 +1,77 @@
+// Cost frontiers of (time, memory) tuples (TensorOpt §3.1, Definition 1) and the semiring that
+// makes variable elimination track them: product = every pairwise sum, union, both reduced by
+// Algorithm 1. On a chain, eliminating in order is LDP (Algorithm 3): the table left after
+// eliminating o_1..o_{i-1} is CF(o_i, ·).
+//
+// Costs are doubles. A candidate is a point of the one input with several points plus the sum of
+// the single-point inputs (in input order): a fixed order, so sums are exact while every partial
+// sum is representable (integer bytes up to 2^53; times on a dyadic grid) and otherwise may differ
+// from another order's in the last bit; comparisons take the rounded values as they are
+// (pareto.cpp re-evaluates every final point with a correctly rounded sum).
+//
+// Tie rule (deterministic, independent of threads): candidates are generated in a fixed order
+// (by value of the eliminated variable, then by position in that value's list, which is memory
+// order) and taken in (memory, time, generation) order; a tuple is kept only when its time is
+// strictly lower than every kept one. So of equal memories the fastest is kept, and of equal
+// (time, memory) the first generated: the lowest value of the eliminated variable.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace tilewise::partition {
+
+/// One strategy tuple's costs.
+struct Point {
+  double time = 0;
+  double memory = 0;
+};
+
+/// A cost frontier: memory strictly increasing, time strictly decreasing. Empty = impossible.
+using Frontier = std::vector<Point>;
+
+/// Algorithm 1: the indices of the points of `c` on its frontier, in frontier order. With
+/// `memory_bucket` b > 0, of the frontier points with memory in one bucket [j·b, (j+1)·b) only
+/// the fastest is kept, so a dropped point is covered by one at most b heavier and no slower.
+std::vector<int> reduce_indices(const std::vector<Point>& c, double memory_bucket = 0);
+
+/// The frontier semiring for elimination_engine.h. Per table entry a frontier; per point a record
+/// of the eliminated variable's value and the point of each input it sums.
+class FrontierSum {
+ public:
+  using Value = Frontier;
+  /// Per table entry: per value x, which input has several points (or none, or several), where
+  /// its candidates start in the union, and, for a product of several, their input points; then
+  /// per kept point one int, its candidate index in the union (4 bytes a point: the frontiers of
+  /// long chains hold thousands of points per entry).
+  using Back = std::vector<int32_t>;
+  static constexpr bool kTracksSizes = true;
+
+  /// `memory_bucket` as in reduce_indices, applied when choosing over a variable (not in sums);
+  /// `time_weight`, `memory_weight` scalarise a frontier for the heuristic (score).
+  explicit FrontierSum(double memory_bucket = 0, double time_weight = 1, double memory_weight = 0)
+      : bucket_(memory_bucket), time_weight_(time_weight), memory_weight_(memory_weight) {}
+
+  static Value unit() { return {Point{}}; }
+  static int64_t size(const Value& v) { return static_cast<int64_t>(v.size()); }
+  /// The best weighted sum of time and memory on the frontier (+inf when empty).
+  double score(const Value& v) const;
+
+  /// reduce(∪_x ⊗_i at(i, x)), with the record of every kept point.
+  template <class At>
+  void eliminate(int k, int dv, const At& at, Value& out, Back& back) const {
+    thread_local std::vector<const Frontier*> ops;
+    ops.resize(static_cast<size_t>(k) * dv);
+    for (int x = 0; x < dv; ++x)
+      for (int i = 0; i < k; ++i) ops[static_cast<size_t>(x) * k + i] = &at(i, x);
+    eliminate_frontiers(k, dv, ops.data(), out, back);
+  }
+  static int unroll(const Back& back, int point, int k, int* inputs);
+
+ private:
+  // ops[x * k + i]: input i's frontier when the variable takes value x.
+  void eliminate_frontiers(int k, int dv, const Frontier* const* ops, Frontier& out, Back& back) const;
+  double bucket_, time_weight_, memory_weight_;
+};
+
+}  // namespace tilewise::partition

@@ -1,0 +1,113 @@
+#include "partition/pareto.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "partition/exact_sum.h"
+#include "partition/problem.h"
+
+namespace tilewise::partition {
+
+namespace {
+
+void check_cost(const Point& p, const std::string& where) {
+  if (!std::isfinite(p.time) || !std::isfinite(p.memory) || p.time < 0 || p.memory < 0)
+    throw PlanError(where + " costs (" + std::to_string(p.time) + ", " + std::to_string(p.memory) +
+                    "); valid: finite time and memory >= 0");
+}
+
+void validate(const ParetoProblem& pr) {
+  const int n = static_cast<int>(pr.nodes.size());
+  for (int v = 0; v < n; ++v) {
+    if (pr.nodes[v].empty())
+      throw PlanError("node " + std::to_string(v) + " has no configuration; valid: at least one");
+    for (size_t c = 0; c < pr.nodes[v].size(); ++c)
+      check_cost(pr.nodes[v][c], "node " + std::to_string(v) + " configuration " + std::to_string(c));
+  }
+  for (size_t e = 0; e < pr.edges.size(); ++e) {
+    const auto& ed = pr.edges[e];
+    const std::string name =
+        "edge " + std::to_string(e) + " (" + std::to_string(ed.u) + ", " + std::to_string(ed.v) + ")";
+    if (ed.u < 0 || ed.u >= n || ed.v < 0 || ed.v >= n)
+      throw PlanError(name + " names a node out of range; valid: 0.." + std::to_string(n - 1));
+    if (ed.u == ed.v) throw PlanError(name + " joins a node to itself; valid: two different nodes");
+    const size_t want = pr.nodes[ed.u].size() * pr.nodes[ed.v].size();
+    if (ed.table.size() != want)
+      throw PlanError(name + " has " + std::to_string(ed.table.size()) + " entries; valid: " + std::to_string(want) +
+                      " (configurations of u x of v)");
+    for (const Point& p : ed.table) check_cost(p, name);
+  }
+}
+
+}  // namespace
+
+Point evaluate_pareto(const ParetoProblem& pr, const std::vector<int>& choice) {
+  std::vector<double> times, memories;
+  for (size_t v = 0; v < pr.nodes.size(); ++v) {
+    const Point& p = pr.nodes[v].at(choice.at(v));
+    times.push_back(p.time), memories.push_back(p.memory);
+  }
+  for (const auto& e : pr.edges) {
+    const Point& p = e.table.at(static_cast<size_t>(choice.at(e.u)) * pr.nodes[e.v].size() + choice.at(e.v));
+    times.push_back(p.time), memories.push_back(p.memory);
+  }
+  return {exact_sum(times), exact_sum(memories)};
+}
+
+ParetoSolution solve_pareto(const ParetoProblem& pr, const ParetoOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  validate(pr);
+  if (!(options.memory_bucket >= 0) || !std::isfinite(options.memory_bucket))
+    throw PlanError("memory_bucket " + std::to_string(options.memory_bucket) + "; valid: finite and >= 0");
+  if (options.max_table < 1) throw PlanError("max_table " + std::to_string(options.max_table) + "; valid: >= 1");
+  const int n = static_cast<int>(pr.nodes.size());
+  std::vector<int> domains;
+  std::vector<BasicFactor<FrontierSum>> factors;
+  double time_scale = 0, memory_scale = 0;
+  auto scale = [&](const Point& p) {
+    time_scale = std::max(time_scale, p.time), memory_scale = std::max(memory_scale, p.memory);
+  };
+  for (int v = 0; v < n; ++v) {
+    domains.push_back(static_cast<int>(pr.nodes[v].size()));
+    BasicFactor<FrontierSum> f{{v}, {}};
+    for (const Point& p : pr.nodes[v]) f.table.push_back({p}), scale(p);
+    factors.push_back(std::move(f));
+  }
+  for (const auto& e : pr.edges) {
+    BasicFactor<FrontierSum> f{{e.u, e.v}, {}};
+    for (const Point& p : e.table) f.table.push_back({p}), scale(p);
+    factors.push_back(std::move(f));
+  }
+  // The heuristic scores a configuration by time and memory, each relative to the largest cost.
+  const FrontierSum semiring(options.memory_bucket, time_scale > 0 ? 1 / time_scale : 1,
+                             memory_scale > 0 ? 1 / memory_scale : 1);
+  EngineOptions eo;
+  eo.order.max_table = options.max_table;
+  eo.order.too_wide = options.heuristic ? TooWide::kHeuristic : TooWide::kCondition;
+  eo.order.deadline = options.deadline;
+  eo.threads = options.threads;
+  eo.parallel_work = 64;  // a frontier entry is heavy: a few already pay for a thread
+  eo.progress = options.progress;
+  Solution<FrontierSum> sol = eliminate_all(semiring, domains, std::move(factors), eo);
+
+  // Unroll every point and recount its costs once, correctly rounded: the search added them in
+  // its own order. Recounting can make neighbours equal, so the result is reduced again.
+  std::vector<Point> points;
+  std::vector<std::vector<int>> choices;
+  for (size_t p = 0; p < sol.value().size(); ++p) {
+    choices.push_back(sol.assignment(static_cast<int>(p)));
+    points.push_back(evaluate_pareto(pr, choices.back()));
+  }
+  ParetoSolution out;
+  for (int i : reduce_indices(points)) out.points.push_back(points[i]), out.choices.push_back(std::move(choices[i]));
+  out.stats = std::move(sol.stats);
+  if (options.memory_bucket > 0) {
+    const int64_t reduces = static_cast<int64_t>(out.stats.steps.size()) + 1 + (out.stats.subproblems > 1 ? 1 : 0);
+    out.memory_error_bound = options.memory_bucket * static_cast<double>(reduces);
+  }
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return out;
+}
+
+}  // namespace tilewise::partition
