@@ -76,7 +76,9 @@ def run_mpi(names, steps: int) -> list[dict]:
     import sys
 
     mpirun = shutil.which("mpirun")
-    if mpirun is None or not tw.exec.mpi.available():
+    from tilewise.exec import mpi
+
+    if mpirun is None or not mpi.available():
         print("\nMPI: skipped (needs mpirun and tilewise._mpi)")
         return []
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
