@@ -72,3 +72,13 @@ def short_repr(v, limit: int = 60) -> str:
     """``repr(v)``, cut to ``limit`` characters."""
     text = repr(v)
     return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def json_text(data, path=None, indent: int = 1) -> str:
+    """``data`` as JSON text, also written to ``path`` (UTF-8) when given: every result object's
+    ``to_json(path=None)``."""
+    text = json.dumps(data, indent=indent)
+    if path is not None:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+    return text

@@ -107,7 +107,9 @@ def timed_instructions(graph: Graph, plan: Plan, steps: int = _STEPS, seed: int 
                        statistic=statistics.median):
     """Per device, per instruction: (program JSON instruction, ``statistic`` of its seconds over
     ``steps`` profiled steps after ``warmup`` steps), and the median step seconds. Warm-up: the
-    first step plans the arenas; the communicator's message buffers grow over the next few."""
+    first step plans the arenas; the communicator's message buffers grow over the next few.
+    ``statistic="median step"``: every instruction's seconds in the step whose time was the median
+    (the instructions then add up to a step as measured, not to a sum of separate medians)."""
     from .exec.executable import compile as compile_plan
 
     exe = compile_plan(graph, plan, profile=True).initialize(seed)
@@ -122,10 +124,12 @@ def timed_instructions(graph: Graph, plan: Plan, steps: int = _STEPS, seed: int 
         for d, timings in enumerate(exe._core.stats.profile):
             for i, (a, b) in enumerate(timings):
                 per[(d, i)].append(b - a)
+    middle = sorted(range(steps), key=lambda k: step[k])[steps // 2]
+    pick = (lambda xs: xs[middle]) if statistic == "median step" else statistic
     out = []
     for d in range(plan.devices):
         prog = json.loads(exe.program(d).to_json())
-        out.append([(ins, statistic(per[(d, i)])) for i, ins in enumerate(prog["instructions"])])
+        out.append([(ins, pick(per[(d, i)])) for i, ins in enumerate(prog["instructions"])])
     del exe
     gc.collect()  # executables hold reference cycles (opaque calls): free this one before the next
     return out, statistics.median(step)
@@ -395,13 +399,15 @@ def _mpi_link(profile: dict, device):
     return Link("intra", bandwidth=bandwidth, latency=latency, duplex=True, shared=False)
 
 
-def measure_ops(graph: Graph, *, steps: int = 5, warmup: int = 2):
-    """``tw.OpTimes``: every op of ``graph`` timed on one device of this machine (per op the median of
-    ``steps`` profiled steps, as steps are measured), with the kernel kind and work that price it."""
+def measure_ops(graph: Graph, *, steps: int = 7, warmup: int = 2):
+    """``tw.OpTimes``: every op of ``graph`` timed on one device of this machine, in the median one of
+    ``steps`` profiled steps (so the ops add up to a step as it is measured: the median of several),
+    with the kernel kind and work that price it."""
     from .sim.op_times import OpTimes
 
     kinds = _core.native_kernel_kinds()
-    timed, _ = timed_instructions(graph, Plan.one_device(graph), steps=steps, warmup=warmup)
+    timed, _ = timed_instructions(graph, Plan.one_device(graph), steps=steps, warmup=warmup,
+                                  statistic="median step")
     ops: dict[str, list] = {}
     for ins, seconds in timed[0]:
         if ins["kind"] != "compute":

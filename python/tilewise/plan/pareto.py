@@ -18,7 +18,6 @@ exact (on a chain it is TensorOpt's LDP), with conditioning where a table would 
 from __future__ import annotations
 
 import html
-import json
 import math
 import numbers
 import types
@@ -29,7 +28,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import _core
-from .._util import check_int, did_you_mean, fmt_bytes
+from .._util import check_int, did_you_mean, fmt_bytes, json_text
 
 __all__ = ["Elimination", "Frontier", "FrontierPoint", "FrontierStats", "reduce", "solve"]
 
@@ -108,11 +107,7 @@ class Frontier:
 
     def to_json(self, path=None) -> str:
         """The frontier as JSON (written to ``path`` when given)."""
-        text = json.dumps(self.to_dict(), indent=1)
-        if path is not None:
-            with open(path, "w") as f:
-                f.write(text)
-        return text
+        return json_text(self.to_dict(), path)
 
     def _range(self) -> str:
         if not self.points:

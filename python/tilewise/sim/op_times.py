@@ -12,9 +12,10 @@ per-call costs to matter get relatively slower. Measured by ``tw.measure_ops(gra
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
+
+from .._util import json_text
 
 
 class OpTimes:
@@ -58,11 +59,7 @@ class OpTimes:
                 "ops": {k: list(v) for k, v in self.ops.items()}}
 
     def to_json(self, path=None) -> str:
-        text = json.dumps(self.to_dict(), indent=1)
-        if path is not None:
-            with open(path, "w") as f:
-                f.write(text)
-        return text
+        return json_text(self.to_dict(), path)
 
     @classmethod
     def from_dict(cls, data) -> OpTimes:
