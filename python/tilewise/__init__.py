@@ -33,6 +33,7 @@ from .graph.trace import placeholder, trace  # noqa: E402
 from .plan import pareto  # noqa: E402
 from .plan.plan import Cut, Plan, PlanCost, evaluate  # noqa: E402
 from .plan.search import partition  # noqa: E402
+from .plan.swapping import swap_plan  # noqa: E402
 from .sim import Cluster, DeviceProfile, Link, OpTimes, Prediction, SimulationError, Timeline, simulate  # noqa: E402
 from .tdl import (  # noqa: E402,F401 - abs, max, min: attributes, not in __all__
     Max,
@@ -74,5 +75,5 @@ __all__ = [
     "TDLError", "Timeline",
     "build_info", "coarsen", "compute", "erf", "evaluate", "exp", "from_torch", "grad", "index_value", "log",
     "measure_ops", "models", "nn", "op", "opaque", "ops", "optim", "pareto", "partition", "placeholder",
-    "run_reference", "sigmoid", "simulate", "sqrt", "swap", "tanh", "tdl", "trace", "where",
+    "run_reference", "sigmoid", "simulate", "sqrt", "swap", "swap_plan", "tanh", "tdl", "trace", "where",
 ]

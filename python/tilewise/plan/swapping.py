@@ -1,0 +1,61 @@
+"""``tw.swap_plan(graph, ...)``: SwapAdvisor on a model's training graph (thesis ch. 4).
+
+The graph becomes a ``tw.swap.Problem``: every tensor with its bytes (float32), tensors without a
+producer (parameters, optimizer state, inputs, labels, constants) as "parameter"s that live on the
+host between uses, the rest as "activation"s; an op that updates a tensor in place lists that tensor
+as its output; the graph's results (loss, output) are kept to the end. Each op's seconds come from
+the time model: one step of the graph on one device of ``cluster``, simulated (``Plan.one_device(
+graph).predict(cluster)``), so the search prices ops exactly as every other prediction does.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..graph.graph import Graph
+from ..sim.prediction import resolve_cluster
+from ..swap import Problem
+from .plan import Plan
+
+
+def swap_problem(graph: Graph, cluster="swapadvisor", device_memory: int | None = None) -> Problem:
+    """The swap problem of one training step of ``graph`` on one device of ``cluster`` (a preset name
+    or ``tw.Cluster``; default SwapAdvisor's V100 with its 12/20 GB/s host link) with
+    ``device_memory`` bytes (default: the cluster device's memory)."""
+    if not isinstance(graph, Graph):
+        raise TypeError(f"swap_problem takes a tw.Graph, not {type(graph).__name__}")
+    c = resolve_cluster(cluster, 1)
+    if c.host is None:
+        raise ValueError(f"cluster '{c.name}' has no host link: swapping needs one (cluster.host = tw.Link(...))")
+    seconds = Plan.one_device(graph).predict(c).op_seconds
+    tensors: dict[str, tuple[int, str]] = {}
+    stored = {}  # tensor name -> the name it is stored as (an in-place update: the tensor it updates)
+    for t in graph.tensors:
+        if t.updates is not None:
+            stored[t.name] = t.updates.name
+            continue
+        stored[t.name] = t.name
+        nbytes = 4 * max(1, math.prod(t.shape))
+        tensors[t.name] = (nbytes, "parameter" if t.producer is None else "activation")
+    ops = []
+    for op in graph.ops:
+        inputs = list(dict.fromkeys(stored[t.name] for t in op.inputs))
+        ops.append((op.name, inputs, [stored[op.output.name]], float(seconds.get(op.name, 0.0))))
+    live_out = [t.name for t in graph.results().values() if t.producer is not None and t.updates is None]
+    capacity = c.device.memory if device_memory is None else device_memory
+    if not capacity:
+        raise ValueError(f"cluster '{c.name}' has unlimited device memory: give device_memory=bytes")
+    host = c.host
+    one_way = host.bandwidth_at(2**30)
+    both = host.duplex_bandwidth or (2 * one_way if host.duplex else one_way)
+    return Problem(tensors, ops, capacity=int(capacity), host_link=(one_way, both), live_out=live_out)
+
+
+def swap_plan(graph: Graph, cluster="swapadvisor", device_memory: int | None = None, *,
+              time_limit: float | None = 60.0, seed: int = 0, progress=False, **search):
+    """SwapAdvisor's genetic search for ``graph`` on one device of ``cluster`` with ``device_memory``
+    bytes: a ``tw.swap.SearchResult`` (``.plan``: schedule, pool, swaps, ``timeline()``;
+    ``.fraction_of_ideal``, ``.history``). ``search``: more options of ``tw.swap.Problem.search``.
+    Raises ``tw.swap.InfeasibleError`` (with ``.least_memory``) when nothing fits."""
+    problem = swap_problem(graph, cluster, device_memory)
+    return problem.search(seed=seed, time_limit=time_limit, progress=progress, **search)
