@@ -44,3 +44,16 @@ def test_a_cluster_without_a_host_link_is_refused(graph):
     no_host.host = None
     with pytest.raises(ValueError, match="no host link"):
         swap_problem(graph, no_host, device_memory=10**9)
+
+
+def test_cli_swap(capsys, tmp_path):
+    from tilewise.cli import main
+
+    out = tmp_path / "swap.json"
+    assert main(["swap", "mlp-2-256", "--batch", "16", "--memory", "0.0015", "--time-limit", "3",
+                 "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "of ideal" in text and "ODSwap" in text and out.exists()
+    assert main(["swap", "mlp-2-256", "--batch", "16", "--memory", "0.00001", "--time-limit", "3"]) == 2
+    assert "least memory that would work" in capsys.readouterr().err
+    assert main(["swap", "mlp-2-256", "--memory", "-1"]) == 2

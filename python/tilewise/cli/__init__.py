@@ -1,7 +1,7 @@
 """The ``tilewise`` command line (console script ``tilewise = "tilewise.cli:main"``).
 
 One module per subcommand: ``info``, ``ops`` (``ops`` and ``analyze``: the TDL library), ``graph``,
-``plan``, ``run``, ``calibrate``. Each has ``add_<name>(subparsers)``, which declares its parser and sets
+``plan``, ``run``, ``swap``, ``calibrate``. Each has ``add_<name>(subparsers)``, which declares its parser and sets
 ``run=run_<name>``, and ``run_<name>(args) -> int``, which does the work and returns the exit status.
 To add one, write its module and list its ``add_<name>`` in ``_SUBCOMMANDS``. Imports of the heavier
 parts of tilewise happen inside the ``run_<name>`` functions, so that ``tilewise --help`` stays fast.
@@ -21,10 +21,11 @@ from .info import add_info
 from .ops import add_analyze, add_ops
 from .plan import add_plan
 from .run import add_run
+from .swap import add_swap
 
 #: One entry per subcommand: a function that adds its parser to the subparsers.
 _SUBCOMMANDS: list[Callable[[Any], None]] = [add_info, add_ops, add_analyze, add_graph, add_plan, add_run,
-                                               add_calibrate]
+                                               add_swap, add_calibrate]
 
 
 def _version() -> str:
