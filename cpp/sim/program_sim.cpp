@@ -61,16 +61,23 @@ double size_cost(const DeviceProfile& device, const std::string& kind, double wo
 
 }  // namespace
 
-double instruction_seconds(const graph::Graph& g, const exec::Program& prog, const exec::Instr& in,
-                           const Cluster& cluster, const OpScales* scales) {
-  (void)prog;
-  Priced p = price(g, in, cluster.device);
+namespace {
+
+// The seconds of an instruction already priced as `p` (a measured op: its share by size_cost).
+double priced_seconds(const Priced& p, const exec::Instr& in, const Cluster& cluster, const OpScales* scales) {
   if (p.kind.empty()) return 0;
   if (scales && in.kind == InstrKind::kCompute && in.op >= 0 && static_cast<size_t>(in.op) < scales->seconds.size() &&
       scales->seconds[in.op] > 0 && scales->work[in.op] > 0)
     return scales->seconds[in.op] * size_cost(cluster.device, p.kind, p.work) /
            size_cost(cluster.device, p.kind, scales->work[in.op]);
   return cluster.device.kernel_seconds(p.kind, p.work);
+}
+
+}  // namespace
+
+double instruction_seconds(const graph::Graph& g, const exec::Instr& in, const Cluster& cluster,
+                           const OpScales* scales) {
+  return priced_seconds(price(g, in, cluster.device), in, cluster, scales);
 }
 
 int64_t program_peak_memory(const exec::Program& prog) {
@@ -180,7 +187,7 @@ Prediction simulate_programs(const graph::Graph& g, const exec::Lowered& low, co
         default: break;
       }
       Priced p = price(g, in, cluster.device);
-      Task t = busy_task(instruction_seconds(g, prog, in, cluster, scales), stream, d, p);
+      Task t = busy_task(priced_seconds(p, in, cluster, scales), stream, d, p);
       ti.kernel = p.kind, ti.work = p.work, ti.bytes = in.bytes;
       ti.kind = in.kind == InstrKind::kCompute ? "compute"
                 : in.kind == InstrKind::kSend  ? "send"

@@ -62,10 +62,10 @@ struct Prediction {
   Timeline timeline;
 };
 
-/// The seconds of one instruction of `prog` on `cluster`'s device (0 for Alloc/Free/events; Send
-/// and Recv: the packing and unpacking only). `scales` may be null.
-double instruction_seconds(const graph::Graph& g, const exec::Program& prog, const exec::Instr& in,
-                           const Cluster& cluster, const OpScales* scales = nullptr);
+/// The seconds of one instruction of a program of `g` on `cluster`'s device (0 for Alloc/Free/
+/// events; Send and Recv: the packing and unpacking only). `scales` may be null.
+double instruction_seconds(const graph::Graph& g, const exec::Instr& in, const Cluster& cluster,
+                           const OpScales* scales = nullptr);
 
 /// The kernel kind pricing a Compute instruction of `op` ("interpreter" when it declares no native kernel).
 std::string compute_kind(const graph::Graph& g, int op);

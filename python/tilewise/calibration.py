@@ -15,6 +15,7 @@ on one device: per op, how far the kind's curve is off (the simulator's ``OpScal
 
 from __future__ import annotations
 
+import functools
 import gc
 import json
 import math
@@ -46,8 +47,8 @@ def cache_dir() -> pathlib.Path:
     return pathlib.Path(base) / "tilewise"
 
 
-def machine_key() -> dict:
-    """What a stored profile must match to be reused."""
+@functools.lru_cache(maxsize=1)
+def _machine_key() -> tuple:
     info = _core.build_info()
     cpu = platform.processor() or platform.machine()
     try:
@@ -55,8 +56,14 @@ def machine_key() -> dict:
             cpu = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), cpu)
     except OSError:
         pass
-    return {"host": platform.node(), "cpu": cpu, "cores": os.cpu_count() or 1,
-            "tilewise": str(info.get("version", "")), "blas": str(info.get("blas", ""))}
+    return (("host", platform.node()), ("cpu", cpu), ("cores", os.cpu_count() or 1),
+            ("tilewise", str(info.get("version", ""))), ("blas", str(info.get("blas", ""))))
+
+
+def machine_key() -> dict:
+    """What a stored profile must match to be reused (read once per process: every prediction on
+    "this-machine" checks the stored profile against it)."""
+    return dict(_machine_key())
 
 
 # ----------------------------------------------------------------------------------------- suite
@@ -163,6 +170,8 @@ def fit_copies(samples: list[tuple[float, float]], large: list[tuple[float, floa
     if not pts:
         return [], []
     small = [t for w, t in pts[: max(3, len(pts) // 10)]]
+    # 0.9: a stated margin, so that samples barely above the typical small-copy time still leave
+    # positive time for their bytes in the bandwidth estimate below
     overhead = statistics.median(small) * 0.9
     big = [w / (t - overhead) for w, t in pts if w >= 2**16 and t > overhead]
     bandwidth = statistics.median(big) if big else max(w / t for w, t in pts)
