@@ -132,6 +132,45 @@ def test_the_parts_of_a_gradient_are_summed_by_one_op_after_the_last():
     np.testing.assert_allclose(v[grads["w"].name], 2 * (24 * wv**4 - tv) / tv.size * 96 * wv**3, rtol=1e-12)
 
 
+def test_running_accumulation_adds_each_part_as_it_arrives():
+    g = tw.Graph()
+    w = g.parameter("w", (3, 4))
+    ys = [tdl_ops.scale(w, alpha=k + 1.0) for k in range(4)]
+    y = tdl_ops.mul(tdl_ops.mul(ys[0], ys[1]), tdl_ops.mul(ys[2], ys[3]))
+    grads = tw.grad(g, tdl_ops.mse_loss(y, g.label("t", (3, 4))), accumulate="running")
+    sums = [o for o in g.ops if o.name.startswith("grad/w.sum")]
+    assert [(o.type, o.name) for o in sums] == [("add", f"grad/w.sum{i}") for i in (1, 2, 3)]
+    assert grads["w"].producer.name == sums[-1].name and sums[-1].output.grad_of == w
+    assert all(o.output.grad_of is None for o in sums[:-1])
+    for o in sums:  # right after the part it adds: one part alive at a time
+        assert o.id == o.inputs[1].producer.id + 1
+    rng = np.random.default_rng(4)
+    wv, tv = rng.standard_normal((3, 4)), rng.standard_normal((3, 4))
+    v = tw.run_reference(g, {"w": wv, "t": tv})
+    np.testing.assert_allclose(v[grads["w"].name], 2 * (24 * wv**4 - tv) / tv.size * 96 * wv**3, rtol=1e-12)
+
+
+def test_running_accumulation_trains_a_zoo_model_as_the_one_sum_does():
+    rnn = dict(batch=3, steps=4, in_features=8)
+    graphs = [tw.models.get("rnn-2-16", accumulate=acc, **rnn) for acc in ("sum", "running")]
+    assert not [o for o in graphs[1].ops if o.type.startswith("add_")]
+    assert len(graphs[1].ops) > len(graphs[0].ops)
+    feeds = tw.graph.feeds.example_feeds(graphs[0], seed=1)
+    rng = np.random.default_rng(2)
+    params = {t.name: rng.standard_normal(t.shape) * 0.3
+              for t in graphs[0].tensors if t.producer is None and t.name not in feeds}
+    outs = [tw.run_reference(g, {**feeds, **params}) for g in graphs]
+    updated = [t.name for t in graphs[0].tensors if t.updates is not None]  # the new parameters
+    assert len(updated) == 8 and set(updated) <= {t.name for t in graphs[1].tensors}
+    for name in [*updated, "loss"]:
+        np.testing.assert_allclose(outs[1][name], outs[0][name], rtol=1e-9, atol=1e-12)
+    with tw.graph.autodiff.gradient_accumulation("running"):
+        assert not [o for o in tw.models.get("rnn-2-16", **rnn).ops if o.type.startswith("add_")]
+    assert [o for o in tw.models.get("rnn-2-16", **rnn).ops if o.type.startswith("add_")]
+    with pytest.raises(tw.GraphError, match="accumulate must be one of 'sum', 'running'"):
+        tw.models.get("mlp-2-8", batch=2, accumulate="chain")
+
+
 def test_a_tensor_read_twice_by_one_op_gets_a_sum_of_its_two_parts():
     g = tw.Graph()
     w = g.parameter("w", (2, 3))

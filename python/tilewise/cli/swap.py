@@ -21,6 +21,9 @@ def add_swap(subparsers: Any) -> None:
     parser.add_argument("model", help="model name (e.g. rnn-2-1k, wresnet-50-1) or a graph JSON file")
     parser.add_argument("--memory", type=float, required=True, metavar="GB", help="device memory in GB (1e9 bytes)")
     parser.add_argument("--batch", type=int, help="batch size (default: the family's)")
+    parser.add_argument("--accumulate", choices=("running", "sum"), default="running",
+                        help="how a zoo model's gradient parts are summed: as they arrive (default; one part alive at "
+                        "a time, as MXNet and PyTorch do) or by one op after the last (all parts alive at once)")
     parser.add_argument("--cluster", default="swapadvisor", help="cluster preset or JSON file (default swapadvisor)")
     parser.add_argument("--time-limit", type=float, default=30.0, metavar="S", help="search seconds (default 30)")
     parser.add_argument("--seed", type=int, default=0)
@@ -46,7 +49,7 @@ def run_swap(args: argparse.Namespace) -> int:
         return _fail(f"--memory must be positive, got {args.memory}")
     if args.time_limit is not None and not args.time_limit > 0:
         return _fail(f"--time-limit must be positive, got {args.time_limit}")
-    g = load_model(args.model, batch=args.batch)
+    g = load_model(args.model, batch=args.batch, accumulate=args.accumulate)
     cluster = Cluster.from_json(pathlib.Path(args.cluster)) if args.cluster.endswith(".json") else args.cluster
     problem = swap_problem(g, cluster, int(args.memory * 1e9))
     print(f"{args.model}: {len(problem.ops)} ops, {len(problem.tensors)} tensors, {problem.total_bytes / 1e9:.3g} GB "

@@ -12,7 +12,10 @@ consumers each tensor has, so once the last has run, k >= 2 parts are summed by 
 op (``grad/<tensor>.sum``: backward, of no forward op), not a chain of k - 1 ``add``: one op for a
 planner to place and a runtime to run, and a sum that is not serialised. The price is that all
 parts are alive until the sum runs (a running sum keeps one); a runtime may still accumulate an
-``add_<k>`` into its output as the parts arrive.
+``add_<k>`` into its output as the parts arrive. ``accumulate="running"`` builds that instead: each
+part is added to a running total as soon as it exists (k - 1 ``add``s, ``grad/<tensor>.sum<i>``),
+so one part is alive at a time: PyTorch's autograd and MXNet beyond 8 parts do this, and swapping
+needs it (an RNN's weight gradient summed over 20 steps at once holds 20 copies of the weight).
 
 A gradient tensor records the one tensor it is the gradient of (``grad_of``). A rule may return
 one tensor for several inputs (``add`` returns its output's gradient for both): one input keeps
@@ -25,7 +28,8 @@ input's own group and backward dataflow between groups mirrors forward edges.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable
+import contextvars
+from collections.abc import Iterable, Iterator
 
 from .._core import GraphError, ShapeError, TDLError
 from ..tdl.registry import nary, ops
@@ -33,7 +37,30 @@ from .graph import GOp, Graph, GTensor
 from .replay import Scratch
 
 
-def grad(graph: Graph, loss: GTensor, wrt: Iterable[GTensor] | None = None) -> dict[str, GTensor]:
+#: How gradient parts are summed: "sum" (one ``add_<k>`` once every part exists) or "running".
+ACCUMULATE_MODES = ("sum", "running")
+_accumulate: contextvars.ContextVar[str] = contextvars.ContextVar("tilewise_accumulate", default="sum")
+
+
+@contextlib.contextmanager
+def gradient_accumulation(mode: str) -> Iterator[None]:
+    """Within the block, ``grad`` (and so ``tw.trace`` and the zoo) sums gradient parts as ``mode``
+    says unless told otherwise: ``with tw.graph.gradient_accumulation("running"): g = tw.models.get(...)``."""
+    token = _accumulate.set(_check_mode(mode))
+    try:
+        yield
+    finally:
+        _accumulate.reset(token)
+
+
+def _check_mode(mode) -> str:
+    if mode not in ACCUMULATE_MODES:
+        raise GraphError(f"accumulate must be one of {', '.join(map(repr, ACCUMULATE_MODES))}, got {mode!r}")
+    return mode
+
+
+def grad(graph: Graph, loss: GTensor, wrt: Iterable[GTensor] | None = None, *,
+         accumulate: str | None = None) -> dict[str, GTensor]:
     """Append the backward pass of ``loss`` (a 0-d tensor) to ``graph``; returns {tensor name: gradient}.
 
     ``wrt``: the tensors to differentiate (default: every parameter the loss depends on). Each
@@ -43,9 +70,13 @@ def grad(graph: Graph, loss: GTensor, wrt: Iterable[GTensor] | None = None) -> d
     A differentiated tensor that receives no gradient (only piecewise-constant ops lie between it
     and the loss) gets zeros.
 
+    ``accumulate``: "sum" (one ``add_<k>`` per tensor with k parts) or "running" (each part added
+    as it arrives); None: the mode of the enclosing ``gradient_accumulation`` block, else "sum".
+
     Raises GraphError for a non-scalar loss, a ``wrt`` tensor the loss does not depend on, and
     an op on the way without a gradient rule.
     """
+    running = (_accumulate.get() if accumulate is None else _check_mode(accumulate)) == "running"
     loss_op = _check_loss(graph, loss)
     forward = [op for op in graph.ops[: loss_op.id + 1] if op.phase == "forward"]
     reaches = _reaching(forward, loss)
@@ -57,7 +88,7 @@ def grad(graph: Graph, loss: GTensor, wrt: Iterable[GTensor] | None = None) -> d
         seed = ops.fill_like(loss, value=1.0, name="seed")
     graph.mark_gradient(seed, of=loss)
     total: dict[int, GTensor] = {loss.id: seed}  # tensor id -> its whole gradient, once every part exists
-    acc = _Parts(graph, active, origin)
+    acc = _Parts(graph, active, origin, running)
 
     for op in reversed(active):
         g = total.get(op.output.id)  # final: every consumer of the output came later
@@ -188,8 +219,10 @@ def _unrolled(graph: Graph, op: GOp, suffix: str = ""):
 class _Parts:
     """The gradient parts of each tensor, summed into its gradient once its last consumer has run."""
 
-    def __init__(self, graph: Graph, active: list[GOp], origin: dict[int, str]):
+    def __init__(self, graph: Graph, active: list[GOp], origin: dict[int, str], running: bool = False):
         self.graph = graph
+        self.running = running
+        self.sums: dict[int, int] = {}  # tensor id -> running adds so far
         self.pending: dict[int, int] = {}  # tensor id -> input slots of active ops not yet run
         for op in active:
             for t in op.inputs:
@@ -206,6 +239,8 @@ class _Parts:
                 self.pending[t.id] -= 1
                 if part is not None:
                     self.parts.setdefault(t.id, []).append((part, op, k))
+                    if self.running and len(self.parts[t.id]) == 2:
+                        self.parts[t.id] = [self._running_sum(t, op, k)]
         complete = [k for k, t in enumerate(inputs) if needed[k] and not self.pending[t.id] and t.id in self.parts]
         if len(complete) > 1:  # the first to take a part shared by several keeps it
             complete.sort(key=_main_first(inputs).index)
@@ -216,6 +251,17 @@ class _Parts:
                 done[t.id] = self._total(t, self.parts.pop(t.id))
         return done
 
+    def _running_sum(self, t: GTensor, op: GOp, k: int) -> tuple[GTensor, None, int]:
+        """The running total of t's gradient plus the part op's rule just gave (a fresh tensor: no op
+        shares it, so it needs no copy)."""
+        graph = self.graph
+        (total, _, _), (part, _, _) = self.parts[t.id]
+        i = self.sums.get(t.id, 0) + 1
+        self.sums[t.id] = i
+        with graph.phase("backward"), graph.scope(f"grad/{t.name}"), _unrolled(graph, op, f"/sum{k}"):
+            s = ops.add(total, part, name=f"sum{i}")
+        return (s, None, k)
+
     def _total(self, t: GTensor, parts: list) -> GTensor:
         graph = self.graph
         part, op, k = parts[-1]
@@ -224,6 +270,9 @@ class _Parts:
                 s = nary("add", len(parts))(*[p for p, _, _ in parts], name="sum")
             graph.mark_gradient(s, of=t)
             return s
+        if op is None:  # a running sum
+            graph.mark_gradient(part, of=t)
+            return part
         if (part.id, op.id) in self.kept:  # the rule gave it to another input of op, which keeps it
             with graph.phase("backward", forward_op=op), graph.scope(f"grad/{op.name}"), \
                     _unrolled(graph, op, f"/copy{k}"):

@@ -36,14 +36,15 @@ def placeholder(shape, name: str | None = None, dtype: str = "float32") -> Place
     return Placeholder(shape, name, dtype)
 
 
-def trace(model, *placeholders, loss=None, label=None, optimizer=None, name: str = "graph") -> Graph:
+def trace(model, *placeholders, loss=None, label=None, optimizer=None, name: str = "graph",
+          accumulate: str | None = None) -> Graph:
     """Build the graph of ``model(*inputs)``; with ``loss``, the whole training step.
 
     ``placeholders``: tw.placeholder(...) or shape tuples, becoming inputs named "input",
     "input_1", ... (or the placeholder's name). ``loss(output, label)`` must return a 0-d tensor;
     ``label`` (a placeholder or shape; default: the output's shape) becomes a tensor of role
     "label". ``optimizer`` (tw.optim) appends the updates. ``graph.outputs`` holds "output" and,
-    with a loss, "loss".
+    with a loss, "loss". ``accumulate``: how gradient parts are summed (``tw.grad``'s option).
     """
     if loss is None and (label is not None or optimizer is not None):
         raise GraphError("label= and optimizer= need loss=")
@@ -65,7 +66,7 @@ def trace(model, *placeholders, loss=None, label=None, optimizer=None, name: str
     target = g.label(lab.name or "label", lab.shape, lab.dtype)
     value = _named_loss(g, loss, out, target)
     g.outputs["loss"] = value
-    grads = grad(g, value)
+    grads = grad(g, value, accumulate=accumulate)
     if optimizer is not None:
         optimizer.apply(g, grads)
     return g

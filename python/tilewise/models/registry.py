@@ -27,6 +27,7 @@ from __future__ import annotations
 import re
 
 from .._core import GraphError
+from ..graph.autodiff import gradient_accumulation
 from .alexnet import alexnet
 from .inception import inception_v4
 from .mlp import mlp
@@ -96,8 +97,10 @@ def parse(name: str) -> tuple[str, dict]:
     raise GraphError(f"unknown model name {name!r}; examples: {', '.join(EXAMPLES)}")
 
 
-def get(name: str, batch: int | None = None, **kwargs):
-    """The graph of the named model (training graph unless ``train=False``); ``kwargs`` go to the builder."""
+def get(name: str, batch: int | None = None, *, accumulate: str | None = None, **kwargs):
+    """The graph of the named model (training graph unless ``train=False``); ``kwargs`` go to the builder.
+    ``accumulate``: how gradient parts are summed, "sum" or "running" (``tw.grad``; swapping wants
+    "running")."""
     family, args = parse(name)
     import inspect
 
@@ -114,6 +117,10 @@ def get(name: str, batch: int | None = None, **kwargs):
     if args["batch"] < 1:
         raise GraphError(f"batch must be positive, got {args['batch']}")
     _check_sizes(name, {"batch": args["batch"]})
-    g = BUILDERS[family](**args)
+    if accumulate is None:
+        g = BUILDERS[family](**args)
+    else:
+        with gradient_accumulation(accumulate):
+            g = BUILDERS[family](**args)
     g.name = name
     return g
