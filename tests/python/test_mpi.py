@@ -69,13 +69,18 @@ def test_mpi_matches_the_thread_executor(mpi_run):
 
 
 @needs_mpi
-def test_a_silent_rank_raises_communication_error_at_the_deadline():
+@pytest.mark.parametrize("mode", ["step", "gather"])
+def test_a_silent_rank_raises_communication_error_at_the_deadline(mode):
+    # "gather": rank 0 gathers the parameters after rank 1 left; a blocking collective hung forever here
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", MPIEXEC_TIMEOUT="60")
-    cmd = [MPIRUN, "-np", "2", "--oversubscribe", sys.executable, str(SCRIPT.parent / "deadline_mpi.py")]
+    cmd = [MPIRUN, "-np", "2", "--oversubscribe", sys.executable, str(SCRIPT.parent / "deadline_mpi.py"), mode]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=90)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     line = next(x for x in proc.stdout.splitlines() if x.startswith("rank 0:"))
-    assert "CommunicationError" in line and "peer 1, device 0" in line and "recv " in line, line
+    if mode == "step":
+        assert "CommunicationError" in line and "peer 1, device 0" in line and "recv " in line, line
+    else:
+        assert "CommunicationError" in line and "gathering" in line and "from rank 1" in line, line
     seconds = float(line.split("after ")[1].split(" s")[0])
     assert 2.0 <= seconds < 7.0, line
 

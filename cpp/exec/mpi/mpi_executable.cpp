@@ -35,6 +35,25 @@ bool finalized() {
   return off != 0;
 }
 
+// Completes a nonblocking request of the executor's bookkeeping (gathers, broadcasts, the step's
+// statistics) before the deadline. Blocking collectives would hang every rank forever when one
+// stops or dies between its program and the collective; polling lets the others raise instead.
+// A collective cannot be cancelled: after a timeout the executor is failed and not used again.
+MPI_Status wait_before(MPI_Request& req, Deadline deadline, int self, const std::string& what) {
+  MPI_Status st{};
+  int done = 0;
+  int spins = 0;
+  while (true) {
+    check(MPI_Test(&req, &done, &st), "MPI_Test");
+    if (done) return st;
+    if (Clock::now() > deadline)
+      throw CommunicationError(self, -1,
+                               "device " + std::to_string(self) + " (MPI rank " + std::to_string(self) + "): " +
+                                   what + " did not complete by the deadline (a rank stopped, died or left)");
+    if (++spins > 1000) std::this_thread::yield();  // ranks may be oversubscribed
+  }
+}
+
 }  // namespace
 
 void init() {
@@ -257,12 +276,17 @@ std::vector<float> MpiExecutable::gather_tensor(int tensor) const {
   const auto& t = g_.tensor(tensor);
   const int s = low_.storage_of[tensor];
   const Box whole = Box::whole(t.shape);
+  if (failed_) throw ExecError("a step or a gather of this executable failed: its ranks are out of step");
   const float* mine = runner_->tile(tensor);
   const int tag = 1;
+  const Deadline deadline = bookkeeping_deadline();
+  const std::string what = "gathering '" + t.name + "' on rank 0";
+  MPI_Request req;
   if (rank_ != 0) {
     // The tile, or an empty message when this device does not hold it.
     const int64_t n = mine ? low_.tiles[s][rank_].volume() : 0;
-    check(MPI_Send(mine, static_cast<int>(n), MPI_FLOAT, 0, tag, coll_), "MPI_Send");
+    check(MPI_Isend(mine, static_cast<int>(n), MPI_FLOAT, 0, tag, coll_, &req), "MPI_Isend");
+    collective_wait(req, deadline, what);
     return {};
   }
   std::vector<float> out(static_cast<size_t>(whole.volume()), 0.0f);
@@ -275,8 +299,8 @@ std::vector<float> MpiExecutable::gather_tensor(int tensor) const {
   for (int d = 1; d < low_.devices; ++d) {
     const Box& box = low_.tiles[s][d];
     tile.resize(static_cast<size_t>(std::max<int64_t>(box.volume(), 1)));
-    MPI_Status st;
-    check(MPI_Recv(tile.data(), static_cast<int>(box.volume()), MPI_FLOAT, d, tag, coll_, &st), "MPI_Recv");
+    check(MPI_Irecv(tile.data(), static_cast<int>(box.volume()), MPI_FLOAT, d, tag, coll_, &req), "MPI_Irecv");
+    MPI_Status st = collective_wait(req, deadline, what + " (from rank " + std::to_string(d) + ")");
     int got = 0;
     MPI_Get_count(&st, MPI_FLOAT, &got);
     if (got == 0) continue;
@@ -289,11 +313,26 @@ std::vector<float> MpiExecutable::gather_tensor(int tensor) const {
   return out;
 }
 
+Deadline MpiExecutable::bookkeeping_deadline() const {
+  return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_));
+}
+
+MPI_Status MpiExecutable::collective_wait(MPI_Request& req, Deadline deadline, const std::string& what) const {
+  try {
+    return wait_before(req, deadline, rank_, what);
+  } catch (const CommunicationError&) {
+    failed_ = true;  // the other ranks' collectives no longer line up with this one's
+    throw;
+  }
+}
+
 std::vector<float> MpiExecutable::get_tensor(int tensor) const {
   ExclusiveUse::Guard one(use_, "get_tensor");
   std::vector<float> out = gather_tensor(tensor);
   out.resize(static_cast<size_t>(Box::whole(g_.tensor(tensor).shape).volume()));
-  check(MPI_Bcast(out.data(), static_cast<int>(out.size()), MPI_FLOAT, 0, coll_), "MPI_Bcast");
+  MPI_Request req;
+  check(MPI_Ibcast(out.data(), static_cast<int>(out.size()), MPI_FLOAT, 0, coll_, &req), "MPI_Ibcast");
+  collective_wait(req, bookkeeping_deadline(), "broadcasting '" + g_.tensor(tensor).name + "' from rank 0");
   return out;
 }
 
@@ -324,14 +363,19 @@ void MpiExecutable::step() {
   // Every device's counters, on every rank.
   int64_t mine[4] = {mpi_comm_->bytes_sent()[rank_], mpi_comm_->bytes_received()[rank_],
                      runner_->arena().footprint(), runner_->scratch_bytes()};
+  // The step's deadline covers these too: a rank that stops after its program must not hang the rest.
   std::vector<int64_t> all(4 * static_cast<size_t>(n));
-  check(MPI_Allgather(mine, 4, MPI_INT64_T, all.data(), 4, MPI_INT64_T, coll_), "MPI_Allgather");
   double secs = runner_->seconds();
-  stats_.device_seconds.assign(static_cast<size_t>(n), 0.0);
-  check(MPI_Allgather(&secs, 1, MPI_DOUBLE, stats_.device_seconds.data(), 1, MPI_DOUBLE, coll_), "MPI_Allgather");
+  std::vector<double> seconds(static_cast<size_t>(n), 0.0);
   std::vector<char> native = runner_->native();
-  check(MPI_Allreduce(MPI_IN_PLACE, native.data(), static_cast<int>(native.size()), MPI_SIGNED_CHAR, MPI_MIN, coll_),
-        "MPI_Allreduce");
+  MPI_Request reqs[3];
+  check(MPI_Iallgather(mine, 4, MPI_INT64_T, all.data(), 4, MPI_INT64_T, coll_, &reqs[0]), "MPI_Iallgather");
+  check(MPI_Iallgather(&secs, 1, MPI_DOUBLE, seconds.data(), 1, MPI_DOUBLE, coll_, &reqs[1]), "MPI_Iallgather");
+  check(MPI_Iallreduce(MPI_IN_PLACE, native.data(), static_cast<int>(native.size()), MPI_SIGNED_CHAR, MPI_MIN, coll_,
+                       &reqs[2]),
+        "MPI_Iallreduce");
+  for (auto& r : reqs) collective_wait(r, deadline, "gathering the step's statistics");
+  stats_.device_seconds = seconds;
   stats_.bytes_sent.assign(static_cast<size_t>(n), 0);
   stats_.bytes_received.assign(static_cast<size_t>(n), 0);
   stats_.peak_bytes.assign(static_cast<size_t>(n), 0);

@@ -105,7 +105,10 @@ class MpiExecutable {
   std::unique_ptr<DeviceRunner> runner_;
   std::unique_ptr<MpiCommunicator> mpi_comm_;
   RunStats stats_;
-  bool failed_ = false;
+  Deadline bookkeeping_deadline() const;  ///< now + the timeout: for gathers and broadcasts outside steps
+  /// Waits for a request of a collective or of a gather; on a timeout, marks the executor failed.
+  MPI_Status collective_wait(MPI_Request& req, Deadline deadline, const std::string& what) const;
+  mutable bool failed_ = false;  ///< a step or a collective failed: the ranks are out of step
   bool profile_ = false;
   double timeout_;
   ExclusiveUse use_;  ///< step/set/get from one thread at a time

@@ -1,0 +1,38 @@
+"""Run under ``mpirun -np K``: every rank trains a small MLP step after step until a step fails.
+
+The test stops or kills one rank from outside (tests/python/test_mpi_faults.py). Each rank writes
+OUT/pid{rank} at start and OUT/ready{rank} after a few steps; a survivor whose step raises
+tw.CommunicationError writes OUT/error{rank}.json (when, on the machine's monotonic clock, and the
+message) and leaves with exit status 3 without finalising MPI (MPI_Finalize may wait for the
+stopped rank). Usage: python fault_mpi.py OUT TIMEOUT_SECONDS
+"""
+import json
+import os
+import pathlib
+import sys
+import time
+
+import numpy as np
+
+import tilewise as tw
+from tilewise.exec import mpi
+
+out, timeout = pathlib.Path(sys.argv[1]), float(sys.argv[2])
+rank, ranks = mpi.load().rank(), mpi.load().size()
+(out / f"pid{rank}").write_text(str(os.getpid()))
+g = tw.models.mlp(layers=2, hidden=64, batch=16)
+exe = tw.compile(g, tw.partition(g, devices=ranks, algorithm="kcuts"), backend="mpi", timeout=timeout)
+exe.initialize(seed=1)
+rng = np.random.default_rng(0)
+feeds = {t.name: rng.standard_normal(t.shape).astype(np.float32) for t in g.tensors
+         if t.producer is None and t.role in ("input", "label")}
+for step in range(1_000_000):
+    try:
+        exe.step(feeds)
+    except tw.CommunicationError as e:
+        record = {"rank": rank, "step": step, "at": time.monotonic(), "message": str(e)}
+        (out / f"error{rank}.json").write_text(json.dumps(record))
+        print(f"rank {rank}: {type(e).__name__} at step {step}: {e}", flush=True)
+        os._exit(3)
+    if step == 3:
+        (out / f"ready{rank}").write_text("")
