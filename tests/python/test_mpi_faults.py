@@ -66,7 +66,7 @@ def _run_once(ranks: int, sig: int, out: pathlib.Path) -> None:
                 assert path.exists(), f"rank {r} did not raise CommunicationError:\n{log}"
                 record = json.loads(path.read_text())
                 assert record["at"] - signalled <= DEADLINE + 5, record
-                assert "waited past its deadline" in record["message"] or "did not complete" in record["message"]
+                assert "deadline" in record["message"], record  # a receive, a send or a gather waited
         else:
             assert ended <= DEADLINE + 5, f"the job took {ended:.1f} s to end after rank {victim} was killed:\n{log}"
         wait = time.monotonic()
