@@ -3,7 +3,8 @@
 The test stops or kills one rank from outside (tests/python/test_mpi_faults.py). Each rank writes
 OUT/pid{rank} at start and OUT/ready{rank} after a few steps; a survivor whose step raises
 tw.CommunicationError writes OUT/error{rank}.json (when, on the machine's monotonic clock, and the
-message) and leaves with exit status 3 without finalising MPI (MPI_Finalize may wait for the
+message), waits for the other survivors' files (the launcher ends the job once one rank exits
+with an error) and leaves with exit status 3 without finalising MPI (MPI_Finalize may wait for the
 stopped rank). Usage: python fault_mpi.py OUT TIMEOUT_SECONDS
 """
 import json
@@ -33,6 +34,11 @@ for step in range(1_000_000):
         record = {"rank": rank, "step": step, "at": time.monotonic(), "message": str(e)}
         (out / f"error{rank}.json").write_text(json.dumps(record))
         print(f"rank {rank}: {type(e).__name__} at step {step}: {e}", flush=True)
+        # The launcher ends the job once a rank exits with an error: wait (a while) for the other
+        # survivors to raise too, so the test sees every one of them.
+        until = time.monotonic() + timeout + 5
+        while len(list(out.glob("error*.json"))) < ranks - 1 and time.monotonic() < until:
+            time.sleep(0.05)
         os._exit(3)
     if step == 3:
         (out / f"ready{rank}").write_text("")
