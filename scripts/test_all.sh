@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Every test of tilewise, against what users get:
 #   1. pip install '.[test]'  (a normal, non-editable install: the wheel's extension and layout)
-#   2. the GoogleTest suite, built with CMake in build/cpp and run by CTest
+#   2. the GoogleTest suite, built with CMake in build/cpp and run by CTest, then again built with
+#      ASan + UBSan in build/cpp-asan
 #   3. pytest on tests/python, run from tests/ so that the source python/ and tdl_ops/ folders
 #      cannot shadow the installed packages (checked before pytest starts)
 # Exits non-zero if the install fails or any test fails. Environment:
 #   PYTHON                  interpreter to install into and test with (default: python, else python3)
-#   TILEWISE_CPP_BUILD_DIR  CMake build folder for the C++ tests (default: build/cpp)
+#   TILEWISE_CPP_BUILD_DIR  CMake build folder for the C++ tests (default: build/cpp; +"-asan" for the
+#                           sanitizer build)
+#   TILEWISE_SANITIZERS     0 skips the C++ tests under ASan + UBSan (default: run them)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -46,6 +49,21 @@ if cmake -S . -B "$CPP_BUILD" -G Ninja -DTILEWISE_BUILD_TESTS=ON -DPython_EXECUT
   :
 else
   failed+=("C++ (CTest)")
+fi
+
+# The same suite under AddressSanitizer and UndefinedBehaviorSanitizer (docs/RELIABILITY.md): any
+# report fails the test that triggered it. TILEWISE_SANITIZERS=0 skips it (a quick local run).
+if [[ "${TILEWISE_SANITIZERS:-1}" != 0 ]]; then
+  echo "== [2b/3] C++ tests under ASan + UBSan in $CPP_BUILD-asan"
+  if cmake -S . -B "$CPP_BUILD-asan" -G Ninja -DTILEWISE_BUILD_TESTS=ON -DTILEWISE_SANITIZE=address,undefined \
+      -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPython_EXECUTABLE="$PYTHON_EXE" \
+    && cmake --build "$CPP_BUILD-asan" \
+    && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+      ctest --test-dir "$CPP_BUILD-asan" --output-on-failure --no-tests=error; then
+    :
+  else
+    failed+=("C++ under sanitizers (CTest)")
+  fi
 fi
 
 echo "== lint: ruff check"
