@@ -74,7 +74,8 @@ __all__ = [
     "CoarseGraph", "Cut", "GOp", "GTensor", "Graph", "GraphError", "Max", "Min", "Op", "Plan", "PlanCost",
     "PlanError", "Prod", "SearchTimeout", "SearchTooLarge", "ShapeError", "SimulationError", "Strategy", "Sum",
     "TDLError", "Timeline",
-    "build_info", "coarsen", "compute", "erf", "evaluate", "exp", "from_onnx", "from_torch", "grad", "index_value", "log",
+    "build_info", "coarsen", "compute", "erf", "evaluate", "exp", "from_onnx", "from_torch", "grad", "index_value",
+    "log",
     "measure_ops", "models", "nn", "op", "opaque", "ops", "optim", "pareto", "partition", "placeholder",
     "run_reference", "sigmoid", "simulate", "sqrt", "swap", "swap_plan", "tanh", "tdl", "trace", "where",
 ]

@@ -36,7 +36,6 @@ from ..tdl.registry import nary, ops
 from .graph import GOp, Graph, GTensor
 from .replay import Scratch
 
-
 #: How gradient parts are summed: "sum" (one ``add_<k>`` once every part exists) or "running".
 ACCUMULATE_MODES = ("sum", "running")
 _accumulate: contextvars.ContextVar[str] = contextvars.ContextVar("tilewise_accumulate", default="sum")

@@ -19,5 +19,4 @@ The onnx package is imported only when a model is imported: ``import tilewise`` 
 from ._api import OnnxImport, from_onnx
 from ._table import TABLE
 
-
 __all__ = ["OnnxImport", "TABLE", "from_onnx"]
