@@ -266,3 +266,24 @@ def test_initializers_parameters_and_folded_constants():
 def test_import_tilewise_does_not_import_onnx():
     code = "import sys, tilewise; assert 'onnx' not in sys.modules, 'onnx imported'"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize("node, want", [
+    (helper.make_node("Pad", ["x", "p"], ["y"]), lambda x: np.pad(x, ((0, 0), (1, 2), (3, 0)))),
+    (helper.make_node("CumSum", ["x", "a"], ["y"]), lambda x: np.cumsum(x, axis=1)),
+    (helper.make_node("ReduceLogSumExp", ["x", "axes"], ["y"], keepdims=0),
+     lambda x: np.log(np.exp(x).sum(axis=(0, 2)))),
+    (helper.make_node("Softmax", ["x"], ["y"], axis=1),  # opset 11: softmax of each row of the 2-D view
+     lambda x: (lambda e: e / e.sum(axis=1, keepdims=True))(np.exp(x.reshape(2, 12))).reshape(2, 3, 4)),
+], ids=["Pad", "CumSum", "ReduceLogSumExp", "Softmax-11"])
+def test_ops_without_float32_node_tests(node, want):
+    """Ops whose ONNX node tests are float64 (CumSum, ReduceLogSumExp) or use other modes (Pad)."""
+    inits = [helper.make_tensor("p", TensorProto.INT64, [6], [0, 1, 3, 0, 2, 0]),
+             helper.make_tensor("a", TensorProto.INT64, [], [1]),
+             helper.make_tensor("axes", TensorProto.INT64, [2], [0, -1])]
+    x = np.random.default_rng(0).standard_normal((2, 3, 4)).astype(np.float32)
+    opset = 11 if node.op_type == "Softmax" else 18
+    inits = [t for t in inits if t.name in node.input]
+    g = tw.from_onnx(node_model([node], [vi("x", [2, 3, 4])], [vi("y", list(want(x).shape))], inits, opset=opset))
+    _, (y,) = run_compiled(g, x)
+    assert_rel_close(y, want(x.astype(np.float64)))

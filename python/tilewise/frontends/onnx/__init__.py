@@ -17,6 +17,15 @@ The onnx package is imported only when a model is imported: ``import tilewise`` 
 """
 
 from ._api import OnnxImport, from_onnx
-from ._table import TABLE
+
+
+def __getattr__(name):
+    # The rules import tdl_ops, which imports this package while the library is only half loaded
+    # (tdl_ops -> tilewise -> frontends): the table is loaded on first use, as from_onnx loads it.
+    if name == "TABLE":
+        from ._table import TABLE
+
+        return TABLE
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = ["OnnxImport", "TABLE", "from_onnx"]
