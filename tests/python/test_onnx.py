@@ -170,11 +170,11 @@ def test_symbolic_batch_and_a_path(tmp_path):
 def test_every_unsupported_node_is_listed():
     nodes = [
         helper.make_node("Relu", ["x"], ["a"], name="ok"),
-        helper.make_node("ConvTranspose", ["a", "w"], ["b"], name="up"),
+        helper.make_node("ConvTranspose", ["a", "w"], ["b"], name="up", group=3),
         helper.make_node("MaxPool", ["b"], ["c"], name="pool", kernel_shape=[2, 2], dilations=[2, 2]),
         helper.make_node("Foo", ["c"], ["d"], name="custom", domain="com.example"),
     ]
-    w = helper.make_tensor("w", TensorProto.FLOAT, [3, 3, 2, 2], np.ones(36, np.float32))
+    w = helper.make_tensor("w", TensorProto.FLOAT, [3, 1, 2, 2], np.ones(12, np.float32))
     m = node_model(nodes, [vi("x", [1, 3, 8, 8])], [vi("d", [1, 3, 4, 4])], [w])
     m.opset_import.append(helper.make_opsetid("com.example", 1))
     with pytest.raises(tw.GraphError) as info:
@@ -184,19 +184,20 @@ def test_every_unsupported_node_is_listed():
                                                                 ("Foo", "custom")]
     text = str(err)
     assert "3 node(s) of 'm' cannot be converted" in text
+    assert "ConvTranspose 'up': grouped transposed convolution (group=3)" in text
     assert "MaxPool 'pool': max pooling with dilations [2, 2]" in text
     assert "operator domain 'com.example'" in text
 
 
 def test_attributes_that_cannot_be_honoured_are_refused():
     nodes = [helper.make_node("Conv", ["x", "w"], ["y"], name="c", strides=[1, 2]),
-             helper.make_node("AveragePool", ["y"], ["z"], name="p", kernel_shape=[2, 2], pads=[1, 1, 1, 1])]
+             helper.make_node("AveragePool", ["y"], ["z"], name="p", kernel_shape=[2, 3])]
     w = helper.make_tensor("w", TensorProto.FLOAT, [4, 3, 3, 3], np.ones(108, np.float32))
     with pytest.raises(tw.GraphError) as info:
-        tw.from_onnx(node_model(nodes, [vi("x", [1, 3, 9, 9])], [vi("z", [1, 4, 4, 2])], [w]))
+        tw.from_onnx(node_model(nodes, [vi("x", [1, 3, 9, 9])], [vi("z", [1, 4, 6, 2])], [w]))
     reasons = {name: reason for _, name, reason in info.value.unsupported}
     assert reasons["c"] == "strides=[1, 2]: only equal values along every spatial axis"
-    assert "count_include_pad=0" in reasons["p"]
+    assert reasons["p"] == "kernel_shape=[2, 3]: only equal values along every spatial axis"
 
 
 def test_bad_files(tmp_path):

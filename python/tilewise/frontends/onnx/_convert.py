@@ -193,7 +193,7 @@ class Converter:
         graph = self.model.graph
         for init in graph.initializer:
             value = onnx.numpy_helper.to_array(init)
-            self.env[init.name] = Known(value, init.name, initializer=value.dtype.kind == "f" and value.size > 1)
+            self.env[init.name] = Known(value, init.name, initializer=value.dtype.kind == "f")
         for vi in graph.input:
             if vi.name in input_shapes:
                 t = self.g.input(vi.name, input_shapes[vi.name], "float32")
@@ -247,8 +247,9 @@ class Converter:
             return False
         if node.op_type in _SHAPE_ONLY:
             return True
-        # A parameter stays a parameter: an op on it is a graph op, not a folded constant.
-        return not any(v.initializer for v in values)
+        # A parameter stays a parameter: an op on it is a graph op, not a folded constant (a
+        # one-element initializer is a number: an operand that rules fold into attributes anyway).
+        return not any(v.initializer and v.value.size > 1 for v in values)
 
     def _fold(self, node):
         onnx = onnx_module()

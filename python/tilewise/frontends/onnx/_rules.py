@@ -109,8 +109,8 @@ def _cast(ctx, n):
     if to != 1:
         raise Unsupported("a cast to a type other than float32")
     x = n.inputs[0]
-    if isinstance(x, Known):
-        return Known(x.value.astype(np.float32), x.name, x.initializer)
+    if isinstance(x, Known) and x.value.dtype != np.float32:
+        return Known(x.value.astype(np.float32), x.name)
     return x
 
 
@@ -170,6 +170,14 @@ def _mish(ctx, n):
     """x * tanh(softplus(x))"""
     x = n.inputs[0]
     return ctx.emit(T.mul, x, ctx.emit(T.tanh, ctx.emit(T.softplus, x)))
+
+
+@rule("PRelu")
+def _prelu(ctx, n):
+    """relu(x) - slope * relu(-x) (slope broadcast): x where x > 0, slope * x elsewhere, exactly"""
+    x, slope = n.inputs
+    neg = ctx.emit(T.relu, ctx.emit(T.neg, x))
+    return binary(ctx, "sub", ctx.emit(T.relu, x), binary(ctx, "mul", slope, neg))
 
 
 @rule("Clip")
@@ -291,12 +299,12 @@ rule("Sum", doc="add / broadcast_add, pairwise")(_variadic("add"))
 
 @rule("Mean")
 def _mean(ctx, n):
-    """add / broadcast_add pairwise, then scale by 1/n"""
+    """add / broadcast_add pairwise, then divided by n"""
     xs = [v for v in n.inputs if v is not None]
     y = _variadic("add")(ctx, n)
     if len(xs) == 1:
         return y
-    return ctx.emit(T.scale, y, alpha=1.0 / len(xs), beta=0.0)
+    return binary(ctx, "div", y, Known(np.asarray(len(xs), np.float32), f"{n.name}.count"))
 
 
 @rule("Where")

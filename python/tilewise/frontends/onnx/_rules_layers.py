@@ -90,6 +90,55 @@ def _conv(ctx, n):
     return y
 
 
+@rule("ConvTranspose")
+def _conv_transpose(ctx, n):
+    """conv2d_backward_data / conv1d_backward_data (the transposed convolution) at full size, slice_axis
+    for the pads, bias_add_channel"""
+    x, w = n.inputs[0], n.inputs[1]
+    b = n.input(2)
+    xs, ws = ctx.shape(x), ctx.shape(w)
+    k = len(xs) - 2
+    if k not in (1, 2):
+        raise Unsupported(f"{k}-D transposed convolution (only 1-D and 2-D)")
+    if int(n.attr("group", 1)) != 1:
+        raise Unsupported(f"grouped transposed convolution (group={n.attr('group')})")
+    kernel = [int(v) for v in n.attr("kernel_shape", ws[2:])]
+    if tuple(kernel) != tuple(ws[2:]):
+        raise Unsupported(f"kernel_shape {kernel} differs from the weight's {ws[2:]}")
+    strides = [int(v) for v in n.attr("strides", [1] * k)]
+    dilations = [int(v) for v in n.attr("dilations", [1] * k)]
+    out_pad = [int(v) for v in n.attr("output_padding", [0] * k)]
+    s, d = _one(strides, "strides"), _one(dilations, "dilations")
+    full = [s * (i - 1) + op + (kk - 1) * d + 1 for i, op, kk in zip(xs[2:], out_pad, kernel, strict=True)]
+    auto, shape = n.attr("auto_pad", "NOTSET"), n.attr("output_shape")
+    if shape or auto in ("SAME_UPPER", "SAME_LOWER"):
+        want = [int(v) for v in shape][-k:] if shape else [i * s for i in xs[2:]]
+        pairs = []
+        for f, o in zip(full, want, strict=True):
+            total = f - o
+            half = total // 2
+            pairs.append((half, total - half) if auto == "SAME_UPPER" or (shape and auto != "SAME_LOWER")
+                         else (total - half, half))
+    elif auto in ("NOTSET", "", "VALID"):
+        pads = [int(v) for v in n.attr("pads", [0] * (2 * k))] if auto != "VALID" else [0] * (2 * k)
+        pairs = [(pads[j], pads[j + k]) for j in range(k)]
+    else:
+        raise Unsupported(f"auto_pad='{auto}'")
+    if any(p < 0 for pair in pairs for p in pair):
+        raise Unsupported(f"negative pads {pairs}")
+    attrs = {"stride": s, "padding": 0, "dilation": d}
+    if k == 2:
+        y = ctx.emit(T.conv2d_backward_data, x, w, in_h=full[0], in_w=full[1], **attrs)
+    else:
+        y = ctx.emit(T.conv1d_backward_data, x, w, in_w=full[0], **attrs)
+    for j, (lo, hi) in enumerate(pairs):
+        if lo or hi:
+            y = ctx.emit(T.slice_axis, y, axis=2 + j, start=lo, stop=full[j] - hi)
+    if b is not None:
+        y = ctx.emit(T.bias_add_channel, y, b)
+    return y
+
+
 def _pool_common(ctx, n, what):
     x = n.inputs[0]
     xs = ctx.shape(x)
@@ -127,12 +176,15 @@ def _max_pool(ctx, n):
 def _avg_pool(ctx, n):
     """avg_pool2d (square kernel, equal strides; pads only with count_include_pad=1, then a zero pad op)"""
     x, k, s, pairs = _pool_common(ctx, n, "average pooling")
-    padded = any(p for pair in pairs for p in pair)
-    if padded and not n.attr("count_include_pad", 0):
-        raise Unsupported("average pooling with pads and count_include_pad=0 (the library's avg_pool2d counts "
-                          "the padding)")
     y = ctx.emit(T.avg_pool2d, _explicit_pad(ctx, x, pairs), kernel=k, stride=s, padding=0)
     _floor_or_same(ctx, n, ctx.shape(y), "average pooling")
+    if any(p for pair in pairs for p in pair) and not n.attr("count_include_pad", 0):
+        # The window's mean over the real elements only: the mean over k*k (padding counted as
+        # zeros) times k*k / (the real elements in the window), a per-position constant.
+        inside = np.pad(np.ones(ctx.shape(x)[2:]), pairs)
+        oh, ow = ctx.shape(y)[2:]
+        count = np.array([[inside[s * i:s * i + k, s * j:s * j + k].sum() for j in range(ow)] for i in range(oh)])
+        y = binary(ctx, "mul", y, _const(ctx, (k * k / count)[None, None], "count_scale"))
     return y
 
 
@@ -200,8 +252,7 @@ def _last_axes(ctx, n, x):
 
 @rule("LayerNormalization")
 def _layer_norm(ctx, n):
-    """layer_norm over the axes from ``axis`` on (merged into one); Mean and InvStdDev outputs by reduce_mean,
-    reduce_var, rsqrt"""
+    """layer_norm over the axes from ``axis`` on (merged into one); Mean, InvStdDev by reduce_mean, reduce_var, rsqrt"""
     x, scale = n.inputs[0], n.inputs[1]
     bias = n.input(2)
     eps = float(n.attr("epsilon", 1e-5))

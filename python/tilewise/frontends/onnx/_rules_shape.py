@@ -120,7 +120,12 @@ def _slice_one(ctx, x, a, start, end, step):
     if step == 0:
         raise Unsupported("a slice step of 0")
     if step < 0:
-        raise Unsupported(f"a negative slice step ({step}; only positive steps)")
+        # x[start:end:step] walks down from start: a positive slice of the flipped axis.
+        start = min(max(start + size if start < 0 else start, -1), size - 1)
+        end = min(max(end + size if end < 0 else end, -1), size - 1)
+        if end >= start:
+            raise Unsupported("an empty slice")
+        return _slice_one(ctx, ctx.emit(T.flip, x, axis=a), a, size - 1 - start, size - 1 - end, -step)
     start = start + size if start < 0 else start
     end = end + size if end < 0 else end
     start, end = min(max(start, 0), size), min(max(end, 0), size)
@@ -133,7 +138,7 @@ def _slice_one(ctx, x, a, start, end, step):
 
 @rule("Slice")
 def _slice(ctx, n):
-    """slice_axis per sliced axis (positive steps)"""
+    """slice_axis per sliced axis (negative steps: of the flipped axis)"""
     x = n.inputs[0]
     ndim = len(ctx.shape(x))
     if n.opset < 10:
@@ -180,7 +185,7 @@ def _split(ctx, n):
 
 @rule("Pad")
 def _pad(ctx, n):
-    """pad (constant mode, value 0, non-negative pads)"""
+    """pad (constant mode, non-negative pads; a non-zero value added as a constant border)"""
     x = n.inputs[0]
     ndim = len(ctx.shape(x))
     mode = n.attr("mode", "constant")
@@ -193,8 +198,8 @@ def _pad(ctx, n):
         pads = ctx.ints(n.inputs[1], "the pads")
         value = 0.0 if n.input(2) is None else ctx.scalar(n.input(2))
         axes = list(range(ndim)) if n.input(3) is None else [axis(a, ndim) for a in ctx.ints(n.input(3), "the axes")]
-    if value != 0.0:
-        raise Unsupported(f"padding with the value {value} (only 0)")
+    if value is None:
+        raise Unsupported("a pad value computed by the graph")
     k = len(axes)
     pairs = [(0, 0)] * ndim
     for j, a in enumerate(axes):
@@ -203,7 +208,12 @@ def _pad(ctx, n):
         raise Unsupported("negative pads (cropping)")
     if all(p == (0, 0) for p in pairs):
         return x
-    return ctx.emit(T.pad, x, pads=tuple(pairs))
+    y = ctx.emit(T.pad, x, pads=tuple(pairs))
+    if value != 0.0:
+        # The border takes the value: + a constant that is the value outside the input, 0 inside.
+        border = np.pad(np.zeros(ctx.shape(x), np.float32), pairs, constant_values=np.float32(value))
+        y = ctx.emit(T.add, y, Known(border, f"{n.name}.border"))
+    return y
 
 
 @rule("Tile")
