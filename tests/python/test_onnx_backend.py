@@ -24,7 +24,8 @@ from tilewise.frontends.onnx import backend  # noqa: E402
 
 # The node tests of the ops from_onnx converts (docs/FROM_ONNX.md); each name is a test-name prefix.
 OPS = [
-    "abs", "add", "averagepool", "batchnorm", "cast_FLOAT_to_FLOAT", "clip", "concat", "constant", "conv",
+    "abs", "add", "averagepool", "batchnorm", "clip", "concat", "constant", "constantofshape", "conv",
+    "convtranspose",
     "div", "dropout", "elu", "erf", "exp", "expand", "flatten", "gather", "gelu", "gemm", "globalaveragepool",
     "globalmaxpool", "hardsigmoid", "hardswish", "identity", "instancenorm", "layer_normalization", "leakyrelu",
     "log", "logsoftmax", "matmul", "max", "maxpool", "mean", "min", "mish", "mul", "neg", "pow", "prelu", "reciprocal",
