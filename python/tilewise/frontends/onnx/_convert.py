@@ -161,7 +161,7 @@ class Converter:
         return op(*tensors, name=f"{self.node.name}.{op.name}", **attrs)
 
     def view(self, v, shape):
-        """v reshaped to shape (row-major), as flatten / squeeze / unsqueeze / reshape."""
+        """v reshaped to shape (row-major): a reshape op (a known value: reshaped at import)."""
         import tdl_ops as T
 
         shape = tuple(int(d) for d in shape)
@@ -173,16 +173,7 @@ class Converter:
         src = self.shape(v)
         if src == shape:
             return v
-        if len(src) == 4 and len(shape) == 2 and shape == (src[0], src[1] * src[2] * src[3]):
-            return self.emit(T.flatten, v, c=src[1], h=src[2], w=src[3])
-        if len(shape) == len(src) + 1:
-            for ax in range(len(shape)):
-                if shape[ax] == 1 and shape[:ax] + shape[ax + 1:] == src:
-                    return self.emit(T.unsqueeze, v, axis=ax)
-        if len(shape) == len(src) - 1:
-            for ax in range(len(src)):
-                if src[ax] == 1 and src[:ax] + src[ax + 1:] == shape:
-                    return self.emit(T.squeeze, v, axis=ax)
+        # One reshape op for every view (flatten, squeeze, unsqueeze too): it has a native kernel.
         return self.emit(T.reshape, v, shape=shape, in_shape=src)
 
     # ----- conversion --------------------------------------------------------------------

@@ -259,8 +259,30 @@ def binary(ctx, kind, x, y):
     shx, shy = ctx.shape(x), ctx.shape(y)
     if shx == shy == out:
         return ctx.emit(_SAME[kind], x, y)
+    native = _native_broadcast(ctx, kind, x, y, shx, shy, out)
+    if native is not None:
+        return native
     return ctx.emit(_BROADCAST[kind], x, y, a_bcast=T.torch_extra.bcast_axes(shx, out),
                     b_bcast=T.torch_extra.bcast_axes(shy, out))
+
+
+def _native_broadcast(ctx, kind, x, y, shx, shy, out):
+    """x + y and x - y with y a vector along the last or the channel axis, as ops with native
+    kernels (bias_add, bias_add_channel; x - y as x + (-y), which IEEE arithmetic makes equal)."""
+    if kind not in ("add", "sub") or shx != out or len(out) < 2:
+        return None
+    ones = tuple(d for d, n in enumerate(shy) if n != 1)
+    lead = len(out) - len(shy)
+    if len(ones) != 1 or shy[ones[0]] != out[lead + ones[0]]:
+        return None
+    a = lead + ones[0]
+    op = T.bias_add if a == len(out) - 1 else T.bias_add_channel if a == 1 else None
+    if op is None:
+        return None
+    b = ctx.view(y, (out[a],))
+    if kind == "sub":
+        b = Known(-b.value, b.name) if isinstance(b, Known) and not b.initializer else ctx.emit(T.neg, b)
+    return ctx.emit(op, x, b)
 
 
 def _float_only(ctx, n):
@@ -401,8 +423,11 @@ def reduce(ctx, n, x, axes, op):
         tuple(s for d, s in enumerate(shape) if d not in axes)
     if not axes:
         return x
-    if op is T.reduce_mean and len(shape) == 4 and axes == (2, 3):
-        y = ctx.emit(T.global_avg_pool2d, x)
+    if op in (T.reduce_sum, T.reduce_mean):
+        # One sum over every reduced axis (sum_axes has a native kernel); a mean divides by the count.
+        y = ctx.emit(T.sum_axes, x, axes=tuple(axes))
+        if op is T.reduce_mean:
+            y = ctx.emit(T.scale, y, alpha=1.0 / int(np.prod([shape[d] for d in axes])), beta=0.0)
     else:
         y = x
         if len(axes) == len(shape) and len(shape) > 1:

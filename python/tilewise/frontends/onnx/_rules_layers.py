@@ -264,7 +264,8 @@ def _layer_norm(ctx, n):
     stat_shape = tuple(shape[:a]) + (1,) * len(ns)
     mean = inv = None
     if n.wants(1):
-        mean = ctx.view(ctx.emit(T.reduce_mean, x2, axis=1), stat_shape)
+        total = ctx.emit(T.sum_axes, x2, axes=(1,))
+        mean = ctx.view(ctx.emit(T.scale, total, alpha=1.0 / count, beta=0.0), stat_shape)
     if n.wants(2):
         var = ctx.emit(T.scale, ctx.emit(T.reduce_var, x2, axis=1), alpha=1.0, beta=eps)
         inv = ctx.view(ctx.emit(T.rsqrt, var), stat_shape)
