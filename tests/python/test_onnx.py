@@ -172,7 +172,8 @@ def test_every_unsupported_node_is_listed():
         helper.make_node("Relu", ["x"], ["a"], name="ok"),
         helper.make_node("ConvTranspose", ["a", "w"], ["b"], name="up", group=3),
         helper.make_node("MaxPool", ["b"], ["c"], name="pool", kernel_shape=[2, 2], dilations=[2, 2]),
-        helper.make_node("Foo", ["c"], ["d"], name="custom", domain="com.example"),
+        helper.make_node("Foo", ["c"], ["c2"], name="custom", domain="com.example"),
+        helper.make_node("Foo", ["c2"], ["d"], name="custom", domain="com.example"),  # names need not be unique
     ]
     w = helper.make_tensor("w", TensorProto.FLOAT, [3, 1, 2, 2], np.ones(12, np.float32))
     m = node_model(nodes, [vi("x", [1, 3, 8, 8])], [vi("d", [1, 3, 4, 4])], [w])
@@ -181,9 +182,9 @@ def test_every_unsupported_node_is_listed():
         tw.from_onnx(m)
     err = info.value
     assert [(op, name) for op, name, _ in err.unsupported] == [("ConvTranspose", "up"), ("MaxPool", "pool"),
-                                                                ("Foo", "custom")]
+                                                                ("Foo", "custom"), ("Foo", "custom")]
     text = str(err)
-    assert "3 node(s) of 'm' cannot be converted" in text
+    assert "4 node(s) of 'm' cannot be converted (ConvTranspose, Foo, MaxPool)" in text
     assert "ConvTranspose 'up': grouped transposed convolution (group=3)" in text
     assert "MaxPool 'pool': max pooling with dilations [2, 2]" in text
     assert "operator domain 'com.example'" in text

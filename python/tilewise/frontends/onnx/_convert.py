@@ -16,7 +16,6 @@ stand-in of the shape ONNX infers, so that conversion goes on and one error list
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
@@ -93,7 +92,7 @@ class Converter:
         self.info = info
         self.env: dict = {}
         self.node: Node | None = None
-        self.problems: OrderedDict = OrderedDict()  # node name -> (op type, reason)
+        self.problems: list = []  # (op type, node name, reason), in graph order
 
     # ----- values ------------------------------------------------------------------------
 
@@ -291,7 +290,7 @@ class Converter:
         return self.g.input(self._free(f"__unconverted__.{name}"), shape, "float32")
 
     def _record(self, node, reason):
-        self.problems.setdefault(node.name, (node.op_type, reason))
+        self.problems.append((node.op_type, node.name, reason))
 
     def _outputs(self) -> dict:
         import tdl_ops as T
@@ -309,27 +308,27 @@ class Converter:
                     # An output that is an input or an initializer: a copy, so that every output is computed.
                     t = T.identity(t, name=self._free(f"{vi.name}.identity"))
             except Unsupported as e:
-                self.problems.setdefault(f"output {vi.name}", ("(graph output)", str(e)))
+                self.problems.append(("(graph output)", vi.name, str(e)))
                 outs[vi.name] = None
                 continue
             if vi.type.tensor_type.elem_type not in (0, FLOAT):
-                self.problems.setdefault(f"output {vi.name}", ("(graph output)", "not float32"))
+                self.problems.append(("(graph output)", vi.name, "not float32"))
             outs[vi.name] = t
         return outs
 
     def error(self, model_name: str) -> GraphError | None:
         if not self.problems:
             return None
-        items = list(self.problems.items())
-        kinds = sorted({op for _, (op, _) in items})
+        items = self.problems
+        kinds = sorted({op for op, _, _ in items})
         lines = [f"from_onnx: {len(items)} node(s) of '{model_name}' cannot be converted "
                  f"({', '.join(kinds)}):"]
-        for name, (op, reason) in items:
+        for op, name, reason in items:
             lines.append(f"  {op} '{name}': {reason}")
         lines.append("Rewrite these parts of the model, or add a rule to tilewise/frontends/onnx/_rules*.py "
                      "(docs/FROM_ONNX.md lists what is supported).")
         err = GraphError("\n".join(lines))
-        err.unsupported = [(op, name, reason) for name, (op, reason) in items]
+        err.unsupported = list(items)
         return err
 
 
