@@ -111,6 +111,28 @@ def test_small_cnn():
     assert [t.name for t in g.tensors_with_role("constant")] == ["1.running_mean", "1.running_var"]
 
 
+@needs_torch
+@pytest.mark.parametrize("mode", ["nearest", "bilinear"])
+def test_upsampling_block(mode):
+    """A UNet-style decoder step: Resize (scales as a constant) between convolutions, and a Concat."""
+
+    class Up(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv, self.up = nn.Conv2d(4, 4, 3, padding=1), nn.Upsample(scale_factor=2, mode=mode)
+            self.out = nn.Conv2d(8, 2, 1)
+
+        def forward(self, x):
+            y = self.up(torch.relu(self.conv(x)))
+            return self.out(torch.cat([y, self.up(x)], dim=1))
+
+    torch.manual_seed(0)
+    g, model, _ = check_model(Up(), torch.randn(2, 4, 5, 6))
+    assert "Resize" in {n.op_type for n in model.graph.node}
+    want = "upsample_nearest2d_hw" if mode == "nearest" else "matmul_nd"
+    assert want in {op.type for op in g.ops}
+
+
 class EncoderLayer(nn.Module if torch is not None else object):
     """A post-norm transformer encoder layer written out (torch's own TransformerEncoderLayer does not
     export with the TorchScript exporter of torch 2.13)."""
@@ -234,8 +256,9 @@ def test_dtypes_opsets_and_shapes():
 def test_shapes_and_axes_must_be_known():
     nodes = [helper.make_node("Reshape", ["x", "s"], ["y"], name="r")]
     m = node_model(nodes, [vi("x", [2, 3]), vi("s", [2])], [vi("y", [3, 2])])
-    with pytest.raises(tw.GraphError, match="the shape is computed by the graph; it must be known when importing"):
+    with pytest.raises(tw.GraphError, match="the shape is the graph input 's'; it must be known when importing") as info:
         tw.from_onnx(m)
+    assert info.value.needs_values == ["s"]  # what the ONNX backend binds to the given value
 
 
 def test_initializers_parameters_and_folded_constants():

@@ -30,9 +30,9 @@ OPS = [
     "globalmaxpool", "hardsigmoid", "hardswish", "identity", "instancenorm", "layer_normalization", "leakyrelu",
     "log", "logsoftmax", "matmul", "max", "maxpool", "mean", "min", "mish", "mul", "neg", "pow", "prelu", "reciprocal",
     "reduce_l1", "reduce_l2", "reduce_log_sum", "reduce_max", "reduce_mean", "reduce_min", "reduce_prod",
-    "reduce_sum", "relu", "reshape", "rms_normalization", "selu", "shape", "sigmoid", "sign", "size", "slice",
+    "reduce_sum", "relu", "reshape", "resize", "rms_normalization", "selu", "shape", "sigmoid", "sign", "size", "slice",
     "softmax", "softplus", "split", "sqrt", "squeeze", "sub", "sum", "tanh", "tile", "transpose", "unsqueeze",
-    "where",
+    "upsample", "where",
 ]
 INCLUDE = rf"^test_({'|'.join(OPS)})(_.*)?_cpu$"
 
@@ -59,6 +59,8 @@ EXCLUDE = [
     r"^test_batchnorm_.*training_mode", r"^test_dropout_default_mask",
     # A tensor exponent (pow is by a known scalar).
     r"^test_pow(_bcast_array|_example)?_cpu",
+    # A resize with an extrapolation value (not one interpolation per axis).
+    r"^test_resize_tf_crop_and_resize_extrapolation_value",
     # GatherElements and GatherND (known indices along one axis only).
     r"^test_gather(_elements|nd)",
 ]

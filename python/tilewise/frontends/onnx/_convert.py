@@ -36,6 +36,15 @@ class Unsupported(Exception):
     """Raised by a rule that cannot express this node; the message says why."""
 
 
+class NeedsValue(Unsupported):
+    """A rule needs the value of a graph input at import (``err.needs_values`` lists them: a caller
+    that knows them, like the ONNX backend, can pass them as initializers)."""
+
+    def __init__(self, message, input_name):
+        super().__init__(message)
+        self.input_name = input_name
+
+
 @dataclass(eq=False)
 class Known:
     """A value known when importing: an initializer, a constant, or one folded from them."""
@@ -93,6 +102,7 @@ class Converter:
         self.env: dict = {}
         self.node: Node | None = None
         self.problems: list = []  # (op type, node name, reason), in graph order
+        self.needs_values: set = set()  # graph inputs that rules needed the values of
 
     # ----- values ------------------------------------------------------------------------
 
@@ -107,6 +117,9 @@ class Converter:
         """v's value, which this rule needs at import time (shapes, axes, indices)."""
         if isinstance(v, Known):
             return v.value
+        if isinstance(v, GTensor) and v.role == "input":
+            raise NeedsValue(f"{what} is the graph input '{v.name}'; it must be known when importing "
+                             "(an initializer or a constant)", v.name)
         raise Unsupported(f"{what} is computed by the graph; it must be known when importing "
                           "(an initializer or a constant)")
 
@@ -215,6 +228,8 @@ class Converter:
             self._check(node, values)
         except Unsupported as e:
             self._record(node, str(e))
+            if isinstance(e, NeedsValue):
+                self.needs_values.add(e.input_name)
             values = None
         except GraphError as e:  # a TDL op refusing its inputs (shapes): one more entry, not a traceback
             self._record(node, f"the tilewise op refused it ({_first_line(e)})")
@@ -329,6 +344,7 @@ class Converter:
                      "(docs/FROM_ONNX.md lists what is supported).")
         err = GraphError("\n".join(lines))
         err.unsupported = list(items)
+        err.needs_values = sorted(self.needs_values)
         return err
 
 

@@ -331,3 +331,94 @@ def _softmax(ctx, n):
 def _log_softmax(ctx, n):
     """log_softmax (any axis; the 2-D coercion of opsets before 13)"""
     return _along(ctx, n, T.log_softmax)
+
+
+# ---------------------------------------------------------------- resizing
+
+
+def _probe(ctx, n):
+    """The node as a function of its first input alone (the others known), by onnx's reference evaluator."""
+    import onnx
+    from onnx.reference import ReferenceEvaluator
+
+    h = onnx.helper
+    proto = n.proto
+    inits = []
+    for k, name in enumerate(proto.input[1:], 1):
+        if name:
+            inits.append(onnx.numpy_helper.from_array(np.asarray(ctx.known(n.inputs[k], f"input {k} ({name})")),
+                                                      name))
+    g = h.make_graph([proto], "probe", [h.make_tensor_value_info(proto.input[0], onnx.TensorProto.FLOAT, None)],
+                     [h.make_empty_tensor_value_info(proto.output[0])], initializer=inits)
+    evaluator = ReferenceEvaluator(h.make_model(g, opset_imports=[h.make_opsetid("", n.opset)]))
+    return lambda x: np.asarray(evaluator.run(None, {proto.input[0]: x.astype(np.float32)})[0], np.float64)
+
+
+def _axis_matrices(run, shape, spatial_axes):
+    """The (out, in) interpolation matrix of each spatial axis, from one-hot inputs: with the other
+    spatial axes all ones, output position i along axis d is sum_k A_d[i, k] x_k (their rows sum to 1)."""
+    slots = shape[0] * shape[1]
+    mats = []
+    for d in spatial_axes:
+        cols = []
+        for first in range(0, shape[d], slots):
+            x = np.zeros(shape)
+            ks = list(range(first, min(first + slots, shape[d])))
+            for j, k in enumerate(ks):
+                idx = [j // shape[1], j % shape[1]] + [slice(None)] * (len(shape) - 2)
+                idx[d] = k
+                x[tuple(idx)] = 1.0
+            y = run(x)
+            for j in range(len(ks)):
+                line = [j // shape[1], j % shape[1]] + [0] * (len(shape) - 2)
+                line[d] = slice(None)
+                cols.append(y[tuple(line)])
+        mats.append(np.stack(cols, axis=1))
+    return mats
+
+
+def _separable(x, mats, spatial_axes):
+    for a, m in zip(spatial_axes, mats, strict=True):
+        x = np.moveaxis(np.tensordot(m, x, axes=([1], [a])), 0, a)
+    return x
+
+
+def _repeat(m):
+    """s when m (out, in) repeats each input s times (nearest upsampling by an integer), else None."""
+    o, i = m.shape
+    if o % i:
+        return None
+    s = o // i
+    return s if np.array_equal(m, np.repeat(np.eye(i), s, axis=0)) else None
+
+
+@rule("Resize", "Upsample")
+def _resize(ctx, n):
+    """upsample_nearest2d(_hw) for integer nearest upsampling, else matmul_nd per spatial axis with the
+    interpolation weights ONNX's reference computes (any mode; checked to be separable)"""
+    x = n.inputs[0]
+    shape = ctx.shape(x)
+    run = _probe(ctx, n)
+    out = run(np.zeros(shape)).shape
+    if tuple(out[:2]) != tuple(shape[:2]):
+        raise Unsupported(f"resizing the batch or channel axes ({shape} to {out})")
+    spatial = list(range(2, len(shape)))
+    mats = _axis_matrices(run, shape, spatial)
+    probe = np.random.default_rng(0).standard_normal(shape).astype(np.float32).astype(np.float64)
+    if not np.allclose(_separable(probe, mats, spatial), run(probe), rtol=1e-5, atol=1e-6):
+        raise Unsupported("a resize that is not one interpolation per axis (e.g. an extrapolation value)")
+    factors = [_repeat(m) for m in mats]
+    if all(f == 1 for f in factors):
+        return x
+    if len(shape) == 4 and all(f is not None for f in factors):
+        return ctx.emit(T.upsample_nearest2d_hw, x, sh=factors[0], sw=factors[1])
+    y = x
+    for a, m in zip(reversed(spatial), reversed(mats), strict=True):
+        weights = _const(ctx, m.T, f"interp{a}")  # (in, out)
+        if a == len(shape) - 1:
+            y = ctx.emit(T.matmul_nd, y, weights)
+        else:
+            perm = tuple(k for k in range(len(shape)) if k != a) + (a,)
+            inv = tuple(perm.index(k) for k in range(len(shape)))
+            y = ctx.emit(T.permute, ctx.emit(T.matmul_nd, ctx.emit(T.permute, y, perm=perm), weights), perm=inv)
+    return y

@@ -12,8 +12,9 @@ otherwise: ``rep.stats`` says which), loads the initializers and runs one step.
 tilewise graphs are static: shapes, axes and scalar operands are attributes of their ops. ONNX
 inputs that are integers or booleans (shapes, axes, indices, conditions) or scalars (Clip's
 bounds, Pow's exponent) are therefore bound to their values when ``run`` is called, as if they
-were initializers; the graph is built once per distinct bound values. Float tensors of rank 1
-or more stay inputs. This module imports onnx (unlike the rest of the package).
+were initializers, and so are float inputs that a rule needs the values of (``err.needs_values``
+of the first attempt: Resize's scales and roi); the graph is built once per distinct bound
+values. Other float tensors stay inputs. This module imports onnx (unlike the rest of the package).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import numpy as np
 import onnx
 from onnx.backend.base import Backend, BackendRep
 
+from ..._core import GraphError
 from ...exec.executable import compile as compile_graph
 from ...plan.search import partition
 from ._api import from_onnx
@@ -42,6 +44,7 @@ class TilewiseRep(BackendRep):
         inits = {t.name for t in model.graph.initializer}
         self.inputs = [vi for vi in model.graph.input if vi.name not in inits]
         self._built: dict = {}
+        self._needed: set = set()  # float inputs found to be needed at import
         self.stats = None  # the last run's tw.ExecStats (native_ops, interpreted_ops)
 
     def _build(self, bound: dict):
@@ -62,6 +65,20 @@ class TilewiseRep(BackendRep):
             self._built[key] = (graph, exe)
         return self._built[key]
 
+    def _bind_and_build(self, named: dict, bound: dict):
+        """Build with ``bound`` inputs as initializers; inputs a rule needs the value of (Resize's
+        scales, a float shape-like operand) are bound too, once, and the build retried."""
+        bound = {**bound, **{k: np.asarray(named[k]) for k in self._needed if k in named}}
+        try:
+            return self._build(bound), bound
+        except GraphError as e:
+            more = [k for k in getattr(e, "needs_values", ()) if k in named and k not in bound]
+            if not more:
+                raise
+        self._needed.update(more)
+        bound = {**bound, **{k: np.asarray(named[k]) for k in more}}
+        return self._build(bound), bound
+
     def run(self, inputs, **kwargs):
         if isinstance(inputs, dict):
             named = dict(inputs)
@@ -70,7 +87,7 @@ class TilewiseRep(BackendRep):
             named = {vi.name: x for vi, x in zip(self.inputs, inputs, strict=False)}
         bound = {vi.name: np.asarray(named[vi.name]) for vi in self.inputs
                  if vi.name in named and _bound(vi, named[vi.name])}
-        graph, exe = self._build(bound)
+        (graph, exe), bound = self._bind_and_build(named, bound)
         feeds = {k: np.asarray(v, dtype=np.float32) for k, v in named.items() if k not in bound}
         results = exe.step(feeds)
         self.stats = exe.stats
