@@ -300,9 +300,12 @@ def test_import_tilewise_does_not_import_onnx():
      lambda x: np.log(np.exp(x).sum(axis=(0, 2)))),
     (helper.make_node("Softmax", ["x"], ["y"], axis=1),  # opset 11: softmax of each row of the 2-D view
      lambda x: (lambda e: e / e.sum(axis=1, keepdims=True))(np.exp(x.reshape(2, 12))).reshape(2, 3, 4)),
-], ids=["Pad", "CumSum", "ReduceLogSumExp", "Softmax-11"])
+    (helper.make_node("Trilu", ["x", "a"], ["y"], upper=0), lambda x: np.tril(x, 1)),
+    (helper.make_node("Trilu", ["x"], ["y"]), lambda x: np.triu(x)),
+], ids=["Pad", "CumSum", "ReduceLogSumExp", "Softmax-11", "Trilu-lower", "Trilu-upper"])
 def test_ops_without_float32_node_tests(node, want):
-    """Ops whose ONNX node tests are float64 (CumSum, ReduceLogSumExp) or use other modes (Pad)."""
+    """Ops whose ONNX node tests are float64 (CumSum, ReduceLogSumExp), int64 (Trilu) or use other
+    modes (Pad)."""
     inits = [helper.make_tensor("p", TensorProto.INT64, [6], [0, 1, 3, 0, 2, 0]),
              helper.make_tensor("a", TensorProto.INT64, [], [1]),
              helper.make_tensor("axes", TensorProto.INT64, [2], [0, -1])]

@@ -24,14 +24,14 @@ from tilewise.frontends.onnx import backend  # noqa: E402
 
 # The node tests of the ops from_onnx converts (docs/FROM_ONNX.md); each name is a test-name prefix.
 OPS = [
-    "abs", "add", "averagepool", "batchnorm", "clip", "concat", "constant", "constantofshape", "conv",
-    "convtranspose",
-    "div", "dropout", "elu", "erf", "exp", "expand", "flatten", "gather", "gelu", "gemm", "globalaveragepool",
-    "globalmaxpool", "hardsigmoid", "hardswish", "identity", "instancenorm", "layer_normalization", "leakyrelu",
-    "log", "logsoftmax", "matmul", "max", "maxpool", "mean", "min", "mish", "mul", "neg", "pow", "prelu", "reciprocal",
-    "reduce_l1", "reduce_l2", "reduce_log_sum", "reduce_max", "reduce_mean", "reduce_min", "reduce_prod",
-    "reduce_sum", "relu", "reshape", "resize", "rms_normalization", "selu", "shape", "sigmoid", "sign", "size", "slice",
-    "softmax", "softplus", "split", "sqrt", "squeeze", "sub", "sum", "tanh", "tile", "transpose", "unsqueeze",
+    "abs", "add", "averagepool", "batchnorm", "celu", "clip", "concat", "constant", "constantofshape", "conv",
+    "convtranspose", "depthtospace", "div", "dropout", "elu", "erf", "exp", "expand", "flatten", "gather",
+    "gelu", "gemm", "globalaveragepool", "globalmaxpool", "hardsigmoid", "hardswish", "identity",
+    "instancenorm", "layer_normalization", "leakyrelu", "log", "logsoftmax", "matmul", "max", "maxpool", "mean",
+    "min", "mish", "mul", "neg", "pow", "prelu", "reciprocal", "reduce_l1", "reduce_l2", "reduce_log_sum",
+    "reduce_max", "reduce_mean", "reduce_min", "reduce_prod", "reduce_sum", "relu", "reshape", "resize",
+    "rms_normalization", "selu", "shape", "sigmoid", "sign", "size", "slice", "softmax", "softplus", "softsign",
+    "spacetodepth", "split", "sqrt", "squeeze", "sub", "sum", "swish", "tanh", "tile", "transpose", "unsqueeze",
     "upsample", "where",
 ]
 INCLUDE = rf"^test_({'|'.join(OPS)})(_.*)?_cpu$"

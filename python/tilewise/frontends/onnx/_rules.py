@@ -180,6 +180,32 @@ def _prelu(ctx, n):
     return binary(ctx, "sub", ctx.emit(T.relu, x), binary(ctx, "mul", slope, neg))
 
 
+@rule("Softsign")
+def _softsign(ctx, n):
+    """x / (1 + |x|)"""
+    x = n.inputs[0]
+    return ctx.emit(T.div, x, ctx.emit(T.scale, ctx.emit(T.abs, x), alpha=1.0, beta=1.0))
+
+
+@rule("Celu")
+def _celu(ctx, n):
+    """alpha * elu(x / alpha)"""
+    alpha = float(n.attr("alpha", 1.0))
+    if alpha == 1.0:
+        return ctx.emit(T.elu, n.inputs[0], alpha=1.0)
+    y = ctx.emit(T.elu, ctx.emit(T.scale, n.inputs[0], alpha=1.0 / alpha, beta=0.0), alpha=1.0)
+    return ctx.emit(T.scale, y, alpha=alpha, beta=0.0)
+
+
+@rule("Swish")
+def _swish(ctx, n):
+    """silu (alpha 1), else x * sigmoid(alpha * x)"""
+    x, alpha = n.inputs[0], float(n.attr("alpha", 1.0))
+    if alpha == 1.0:
+        return ctx.emit(T.silu, x)
+    return ctx.emit(T.mul, x, ctx.emit(T.sigmoid, ctx.emit(T.scale, x, alpha=alpha, beta=0.0)))
+
+
 @rule("Clip")
 def _clip(ctx, n):
     """clip (both bounds), relu (min 0), maximum / minimum with a constant (one bound)"""

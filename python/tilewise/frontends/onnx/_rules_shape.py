@@ -284,3 +284,49 @@ def _shape(ctx, n):
 def _size(ctx, n):
     """a known value: the input's element count"""
     return Known(np.asarray(int(np.prod(ctx.shape(n.inputs[0]))), np.int64), n.outputs[0])
+
+
+def _blocks(ctx, n, x):
+    shape = ctx.shape(x)
+    if len(shape) != 4:
+        raise Unsupported(f"a rank-{len(shape)} input (NCHW only)")
+    return shape, int(n.attr("blocksize"))
+
+
+@rule("DepthToSpace")
+def _depth_to_space(ctx, n):
+    """reshape, permute, reshape (DCR and CRD modes)"""
+    x = n.inputs[0]
+    (b, c, h, w), bs = _blocks(ctx, n, x)
+    if n.attr("mode", "DCR") == "DCR":
+        y = ctx.emit(T.permute, ctx.view(x, (b, bs, bs, c // (bs * bs), h, w)), perm=(0, 3, 4, 1, 5, 2))
+    else:
+        y = ctx.emit(T.permute, ctx.view(x, (b, c // (bs * bs), bs, bs, h, w)), perm=(0, 1, 4, 2, 5, 3))
+    return ctx.view(y, (b, c // (bs * bs), h * bs, w * bs))
+
+
+@rule("SpaceToDepth")
+def _space_to_depth(ctx, n):
+    """reshape, permute, reshape (DCR and CRD modes)"""
+    x = n.inputs[0]
+    (b, c, h, w), bs = _blocks(ctx, n, x)
+    if h % bs or w % bs:
+        raise Unsupported(f"extents {h}x{w} that the block size {bs} does not divide")
+    perm = (0, 3, 5, 1, 2, 4) if n.attr("mode", "DCR") == "DCR" else (0, 1, 3, 5, 2, 4)
+    y = ctx.emit(T.permute, ctx.view(x, (b, c, h // bs, bs, w // bs, bs)), perm=perm)
+    return ctx.view(y, (b, c * bs * bs, h // bs, w // bs))
+
+
+@rule("Trilu")
+def _trilu(ctx, n):
+    """masked_fill with 0 outside the triangle (a constant mask of the last two axes, broadcast)"""
+    x = n.inputs[0]
+    shape = ctx.shape(x)
+    k = 0 if n.input(1) is None else ctx.ints(n.input(1), "k")[0]
+    rows, cols = shape[-2:]
+    keep = np.triu(np.ones((rows, cols)), k) if int(n.attr("upper", 1)) else np.tril(np.ones((rows, cols)), k)
+    if keep.all():
+        return x
+    mask = Known((keep == 0).astype(np.float32), f"{n.name}.mask")
+    return ctx.emit(T.masked_fill, x, mask, value=0.0, mask_bcast=())
+
