@@ -18,8 +18,8 @@ class OnnxImport:
     opset: int  # the default-domain opset it imports
     inputs: list = field(default_factory=list)  # graph input names (= the ONNX input names), in order
     outputs: dict = field(default_factory=dict)  # ONNX output name -> graph tensor name
-    values: dict = field(default_factory=dict)  # parameter / constant tensor name -> its value (float32)
-    tensors: dict = field(default_factory=dict)  # ONNX value name -> graph tensor name (where one exists)
+    values: dict = field(default_factory=dict, repr=False)  # parameter / constant name -> its value (float32)
+    tensors: dict = field(default_factory=dict, repr=False)  # ONNX value name -> graph tensor name (where one exists)
 
     def state_dict(self) -> dict:
         """Parameters and constants by name, for ``exe.load_state_dict``."""
