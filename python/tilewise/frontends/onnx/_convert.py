@@ -16,7 +16,7 @@ stand-in of the shape ONNX infers, so that conversion goes on and one error list
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -53,6 +53,7 @@ class Known:
     name: str  # the ONNX value name
     initializer: bool = False  # a float initializer: a parameter when a rule needs it as a tensor
     tensor: GTensor | None = None  # the graph tensor it became
+    derived: dict = field(default_factory=dict)  # tensors made from it (its 0/1 mask), by what
 
     @property
     def shape(self) -> tuple:
@@ -154,10 +155,10 @@ class Converter:
 
     def mask(self, v) -> GTensor:
         """A condition (bool, or any numbers: non-zero is true) as a float32 0/1 tensor."""
-        if isinstance(v, Known) and v.tensor is None:
-            k = Known((np.asarray(v.value) != 0).astype(np.float32), v.name, False)
-            v.tensor = self.tensor(k)
-            return v.tensor
+        if isinstance(v, Known):
+            if "mask" not in v.derived:
+                v.derived["mask"] = self.tensor(Known((np.asarray(v.value) != 0).astype(np.float32), f"{v.name}.mask"))
+            return v.derived["mask"]
         return self.tensor(v)
 
     def _free(self, name: str) -> str:
