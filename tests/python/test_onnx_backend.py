@@ -2,9 +2,9 @@
 
 Each test is one ONNX node with inputs and the outputs ONNX's reference computes. The backend
 (``tilewise.frontends.onnx.backend``) imports the model with ``tw.from_onnx``, plans it on one
-device and runs it with ``tw.compile`` (native float32 kernels where an op has one, the
-interpreter otherwise), so what is compared is what a user's executable computes. ``INCLUDE``
-names the node tests of every ONNX op ``from_onnx`` converts; ``EXCLUDE`` lists, with the reason,
+device (and again on 3 devices) and runs it with ``tw.compile`` (native float32 kernels where an
+op has one, the interpreter otherwise), so what is compared is what a user's executable
+computes. ``INCLUDE`` names the node tests of every ONNX op ``from_onnx`` converts; ``EXCLUDE`` lists, with the reason,
 the variants of those ops it refuses (it raises ``tw.GraphError`` for each, never approximates).
 Node tests of other ops are not collected. Skipped without onnx (``pip install onnx``).
 """
@@ -66,20 +66,23 @@ EXCLUDE = [
 ]
 
 
-def _tests():
-    runner = onnx.backend.test.BackendTest(backend, __name__)
+def _tests(devices: int, name: str):
+    runner = onnx.backend.test.BackendTest(backend, __name__, test_kwargs={"devices": devices})
     runner.include(INCLUDE)
     for pattern in EXCLUDE:
         runner.exclude(pattern)
     cases = runner.test_cases["OnnxBackendNodeModelTest"]
     # Only our ops' tests: the thousands of others would each be one more skip.
-    for name in [n for n in vars(cases) if n.startswith("test_")]:
-        if not re.search(INCLUDE, name):
-            delattr(cases, name)
+    for test in [n for n in vars(cases) if n.startswith("test_")]:
+        if not re.search(INCLUDE, test):
+            delattr(cases, test)
+    cases.__name__ = cases.__qualname__ = name
     return cases
 
 
 with warnings.catch_warnings():
     # Loading the cases computes their expected outputs with NumPy (1/0 on purpose: inf tests).
     warnings.simplefilter("ignore")
-    OnnxBackendNodeModelTest = _tests()
+    OnnxBackendNodeModelTest = _tests(1, "OnnxBackendNodeModelTest")
+    # The same tests planned on 3 devices: tensors split unevenly, tiles moved between devices.
+    OnnxBackendNodeModelTestOn3Devices = _tests(3, "OnnxBackendNodeModelTestOn3Devices")
