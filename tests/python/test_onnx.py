@@ -176,7 +176,7 @@ def test_symbolic_batch_and_a_path(tmp_path):
     path = tmp_path / "mlp.onnx"
     path.write_bytes(export(mlp, torch.randn(2, 4), input_names=["x"], output_names=["y"],
                             dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}}).SerializeToString())
-    with pytest.raises(tw.GraphError, match=r"input 'x' axis 0 is 'batch'.*pass batch=N"):
+    with pytest.raises(tw.GraphError, match=r"input 'x' axis 0 is 'batch'.*pass batch=N or dims=\{'batch': N\}"):
         tw.from_onnx(path)
     g = tw.from_onnx(str(path), batch=5)
     assert g.tensor("x").shape == (5, 4) and list(g.outputs) == ["y"]
@@ -247,8 +247,10 @@ def test_dtypes_opsets_and_shapes():
         tw.from_onnx(node_model(ids, [vi("x", [2], TensorProto.INT64)], [vi("y", [2])]))
     with pytest.raises(tw.GraphError, match="opset 6 is not supported"):
         tw.from_onnx(node_model(relu, [vi("x", [2])], [vi("y", [2])], opset=6))
-    with pytest.raises(tw.GraphError, match="axis 1 is 'n'.*only the first axis may be symbolic"):
+    with pytest.raises(tw.GraphError, match=r"axis 1 is 'n' \(tilewise graphs have static shapes; pass dims=\{'n': N\}"):
         tw.from_onnx(node_model(relu, [vi("x", [2, "n"])], [vi("y", [2, "n"])]), batch=2)
+    g = tw.from_onnx(node_model(relu, [vi("x", ["b", "n"])], [vi("y", ["b", "n"])]), batch=2, dims={"n": 3})
+    assert g.tensor("x").shape == (2, 3)
     with pytest.raises(tw.GraphError, match="batch must be a positive int"):
         tw.from_onnx(node_model(relu, [vi("x", [2])], [vi("y", [2])]), batch=0)
 

@@ -44,11 +44,13 @@ class OnnxImport:
         return feeds
 
 
-def from_onnx(model_or_path, *, batch: int | None = None, name: str | None = None) -> Graph:
+def from_onnx(model_or_path, *, batch: int | None = None, dims: dict | None = None,
+              name: str | None = None) -> Graph:
     """Import an ONNX model (an ``onnx.ModelProto``, a path, or its bytes) as a ``tw.Graph``.
 
     The model is checked by ``onnx.checker``; its default-domain opset must be 7 or newer. Graph
-    inputs become graph inputs (float32, static shapes: ``batch`` gives a symbolic first axis),
+    inputs become graph inputs (float32, static shapes: ``dims`` gives the extent of symbolic axes
+    by name, ``{"seq": 128}``, and ``batch`` that of any other symbolic first axis),
     float initializers become parameters (BatchNormalization's statistics: constants), integer
     initializers, ``Constant`` nodes and ``Shape`` chains are read at import (shapes, axes, indices).
     Each node is mapped onto tdl_ops by the rule table (``frontends.onnx.TABLE``); ``graph.outputs``
@@ -70,7 +72,7 @@ def from_onnx(model_or_path, *, batch: int | None = None, name: str | None = Non
     model = _load.load(model_or_path)
     opset = _load.opset(model)
     initializers = {t.name: t for t in model.graph.initializer}
-    input_shapes = _load.check_types(model, initializers, batch)
+    input_shapes = _load.check_types(model, initializers, batch, dims)
     inferred = _load.infer_shapes(model, input_shapes)
     graph = Graph(name or model.graph.name or "onnx")
     info = OnnxImport(model.graph.name, opset)

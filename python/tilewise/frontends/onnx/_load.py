@@ -88,8 +88,9 @@ def opset(model) -> int:
     return int(version)
 
 
-def static_shape(value_info, batch, what: str) -> tuple:
-    """The shape of a graph input or output; a symbolic first axis takes ``batch``."""
+def static_shape(value_info, batch, what: str, dims=None) -> tuple:
+    """The shape of a graph input or output: a symbolic axis named in ``dims`` takes that extent, a
+    symbolic first axis ``batch``."""
     tt = value_info.type.tensor_type
     if not value_info.type.HasField("tensor_type"):
         raise GraphError(f"from_onnx: {what} '{value_info.name}' is not a tensor (sequences, maps and optional "
@@ -100,11 +101,14 @@ def static_shape(value_info, batch, what: str) -> tuple:
     for k, d in enumerate(tt.shape.dim):
         if d.HasField("dim_value") and d.dim_value > 0:
             shape.append(int(d.dim_value))
+        elif d.HasField("dim_param") and dims and d.dim_param in dims:
+            shape.append(int(dims[d.dim_param]))
         elif k == 0 and batch is not None:
             shape.append(int(batch))
         else:
             sym = f"'{d.dim_param}'" if d.HasField("dim_param") else "unknown"
-            hint = "pass batch=N for the first axis" if k == 0 else "only the first axis may be symbolic (batch=)"
+            name = f"dims={{{d.dim_param!r}: N}}" if d.HasField("dim_param") else "a static shape"
+            hint = f"pass batch=N or {name}" if k == 0 else f"pass {name}"
             if d.HasField("dim_value") and d.dim_value == 0:
                 sym, hint = "0", "tensors with no elements are not supported"
             raise GraphError(f"from_onnx: {what} '{value_info.name}' axis {k} is {sym} "
@@ -112,17 +116,23 @@ def static_shape(value_info, batch, what: str) -> tuple:
     return tuple(shape)
 
 
-def check_types(model, initializers: dict, batch) -> dict:
+def _positive(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 1
+
+
+def check_types(model, initializers: dict, batch, dims=None) -> dict:
     """name -> static shape of each graph input that is not an initializer; every problem of the
     inputs and outputs (dtype, symbolic axes) in one GraphError."""
     problems, shapes = [], {}
-    if batch is not None and (not isinstance(batch, int) or isinstance(batch, bool) or batch < 1):
+    if batch is not None and not _positive(batch):
         raise GraphError(f"from_onnx: batch must be a positive int, got {batch!r}")
+    if dims is not None and not (isinstance(dims, dict) and all(_positive(v) for v in dims.values())):
+        raise GraphError(f"from_onnx: dims must map symbolic axis names to positive ints, got {dims!r}")
     for vi in model.graph.input:
         if vi.name in initializers:
             continue
         try:
-            shapes[vi.name] = static_shape(vi, batch, "input")
+            shapes[vi.name] = static_shape(vi, batch, "input", dims)
         except GraphError as e:
             problems.append(str(e).removeprefix("from_onnx: "))
             continue
