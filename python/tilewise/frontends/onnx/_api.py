@@ -59,9 +59,9 @@ def from_onnx(model_or_path, *, batch: int | None = None, dims: dict | None = No
 
     Raises ``tw.GraphError`` for a file that is not a valid model, an unsupported opset, inputs or
     outputs that are not float32 or have symbolic axes, and, in one error, every node that cannot
-    be converted (operator type, node name, reason: ``err.unsupported`` lists the triples).
+    be converted (operator type, node name, reason: ``err.unsupported`` lists the triples;
+    ``err.needs_values`` the graph inputs whose values a rule needed, e.g. Resize's scales).
 
-        >>> import onnx, tilewise as tw
         >>> g = tw.from_onnx("mlp.onnx", batch=32)                      # doctest: +SKIP
         >>> exe = tw.compile(g, tw.partition(g, devices=2))             # doctest: +SKIP
         >>> exe.load_state_dict(g.onnx_import.state_dict())             # doctest: +SKIP
