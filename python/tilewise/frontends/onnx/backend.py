@@ -5,7 +5,8 @@ tests run against our kernels:
     rep = TilewiseBackend.prepare(onnx.load("model.onnx"))
     outputs = rep.run([x])                     # a tuple, in the model's output order
 
-``rep.run`` imports the model with ``tw.from_onnx``, plans it on one device (``tw.partition``),
+``rep.run`` imports the model with ``tw.from_onnx``, plans it on one device, or on
+``prepare(model, devices=k)`` devices (``tw.partition``),
 lowers it with ``tw.compile`` (native float32 kernels where an op has one, the interpreter
 otherwise: ``rep.stats`` says which), loads the initializers and runs one step.
 
