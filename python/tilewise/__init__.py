@@ -24,6 +24,7 @@ from ._build_info import build_info  # noqa: E402
 from ._core import ExecError, GraphError, PlanError, SearchTimeout, SearchTooLarge, ShapeError, TDLError  # noqa: E402
 from .calibration import measure_ops  # noqa: E402 - also registers the "this-machine" cluster
 from .exec.executable import CommunicationError, ExecStats, Executable, OutOfMemory, Program, compile  # noqa: E402,F401
+from .frontends.onnx import from_onnx  # noqa: E402
 from .frontends.torch import from_torch  # noqa: E402
 from .graph.autodiff import grad  # noqa: E402
 from .graph.coarsen import CoarseGraph, coarsen  # noqa: E402
@@ -73,7 +74,8 @@ __all__ = [
     "CoarseGraph", "Cut", "GOp", "GTensor", "Graph", "GraphError", "Max", "Min", "Op", "Plan", "PlanCost",
     "PlanError", "Prod", "SearchTimeout", "SearchTooLarge", "ShapeError", "SimulationError", "Strategy", "Sum",
     "TDLError", "Timeline",
-    "build_info", "coarsen", "compute", "erf", "evaluate", "exp", "from_torch", "grad", "index_value", "log",
+    "build_info", "coarsen", "compute", "erf", "evaluate", "exp", "from_onnx", "from_torch", "grad", "index_value",
+    "log",
     "measure_ops", "models", "nn", "op", "opaque", "ops", "optim", "pareto", "partition", "placeholder",
     "run_reference", "sigmoid", "simulate", "sqrt", "swap", "swap_plan", "tanh", "tdl", "trace", "where",
 ]
