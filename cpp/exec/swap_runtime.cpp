@@ -41,9 +41,11 @@ SwapExecutable::SwapExecutable(const graph::Graph& g, const SwapSchedule& s, int
   const size_t nb = prog.buffers.size();
   host_.resize(nb);
   on_host_.assign(nb, 0);
+  left_.assign(nb, 0);
+  lives_across_.assign(nb, 0);
   auto host = [&](int b) { host_[b].assign(prog.buffers[b].elements(), 0.0f); };
   for (const auto& t : g.tensors())
-    if (t.producer < 0 && prog.tile_of[t.id] >= 0) host(prog.tile_of[t.id]);
+    if (t.producer < 0 && prog.tile_of[t.id] >= 0) host(prog.tile_of[t.id]), lives_across_[prog.tile_of[t.id]] = 1;
   stream_instrs_.resize(prog.streams.size());
   int events = 0;
   for (size_t i = 0; i < prog.instrs.size(); ++i) {
@@ -159,9 +161,13 @@ void SwapExecutable::run_stream(int stream) {
         runner_->place(in.buffer, at(in.offset));
         add_in_use(in.bytes);
         break;
-      case InstrKind::kFree: add_in_use(-in.bytes); break;  // the object is free; the next occupant places itself
+      case InstrKind::kFree:  // the object is free; the next occupant places itself
+        left_[in.buffer] = 1;
+        add_in_use(-in.bytes);
+        break;
       case InstrKind::kCompute:
       case InstrKind::kCopy: {
+        if (lives_across_[in.buffer]) wrote_state_ = true;  // from here, no undo
         runner_->execute(i);
         op_seconds_[in.op] += since(t0, Clock::now());
         break;
@@ -173,7 +179,7 @@ void SwapExecutable::run_stream(int stream) {
         break;
       case InstrKind::kSwapOut:
         std::memcpy(host_[in.buffer].data(), at(in.offset), static_cast<size_t>(in.bytes));
-        on_host_[in.buffer] = 1;
+        on_host_[in.buffer] = 1, left_[in.buffer] = 1;
         swapped_out_ += in.bytes;
         add_in_use(-in.bytes);
         break;
@@ -229,6 +235,8 @@ void SwapExecutable::step() {
   }
   in_use_ = resident, peak_ = resident, swapped_in_ = 0, swapped_out_ = 0;
   std::fill(on_host_.begin(), on_host_.end(), 0);
+  std::fill(left_.begin(), left_.end(), 0);
+  wrote_state_ = false;
   std::fill(op_seconds_.begin(), op_seconds_.end(), 0.0);
   if (profile_) profile_times_.assign(prog.instrs.size(), {0.0, 0.0});
   const int blas_before = kernels::blas_threads();
@@ -252,7 +260,15 @@ void SwapExecutable::step() {
   kernels::set_blas_threads(blas_before);
   stats_.step_seconds = since(start_, Clock::now());
   if (error_) {
-    failed_ = true;
+    if (wrote_state_) {
+      failed_ = true;
+    } else {
+      // Undo: what left its object was unchanged or copied out unchanged; put it back.
+      for (size_t b = 0; b < prog.buffers.size(); ++b) {
+        const int o = low_.home[b].object;
+        if (o >= 0 && left_[b]) std::copy(host_[b].begin(), host_[b].end(), at(low_.schedule.objects[o].first));
+      }
+    }
     std::rethrow_exception(error_);
   }
   stats_.bytes_moved = 0;

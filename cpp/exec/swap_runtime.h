@@ -44,8 +44,11 @@ class SwapExecutable {
   void set_tensor(int tensor, const float* data);
   /// A tensor without a producer (where its current copy is), or a result of the last step.
   std::vector<float> get_tensor(int tensor) const;
-  /// One iteration. A failure (a kernel's error, a stream past its timeout) is rethrown and leaves
-  /// the executable unusable (tensors may be half moved): later steps raise ExecError.
+  /// One iteration. A failure (a kernel's error, a stream past its timeout) is rethrown. When no op
+  /// had written a tensor that lives across steps (an update in place), the step is undone: the
+  /// initial residents that left their objects are copied back from the host store, which holds
+  /// their values (dropped unchanged, or copied out before any update). Otherwise the executable is
+  /// unusable and later steps raise ExecError.
   void step();
   const RunStats& stats() const { return stats_; }
   int devices() const { return 1; }
@@ -70,6 +73,9 @@ class SwapExecutable {
   std::unique_ptr<float[]> pool_;
   std::vector<std::vector<float>> host_;     ///< per buffer: its host copy (empty: never on the host)
   std::vector<char> on_host_;                ///< per buffer: swapped out in the last step
+  std::vector<char> left_;                   ///< per buffer: its stay ended in this step (Free or SwapOut)
+  std::vector<char> lives_across_;           ///< per buffer: the storage of a tensor without a producer
+  std::atomic<bool> wrote_state_{false};     ///< an op wrote a buffer that lives across steps
   std::unique_ptr<DeviceRunner> runner_;     ///< prepared kernel calls; buffers placed by the compute stream
   std::vector<std::vector<int>> stream_instrs_;
   std::vector<std::pair<int, int64_t>> swapped_in_by_;  ///< per event: the (buffer, offset) a swap-in recording it placed
