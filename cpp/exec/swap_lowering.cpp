@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <string>
+#include <tuple>
 
 #include "exec/errors.h"
 #include "tdl/errors.h"
@@ -173,6 +174,22 @@ SwappedLowered lower_swapped(const graph::Graph& g, const SwapSchedule& s, const
     if (st.from == StayEdge::kOpStart) starts_at[st.from_index].push_back(i);
     if (st.to == StayEdge::kOpEnd) ends_at[st.to_index].push_back(i);
     if (st.to == StayEdge::kIterationEnd) out.home[st.buffer].end_object = st.object;
+  }
+
+  // One tensor per object at a time: in schedule positions, an object's stays do not overlap (a
+  // stay covers its first position to its last; the next occupant comes in after the last use).
+  {
+    std::vector<std::vector<std::tuple<int, int, int>>> in_object(nobj);  // (from, to, buffer)
+    for (const auto& st : s.stays)
+      if (from_pos(st) <= to_pos(st)) in_object[st.object].emplace_back(from_pos(st), to_pos(st), st.buffer);
+    for (int o = 0; o < nobj; ++o) {
+      auto& v = in_object[o];
+      std::sort(v.begin(), v.end());
+      for (size_t i = 1; i < v.size(); ++i)
+        if (std::get<0>(v[i]) <= std::get<1>(v[i - 1]))
+          misfit("object " + str(o) + " holds '" + base.buffers[std::get<2>(v[i - 1])].name + "' and '" +
+                 base.buffers[std::get<2>(v[i])].name + "' at once (position " + str(std::get<0>(v[i])) + ")");
+    }
   }
 
   // The device's data between steps: what starts an iteration in an object must end it there.

@@ -12,6 +12,7 @@
 // base program's buffer ids; the layer composing the stages converts a swap::SwapPlan into it.
 #pragma once
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "exec/lowering.h"
@@ -72,9 +73,10 @@ struct SwappedLowered {
 
 /// Lowers `g` under swap plan `s`. Throws ExecError when the plan does not fit the graph's base
 /// program: a schedule that is not an order of every op (or breaks a dependency), an object or
-/// buffer out of range, a buffer larger than its object or an object past the pool, an op whose
-/// buffers are not all in memory when it runs, a base program with buffers the pool cannot hold
-/// (partials of a reduction: never on one device).
+/// buffer out of range, a buffer larger than its object or an object past the pool, two tensors in
+/// one object at once, an op whose buffers are not all in memory when it runs, an initial resident
+/// not back in its object at the end, control edges that cannot all be met (a cycle), a base program
+/// with buffers the pool cannot hold (partials of a reduction: never on one device).
 SwappedLowered lower_swapped(const graph::Graph& g, const SwapSchedule& s, const std::vector<int>& keep = {});
 
 }  // namespace tilewise::exec

@@ -135,6 +135,14 @@ TEST(SwapExec, RejectsPlansThatDoNotFitTheGraph) {
   s.stays.pop_back();
   expect_misfit(m, s, "does not hold in memory");
   s = good;
+  for (auto& st : s.stays) st.object = 0, st.to = StayEdge::kIterationEnd;  // everything in object 0, never leaving
+  for (auto& o : s.objects) o.second = s.memory_bytes - o.first;
+  expect_misfit(m, s, "at once");
+  s = schedule_of(m, plan_for(m, 0));
+  ASSERT_FALSE(s.swap_ins.empty());
+  s.swap_ins[0].after.op = s.swap_ins[0].position;  // waits for the op that waits for it
+  expect_misfit(m, s, "cycle");
+  s = good;
   s.memory_bytes = 1 << 30;
   EXPECT_THROW(SwapExecutable(m.g, s, 1 << 20, {m.z}), OutOfMemory);
 }

@@ -103,6 +103,17 @@ def test_the_simulator_prices_the_swapped_program_on_the_host_link(case):
     assert pred.step_seconds < sum(seconds.values())
 
 
+def test_a_profiled_step_traces_the_three_streams(case):
+    _, graph, plan, _, _ = case
+    exe = tw.compile(graph, plan, profile=True).initialize(0)
+    exe.step(example_feeds(graph, 0))
+    events = exe.trace()["traceEvents"]
+    threads = {e["args"]["name"] for e in events if e["name"] == "thread_name"}
+    assert threads == {"compute", "swap-in", "swap-out"}
+    copies = [e for e in events if e.get("cat") in ("swap_in", "swap_out")]
+    assert len(copies) == len(plan.swap_ins) + len(plan.swap_outs) and all(e["dur"] >= 0 for e in copies)
+
+
 def test_unlimited_memory_has_no_swap_instructions():
     graph = MODELS["mlp"]()
     ideal = swap_problem(graph, "swapadvisor", device_memory=10**12).ideal()
