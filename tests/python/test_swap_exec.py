@@ -64,6 +64,21 @@ def test_swapped_training_equals_unswapped_training_bitwise(case):
     assert sa.keys() == sb.keys() and all(np.array_equal(sa[k], sb[k]) for k in sa)
 
 
+def test_state_set_between_steps_reaches_the_right_copy(case):
+    """Parameters live in the pool (the plan's initial residents) or on the host between steps: loading
+    a state dict mid-training writes both, reading it back finds the current one."""
+    name, graph, plan, _, _ = case
+    exe = tw.compile(graph, plan).initialize(0)
+    ref = unswapped(graph)
+    feeds = example_feeds(graph, 0)
+    exe.step(feeds), ref.step(feeds)
+    state = {k: v * np.float32(0.5) for k, v in ref.state_dict().items()}
+    exe.load_state_dict(state), ref.load_state_dict(state)
+    assert all(np.array_equal(exe.state_dict()[k], v) for k, v in state.items())
+    assert np.array_equal(exe.step(feeds)["loss"], ref.step(feeds)["loss"]), name
+    assert all(np.array_equal(v, ref.parameters()[k]) for k, v in exe.parameters().items())
+
+
 def test_the_device_holds_no_more_than_the_pool_and_moves_the_plans_bytes(case):
     name, graph, plan, memory, _ = case
     exe = tw.compile(graph, plan).initialize(0)
