@@ -115,28 +115,19 @@ Prediction simulate_programs(const graph::Graph& g, const exec::Lowered& low, co
   std::vector<std::string>& streams = out.streams;
   std::vector<Resource> resources;
 
-  // Cores shared by the devices' workers, when fewer than the devices; one machine's memory bus
-  // shared by its devices' memory-bound calls. Both in units of one device's speed alone.
-  const bool share_cores = cluster.concurrent_devices > 0 && cluster.concurrent_devices < n;
-  if (share_cores) resources.push_back({"cores", static_cast<double>(cluster.concurrent_devices)});
-  const bool share_memory = cluster.memory_concurrency > 0 && n > 1;
-  const int memory_base = static_cast<int>(resources.size());
-  if (share_memory)
-    for (int m = 0; m < cluster.machine_of(n - 1) + 1; ++m)
-      resources.push_back({"memory m" + std::to_string(m), cluster.memory_concurrency});
-  constexpr double kCacheBytes = 1 << 20;  // below this a call's data stays in the core's cache
-
   // Streams: a device's own (one per program stream when they overlap, else one). The copy streams
   // of a swapped program ("swap-in", "swap-out") always have their own: copy workers are threads.
   const bool overlap = cluster.device.concurrent_streams;
   std::vector<std::vector<int>> stream_of(n);
   std::vector<char> workers(n, 0);  // per device: a stream on a thread of its own besides the device's
+  int copiers = 0;
   for (int d = 0; d < n; ++d) {
     const auto& prog = low.programs[d];
     const size_t ns = std::max<size_t>(prog.streams.size(), 1);
     for (size_t s = 0; s < ns; ++s) {
       const bool copier = s < prog.streams.size() && prog.streams[s].rfind("swap", 0) == 0;
       workers[d] = workers[d] || copier;
+      copiers += copier;
       if (overlap || s == 0 || copier) {
         streams.push_back(overlap || copier ? "d" + std::to_string(d) + "/" + prog.streams[s] : "d" + std::to_string(d));
         stream_of[d].push_back(static_cast<int>(streams.size()) - 1);
@@ -145,6 +136,19 @@ Prediction simulate_programs(const graph::Graph& g, const exec::Lowered& low, co
       }
     }
   }
+
+  // Cores shared by the threads (a worker per device, a copy worker per copy stream), when fewer
+  // than the threads; one machine's memory bus shared by its threads' memory-bound calls and copies.
+  // Both in units of one device's speed alone.
+  const int threads = n + copiers;
+  const bool share_cores = cluster.concurrent_devices > 0 && cluster.concurrent_devices < threads;
+  if (share_cores) resources.push_back({"cores", static_cast<double>(cluster.concurrent_devices)});
+  const bool share_memory = cluster.memory_concurrency > 0 && threads > 1;
+  const int memory_base = static_cast<int>(resources.size());
+  if (share_memory)
+    for (int m = 0; m < cluster.machine_of(n - 1) + 1; ++m)
+      resources.push_back({"memory m" + std::to_string(m), cluster.memory_concurrency});
+  constexpr double kCacheBytes = 1 << 20;  // below this a call's data stays in the core's cache
 
   auto add = [&](Task t, TaskInfo i) {
     tasks.push_back(std::move(t));
@@ -164,6 +168,8 @@ Prediction simulate_programs(const graph::Graph& g, const exec::Lowered& low, co
 
   // Swaps (SwapAdvisor §4.3.1): latency + bytes at the host link's bandwidth; each direction its own
   // resource, both together capped by duplex_bandwidth (a half-duplex link: one resource for both).
+  // Work is in seconds at the link's peak, so that a copy also shares the cores and the memory bus
+  // (a copy worker's memcpy on a CPU machine) in those resources' units.
   std::map<std::string, int> resource_of;
   auto resource = [&](const std::string& name, double capacity) {
     auto [it, fresh] = resource_of.emplace(name, static_cast<int>(resources.size()));
@@ -180,12 +186,14 @@ Prediction simulate_programs(const graph::Graph& g, const exec::Lowered& low, co
     Task t;
     t.stream = stream;
     t.seconds = bytes > 0 ? host.latency : 0;
-    t.work = bytes;
-    t.max_rate = bytes > 0 ? host.bandwidth.at(bytes) : 0;
+    t.work = bytes / peak;
+    t.max_rate = bytes > 0 ? host.bandwidth.at(bytes) / peak : 0;
     if (bytes > 0) {
-      t.resources.push_back(host.duplex ? resource(dev + (in.kind == InstrKind::kSwapIn ? " in" : " out"), peak)
-                                        : resource(dev, peak));
-      if (host.duplex && host.duplex_bandwidth > 0) t.resources.push_back(resource(dev + " both", host.duplex_bandwidth));
+      t.resources.push_back(host.duplex ? resource(dev + (in.kind == InstrKind::kSwapIn ? " in" : " out"), 1.0)
+                                        : resource(dev, 1.0));
+      if (host.duplex && host.duplex_bandwidth > 0) t.resources.push_back(resource(dev + " both", host.duplex_bandwidth / peak));
+      if (share_cores) t.resources.push_back(0);
+      if (share_memory && bytes >= kCacheBytes) t.resources.push_back(memory_base + cluster.machine_of(d));
     }
     return t;
   };
