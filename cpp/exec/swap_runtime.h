@@ -88,9 +88,11 @@ class SwapExecutable {
 
   // One step: event stamps, the first error, the copy workers.
   std::mutex m_;
-  std::condition_variable changed_, go_, done_;
-  std::vector<int64_t> recorded_;
-  int64_t generation_ = 0;
+  std::condition_variable go_, done_;
+  std::unique_ptr<std::condition_variable[]> ready_;  ///< per stream: wakes it from wait()
+  std::vector<int> asleep_on_;                         ///< per stream: the event it sleeps on (-1: none)
+  std::vector<std::atomic<int64_t>> recorded_;  ///< per event: the generation (step) that recorded it
+  int64_t generation_ = 0;                        ///< written between steps only
   bool abort_ = false, stop_ = false;
   int pending_ = 0;
   std::exception_ptr error_;
