@@ -225,6 +225,26 @@ SwappedLowered lower_swapped(const graph::Graph& g, const SwapSchedule& s, const
     }
   }
 
+  // A tensor that lives across steps (a parameter, optimizer state) and is updated in place must leave
+  // the step where the next one looks for it: copied out after its update, or back in its object (an
+  // initial resident). A single-pass plan (double_pass=False) may leave it updated in memory only.
+  {
+    std::vector<int> written(nb, -1);  // position of the last write
+    for (int k = 0; k < n; ++k)
+      for (int i : work[s.order[k]])
+        if (base.instrs[i].kind == InstrKind::kCompute) written[base.instrs[i].buffer] = k;
+    std::vector<int> copied(nb, -1);  // position after which the last copy out runs
+    for (const auto& o : s.swap_outs) copied[o.buffer] = std::max(copied[o.buffer], o.after);
+    for (const auto& t : g.tensors()) {
+      const int b = base.tile_of[t.id];
+      if (t.producer >= 0 || b < 0 || written[b] < 0) continue;
+      if (out.home[b].object < 0 && copied[b] < written[b])
+        misfit("'" + t.name + "' is updated in place at position " + str(written[b]) +
+               " but neither copied out after that nor kept in its object for the next iteration "
+               "(a single-pass plan? plan with double_pass=True)");
+    }
+  }
+
   // The program.
   Program p;
   p.device = 0, p.devices = 1;

@@ -154,6 +154,9 @@ def test_bad_input_gives_typed_errors():
     odswap = swap_problem(graph, "swapadvisor", device_memory=memory).odswap()
     with pytest.raises(tw.ExecError, match="ODSwap"):
         tw.compile(graph, odswap)
+    single_pass = swap_problem(graph, "swapadvisor", device_memory=memory).plan(double_pass=False)
+    with pytest.raises(tw.ExecError, match="double_pass=True"):
+        tw.compile(graph, single_pass)
     exe = tw.compile(graph, plan)
     with pytest.raises(ValueError, match="not fed yet"):
         exe.step(example_feeds(graph, 0))  # parameters not initialised
