@@ -75,7 +75,9 @@ struct SwappedLowered {
 /// program: a schedule that is not an order of every op (or breaks a dependency), an object or
 /// buffer out of range, a buffer larger than its object or an object past the pool, two tensors in
 /// one object at once, an op whose buffers are not all in memory when it runs, an initial resident
-/// not back in its object at the end, control edges that cannot all be met (a cycle), a base program
+/// not back in its object at the end, a tensor living across steps updated in place but neither
+/// copied out after its update nor kept (a single-pass plan), control edges that cannot all be met
+/// (a cycle), a base program
 /// with buffers the pool cannot hold (partials of a reduction: never on one device).
 SwappedLowered lower_swapped(const graph::Graph& g, const SwapSchedule& s, const std::vector<int>& keep = {});
 
