@@ -96,6 +96,9 @@ void bind_exec(py::module_& m) {
       .def_readonly("op_seconds", &RunStats::op_seconds)
       .def_property_readonly("op_native", [](const RunStats& s) { return std::vector<bool>(s.op_native.begin(), s.op_native.end()); })
       .def_readonly("step_seconds", &RunStats::step_seconds)
+      .def_readonly("swapped_in_bytes", &RunStats::swapped_in_bytes)
+      .def_readonly("swapped_out_bytes", &RunStats::swapped_out_bytes)
+      .def_readonly("pool_peak_bytes", &RunStats::pool_peak_bytes)
       .def_readonly("steps", &RunStats::steps);
 
   py::class_<Executable>(m, "Executable", "A partition plan lowered for CPU devices (worker threads).")

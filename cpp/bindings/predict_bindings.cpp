@@ -39,6 +39,7 @@ void bind_predict(py::module_& m) {
       .def_readonly("peak_memory", &Prediction::peak_memory)
       .def_readonly("intra_bytes", &Prediction::intra_bytes)
       .def_readonly("inter_bytes", &Prediction::inter_bytes)
+      .def_readonly("host_bytes", &Prediction::host_bytes)
       .def_readonly("streams", &Prediction::streams)
       .def(
           "tasks",

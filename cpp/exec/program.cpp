@@ -112,7 +112,10 @@ std::string Program::instr_text(const Instr& in) const {
     case InstrKind::kAlloc:
     case InstrKind::kFree:
     case InstrKind::kSwapOut:
-    case InstrKind::kSwapIn: s << " " << buf(in.buffer) << box_text(buffers[in.buffer].box); break;
+    case InstrKind::kSwapIn:
+      s << " " << buf(in.buffer) << box_text(buffers[in.buffer].box);
+      if (in.offset >= 0) s << " @" << in.offset;
+      break;
     case InstrKind::kCompute: {
       s << " " << (in.op >= 0 && in.op < static_cast<int>(op_names.size()) ? op_names[in.op] : "?") << " (";
       for (size_t j = 0; j < in.inputs.size(); ++j) s << (j ? ", " : "") << buf(in.inputs[j]);
@@ -178,6 +181,7 @@ std::string Program::to_json() const {
     if (!in.box.dims.empty() || in.kind == InstrKind::kSend || in.kind == InstrKind::kRecv) s << ", \"box\": " << box_json(in.box);
     if (in.kind == InstrKind::kCombine) s << ", \"reducer\": \"" << reducer_name(in.reducer) << "\"";
     if (in.event >= 0) s << ", \"event\": " << in.event;
+    if (in.offset >= 0) s << ", \"offset\": " << in.offset;
     s << ", \"bytes\": " << in.bytes << ", \"flops\": " << number(in.flops) << "}";
   }
   s << "\n]}";

@@ -30,8 +30,8 @@ enum class InstrKind {
   kCopy,     ///< buffer[box] = src[box], both on this device
   kRecord,   ///< mark event `event` on this stream: everything before it on the stream is done
   kWait,     ///< this stream waits for event `event` (recorded on another stream)
-  kSwapOut,  ///< (reserved: the swap issue) move `buffer` to the host store
-  kSwapIn,   ///< (reserved) bring `buffer` back from the host store
+  kSwapOut,  ///< copy `buffer` (at byte `offset` of the device's pool) to the host store (swap_lowering.h)
+  kSwapIn,   ///< copy `buffer` from the host store to byte `offset` of the device's pool
 };
 
 const char* kind_name(InstrKind k);
@@ -69,6 +69,7 @@ struct Instr {
   tdl::Reducer reducer = tdl::Reducer::kSum;  ///< Combine
   int event = -1;            ///< Record/Wait
   int64_t bytes = 0;         ///< bytes moved, copied, combined or allocated
+  int64_t offset = -1;       ///< swapped programs: Alloc/SwapIn/SwapOut's byte offset in the pool (-1: none)
   double flops = 0;          ///< Compute: the share's FLOPs; Combine: one per element
 };
 
@@ -76,7 +77,7 @@ struct Instr {
 struct Program {
   int device = 0;
   int devices = 1;
-  std::vector<std::string> streams;  ///< "compute", "comm"
+  std::vector<std::string> streams;  ///< "compute", "comm"; swapped programs: "compute", "swap-in", "swap-out"
   std::vector<BufferDesc> buffers;
   std::vector<Instr> instrs;
   std::vector<std::string> op_names;  ///< per graph op, for printing

@@ -126,6 +126,14 @@ void DeviceRunner::compute(const Instr& in, size_t index) {
   std::copy(out64.begin(), out64.end(), out);
 }
 
+void DeviceRunner::execute(size_t i) {
+  const Instr& in = prog_.instrs[i];
+  const auto& bufs = prog_.buffers;
+  if (in.kind == InstrKind::kCompute) compute(in, i);
+  else if (in.kind == InstrKind::kCopy) copy_box(ptr_[in.src], bufs[in.src].box, ptr_[in.buffer], bufs[in.buffer].box, in.box);
+  else TW_ASSERT(false, "execute runs Compute and Copy instructions");
+}
+
 void DeviceRunner::run(Communicator& comm, Deadline deadline, bool profile) {
   const auto start = Clock::now();
   std::fill(native_.begin(), native_.end(), 1);

@@ -35,6 +35,9 @@ struct RunStats {
   std::vector<char> op_native;             ///< per op: 1 = native kernel on every active device, 0 = interpreter
   double step_seconds = 0;                 ///< last step
   int64_t message_bytes = 0;               ///< message buffers of the communicator (outside the arenas)
+  int64_t swapped_in_bytes = 0;            ///< swapped execution: bytes copied host -> device, last step
+  int64_t swapped_out_bytes = 0;           ///< swapped execution: bytes copied device -> host, last step
+  int64_t pool_peak_bytes = 0;             ///< swapped execution: most bytes of tensors in the pool at once
   int steps = 0;
   /// With profiling: per device, per instruction of its program, [start, end] in seconds from the step's start.
   std::vector<std::vector<std::array<double, 2>>> profile;
@@ -61,6 +64,11 @@ class DeviceRunner {
   /// Whether the last run wrote into a buffer that lives across steps (a parameter or optimizer
   /// state updated in place): then a failed step cannot be undone.
   bool wrote_resident() const { return wrote_resident_; }
+  /// For executors that place buffers themselves (the swapped executor, swap_runtime.h): puts
+  /// buffer `b` at `p` (memory the caller owns; null: not held), and runs one Compute or Copy
+  /// instruction (index `i` of the program) on the buffers as placed.
+  void place(int b, float* p) { ptr_[b] = p; }
+  void execute(size_t i);
   Arena& arena() { return arena_; }
   const Program& program() const { return prog_; }
   const std::vector<char>& native() const { return native_; }

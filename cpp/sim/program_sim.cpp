@@ -115,32 +115,40 @@ Prediction simulate_programs(const graph::Graph& g, const exec::Lowered& low, co
   std::vector<std::string>& streams = out.streams;
   std::vector<Resource> resources;
 
-  // Cores shared by the devices' workers, when fewer than the devices; one machine's memory bus
-  // shared by its devices' memory-bound calls. Both in units of one device's speed alone.
-  const bool share_cores = cluster.concurrent_devices > 0 && cluster.concurrent_devices < n;
-  if (share_cores) resources.push_back({"cores", static_cast<double>(cluster.concurrent_devices)});
-  const bool share_memory = cluster.memory_concurrency > 0 && n > 1;
-  const int memory_base = static_cast<int>(resources.size());
-  if (share_memory)
-    for (int m = 0; m < cluster.machine_of(n - 1) + 1; ++m)
-      resources.push_back({"memory m" + std::to_string(m), cluster.memory_concurrency});
-  constexpr double kCacheBytes = 1 << 20;  // below this a call's data stays in the core's cache
-
-  // Streams: a device's own (one per program stream when they overlap, else one).
+  // Streams: a device's own (one per program stream when they overlap, else one). The copy streams
+  // of a swapped program ("swap-in", "swap-out") always have their own: copy workers are threads.
   const bool overlap = cluster.device.concurrent_streams;
   std::vector<std::vector<int>> stream_of(n);
+  std::vector<char> workers(n, 0);  // per device: a stream on a thread of its own besides the device's
+  int copiers = 0;
   for (int d = 0; d < n; ++d) {
     const auto& prog = low.programs[d];
     const size_t ns = std::max<size_t>(prog.streams.size(), 1);
     for (size_t s = 0; s < ns; ++s) {
-      if (overlap || s == 0) {
-        streams.push_back(overlap ? "d" + std::to_string(d) + "/" + prog.streams[s] : "d" + std::to_string(d));
+      const bool copier = s < prog.streams.size() && prog.streams[s].rfind("swap", 0) == 0;
+      workers[d] = workers[d] || copier;
+      copiers += copier;
+      if (overlap || s == 0 || copier) {
+        streams.push_back(overlap || copier ? "d" + std::to_string(d) + "/" + prog.streams[s] : "d" + std::to_string(d));
         stream_of[d].push_back(static_cast<int>(streams.size()) - 1);
       } else {
         stream_of[d].push_back(stream_of[d][0]);
       }
     }
   }
+
+  // Cores shared by the threads (a worker per device, a copy worker per copy stream), when fewer
+  // than the threads; one machine's memory bus shared by its threads' memory-bound calls and copies.
+  // Both in units of one device's speed alone.
+  const int threads = n + copiers;
+  const bool share_cores = cluster.concurrent_devices > 0 && cluster.concurrent_devices < threads;
+  if (share_cores) resources.push_back({"cores", static_cast<double>(cluster.concurrent_devices)});
+  const bool share_memory = cluster.memory_concurrency > 0 && threads > 1;
+  const int memory_base = static_cast<int>(resources.size());
+  if (share_memory)
+    for (int m = 0; m < cluster.machine_of(n - 1) + 1; ++m)
+      resources.push_back({"memory m" + std::to_string(m), cluster.memory_concurrency});
+  constexpr double kCacheBytes = 1 << 20;  // below this a call's data stays in the core's cache
 
   auto add = [&](Task t, TaskInfo i) {
     tasks.push_back(std::move(t));
@@ -155,6 +163,38 @@ Prediction simulate_programs(const graph::Graph& g, const exec::Lowered& low, co
       t.resources.push_back(memory_base + cluster.machine_of(device));
     if (t.resources.empty()) t.seconds = seconds;
     else t.work = seconds, t.max_rate = 1;
+    return t;
+  };
+
+  // Swaps (SwapAdvisor §4.3.1): latency + bytes at the host link's bandwidth; each direction its own
+  // resource, both together capped by duplex_bandwidth (a half-duplex link: one resource for both).
+  // Work is in seconds at the link's peak, so that a copy also shares the cores and the memory bus
+  // (a copy worker's memcpy on a CPU machine) in those resources' units.
+  std::map<std::string, int> resource_of;
+  auto resource = [&](const std::string& name, double capacity) {
+    auto [it, fresh] = resource_of.emplace(name, static_cast<int>(resources.size()));
+    if (fresh) resources.push_back({name, capacity});
+    return it->second;
+  };
+  auto host_task = [&](const exec::Instr& in, int stream, int d) {
+    const Link& host = cluster.host;
+    if (host.bandwidth.empty())
+      throw std::invalid_argument("cluster '" + cluster.name + "' has no host link; swap instructions are priced on it");
+    const double bytes = static_cast<double>(in.bytes);
+    const double peak = *std::max_element(host.bandwidth.values.begin(), host.bandwidth.values.end());
+    const std::string dev = "host d" + std::to_string(d);
+    Task t;
+    t.stream = stream;
+    t.seconds = bytes > 0 ? host.latency : 0;
+    t.work = bytes / peak;
+    t.max_rate = bytes > 0 ? host.bandwidth.at(bytes) / peak : 0;
+    if (bytes > 0) {
+      t.resources.push_back(host.duplex ? resource(dev + (in.kind == InstrKind::kSwapIn ? " in" : " out"), 1.0)
+                                        : resource(dev, 1.0));
+      if (host.duplex && host.duplex_bandwidth > 0) t.resources.push_back(resource(dev + " both", host.duplex_bandwidth / peak));
+      if (share_cores) t.resources.push_back(0);
+      if (share_memory && bytes >= kCacheBytes) t.resources.push_back(memory_base + cluster.machine_of(d));
+    }
     return t;
   };
 
@@ -175,7 +215,7 @@ Prediction simulate_programs(const graph::Graph& g, const exec::Lowered& low, co
         case InstrKind::kFree: continue;
         case InstrKind::kRecord:
         case InstrKind::kWait: {
-          if (!overlap) continue;  // one worker: program order holds every event
+          if (!overlap && !workers[d]) continue;  // one worker: program order holds every event
           Task t;
           t.stream = stream;
           ti.kind = "event";
@@ -186,6 +226,13 @@ Prediction simulate_programs(const graph::Graph& g, const exec::Lowered& low, co
         }
         default: break;
       }
+      if (in.kind == InstrKind::kSwapIn || in.kind == InstrKind::kSwapOut) {
+        ti.kind = in.kind == InstrKind::kSwapIn ? "swap_in" : "swap_out";
+        ti.kernel = "host", ti.work = static_cast<double>(in.bytes), ti.bytes = in.bytes;
+        out.host_bytes += in.bytes;
+        add(host_task(in, stream, d), ti);
+        continue;
+      }
       Priced p = price(g, in, cluster.device);
       Task t = busy_task(priced_seconds(p, in, cluster, scales), stream, d, p);
       ti.kernel = p.kind, ti.work = p.work, ti.bytes = in.bytes;
@@ -195,8 +242,6 @@ Prediction simulate_programs(const graph::Graph& g, const exec::Lowered& low, co
                 : in.kind == InstrKind::kCombine ? "combine"
                 : in.kind == InstrKind::kCopy  ? "copy"
                                                : exec::kind_name(in.kind);
-      if (in.kind == InstrKind::kSwapIn || in.kind == InstrKind::kSwapOut)
-        throw std::invalid_argument("swap instructions are not simulated yet");
       int id = add(std::move(t), ti);
       if (in.kind == InstrKind::kSend) send_of[in.tag] = {id, d};
       if (in.kind == InstrKind::kRecv) recvs.push_back({id, in.tag});
@@ -212,12 +257,6 @@ Prediction simulate_programs(const graph::Graph& g, const exec::Lowered& low, co
   // Links: one task per message, after its send, on a stream per ordered pair (messages keep their
   // order); concurrent transfers share what the link level shares.
   std::map<std::pair<int, int>, int> pair_stream;
-  std::map<std::string, int> resource_of;
-  auto resource = [&](const std::string& name, double capacity) {
-    auto [it, fresh] = resource_of.emplace(name, static_cast<int>(resources.size()));
-    if (fresh) resources.push_back({name, capacity});
-    return it->second;
-  };
   std::unordered_map<int64_t, int> link_of;  // tag -> link task
   // Deterministic order: by sender task index.
   std::vector<std::pair<int, int64_t>> sends;

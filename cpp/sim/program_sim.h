@@ -11,6 +11,9 @@
 //    the link is done, unpacks it (kind "copy"). Messages between one pair keep their order.
 //  - Combine: kind "combine" (two reads and a write per element); Copy: kind "copy".
 //  - Record/Wait: events between the streams of a device that runs them concurrently.
+//  - SwapIn/SwapOut (swapped programs, exec/swap_lowering.h): the cluster's host link, latency +
+//    bytes / bandwidth(bytes), one resource per direction (both capped by duplex_bandwidth), on the
+//    program's "swap-in"/"swap-out" streams, which always run beside the device's own (copy threads).
 //  - Alloc/Free: no time; memory is the arena's static plan of the same alloc/free sequence
 //    (exec::plan_block), so predicted peaks are what the runtime holds.
 // A CPU device runs its program in order on one worker: its streams collapse into one. When the
@@ -33,7 +36,7 @@ struct TaskInfo {
   int device = -1;       ///< the device whose program holds the instruction (links: the sender)
   int instr = -1;        ///< index in that device's program
   int op = -1;           ///< the graph op (-1: none)
-  std::string kind;      ///< "compute", "send", "link", "recv", "combine", "copy", "event"
+  std::string kind;      ///< "compute", "send", "link", "recv", "combine", "copy", "event", "swap_in", "swap_out"
   std::string kernel;    ///< the kernel kind priced (compute/copy/combine), the link level (link)
   double work = 0;       ///< FLOPs or bytes priced
   int64_t bytes = 0;     ///< bytes moved (send/link/recv)
@@ -56,6 +59,7 @@ struct Prediction {
   std::vector<double> idle_seconds;     ///< per device: step - busy (waiting for messages, or for a core)
   std::vector<int64_t> peak_memory;     ///< per device: resident buffers + the planned block
   int64_t intra_bytes = 0, inter_bytes = 0;  ///< bytes sent over each link level
+  int64_t host_bytes = 0;                    ///< bytes swapped over the host link (both directions)
   std::vector<Task> tasks;               ///< the simulated tasks (names, streams, what they waited for)
   std::vector<TaskInfo> info;            ///< per task
   std::vector<std::string> streams;      ///< per stream: "d0", "d0/compute", "link d0->d1"

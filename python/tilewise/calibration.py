@@ -5,7 +5,9 @@ per-instruction timing and fits, per kernel kind (``_core.native_kernel_kinds()`
 elementwise, reduction, norm, layout, embedding; plus the interpreter fallback and the runtime's
 box copies and combines), the rate of one call as a function of its work (FLOPs or bytes), as
 measured at sizes binned by powers of two (medians per bin). The in-process link is a ping-pong
-through the thread executor's own communicator. Devices that run at once: the cores.
+through the thread executor's own communicator. The host link (swapped execution: the host store
+is this machine's memory too) is a memcpy between two buffers at sizes 2^10..2^26. Devices that
+run at once: the cores.
 
 The profile is stored as JSON in the user's cache folder (``$TILEWISE_CACHE_DIR``, else
 ``$XDG_CACHE_HOME/tilewise``, else ``~/.cache/tilewise``) and reused while the machine, the
@@ -33,7 +35,7 @@ from .plan.plan import Plan
 from .sim.cluster import register_this_machine
 
 FORMAT = "tilewise-calibration"
-VERSION = 1
+VERSION = 2  # 2: the host link (swapped execution's copies)
 # Kinds priced per FLOP (the others per byte read and written): as cpp/sim/program_sim.cpp.
 FLOP_KINDS = ("gemm", "conv", "interpreter")
 _STEPS = 3
@@ -250,7 +252,7 @@ def measure(*, quick: bool = False, progress: bool = False) -> dict:
     if bar:
         bar.update(1)
         bar.close()
-    links = {"in-process": {"latency": latency}}
+    links = {"in-process": {"latency": latency}, "host": measure_host_link()}
     mpi_profile = measure_mpi()
     if mpi_profile is not None:
         links["mpi"] = mpi_profile
@@ -258,6 +260,19 @@ def measure(*, quick: bool = False, progress: bool = False) -> dict:
             "links": links, "cores": cores,
             "memory_concurrency": memory_concurrency, "seconds": time.perf_counter() - t0,
             "quick": bool(quick)}
+
+
+def measure_host_link(repeats: int = 5) -> dict:
+    """The host link of a CPU device: a swap copies a tensor between the device's pool and the host
+    store, both this machine's memory, so it is a memcpy of one buffer into another (``box_copy_seconds``
+    of a contiguous box, the median of ``repeats``): ``{"sizes": [bytes], "bandwidth": [bytes/s]}``."""
+    sizes, bandwidth = [], []
+    for e in range(10, 27, 2):
+        seconds = _core.box_copy_seconds(2**e, False, False, repeats)
+        if seconds > 0:
+            sizes.append(float(2**e))
+            bandwidth.append(2**e / seconds)
+    return {"sizes": sizes, "bandwidth": bandwidth}
 
 
 def measure_mpi(timeout: float = 120.0) -> dict | None:
@@ -322,6 +337,9 @@ def _check_profile(data: dict) -> None:
         if any(not isinstance(v, (int, float)) or isinstance(v, bool) or not v > 0 or not math.isfinite(v)
                for v in sizes + rates):
             raise ValueError(f"calibration profile: kernels.{kind} has a size or rate that is not positive")
+    host = data.get("links", {}).get("host", {})
+    if not isinstance(host, dict) or not host.get("sizes") or len(host["sizes"]) != len(host.get("bandwidth", [])):
+        raise ValueError("calibration profile: links.host needs equal-length 'sizes' and 'bandwidth'")
     lat = data.get("links", {}).get("in-process", {}).get("latency")
     if not isinstance(lat, (int, float)) or isinstance(lat, bool) or not 0 <= lat < 1:
         raise ValueError("calibration profile: links.in-process.latency must be seconds in [0, 1)")
@@ -373,6 +391,15 @@ def this_machine(devices: int | None = None, *, backend: str = "threads", recali
     # the two devices; the link adds the hand-over's latency (bandwidth: not the bottleneck).
     intra = Link("intra", bandwidth=1e13, latency=float(data["links"]["in-process"]["latency"]), duplex=True,
                  shared=False)
+    # The host link: a memcpy per swap; both directions at once share the memory bus (the bus's
+    # measured concurrency, at most 2 copies)
+    h = data["links"]["host"]
+    host_bandwidth = {max(1, round(size)): bw for size, bw in zip(h["sizes"], h["bandwidth"], strict=True)}
+    # past the caches (the largest size); small copies in cache run faster alone, and a Link's two
+    # directions together carry at least what one carries alone
+    both = max(max(host_bandwidth.values()),
+               host_bandwidth[max(host_bandwidth)] * min(2.0, max(1.0, float(data.get("memory_concurrency", 1.0)))))
+    host = Link("host memcpy", bandwidth=host_bandwidth, latency=0.0, duplex=True, duplex_bandwidth=both, shared=False)
     name = "this-machine"
     if backend == "mpi":
         if "mpi" not in data["links"]:
@@ -380,7 +407,7 @@ def this_machine(devices: int | None = None, *, backend: str = "threads", recali
                                "run `tilewise calibrate --force` where MPI is installed")
         intra, name = _mpi_link(data["links"]["mpi"], device), "this-machine-mpi"
     m = data["machine"]
-    return Cluster(name, n, n, device=device, intra=intra if n > 1 else None, concurrent_devices=cores,
+    return Cluster(name, n, n, device=device, intra=intra if n > 1 else None, host=host, concurrent_devices=cores,
                    memory_concurrency=float(data.get("memory_concurrency", 0.0)),
                    source=f"measured by tilewise calibrate on {m['host']} ({m['cpu']}, {cores} cores, "
                           f"BLAS {m['blas']}) in {data.get('seconds', 0):.1f} s")

@@ -57,6 +57,11 @@ def test_cli_swap(capsys, tmp_path):
     assert main(["swap", "mlp-2-256", "--batch", "16", "--memory", "0.00001", "--time-limit", "3"]) == 2
     assert "least memory that would work" in capsys.readouterr().err
     assert main(["swap", "mlp-2-256", "--memory", "-1"]) == 2
+    capsys.readouterr()
+    assert main(["swap", "mlp-2-256", "--batch", "16", "--memory", "0.0015", "--time-limit", "2", "--run",
+                 "--steps", "2"]) == 0
+    text = capsys.readouterr().out
+    assert "ms measured" in text and "simulated on this-machine" in text and "unswapped:" in text
 
 
 def test_running_gradient_sums_let_an_rnn_swap_in_less_memory():

@@ -20,6 +20,7 @@ from .._core import ExecError
 from .._util import check_int
 from ..graph.graph import Graph, GTensor
 from ..plan.plan import Plan
+from ..swap import SearchResult, SwapPlan
 
 OutOfMemory = _core.OutOfMemory
 CommunicationError = _core.CommunicationError
@@ -324,6 +325,11 @@ def compile(graph: Graph, plan: Plan, backend: str = "cpu", *, memory_per_device
             profile: bool = False, timeout: float = 300.0) -> Executable:
     """Lower ``plan`` for ``graph`` onto ``plan.devices`` CPU devices (worker threads).
 
+    ``plan`` may also be a swap plan (a ``tw.swap.SwapPlan``, or the ``SearchResult`` of
+    ``tw.swap_plan(graph, ...)``): the graph then runs on one CPU device whose memory is the plan's
+    pool, swapping tensors to and from a host store (``tilewise.exec.swapped``; ``memory_per_device``
+    defaults to the plan's capacity).
+
     ``backend``: ``"cpu"`` (worker threads of this process) or ``"mpi"`` (one MPI rank per device:
     run the same script under ``mpirun -np plan.devices``; see ``tilewise.exec.mpi``).
 
@@ -333,6 +339,12 @@ def compile(graph: Graph, plan: Plan, backend: str = "cpu", *, memory_per_device
     ``timeout``: seconds a device waits for a message before ``tw.CommunicationError``."""
     if not isinstance(graph, Graph):
         raise TypeError(f"compile() needs a tw.Graph, got {type(graph).__name__}")
+    if isinstance(plan, (SwapPlan, SearchResult)):
+        if backend != "cpu":
+            raise ExecError(f"swapped execution runs on the cpu backend, not '{backend}'")
+        # exec/swapped.py builds on this module (a SwapExecutable is an Executable): loaded by name.
+        swapped = importlib.import_module(".swapped", __package__)
+        return swapped.compile_swapped(graph, plan, memory=memory_per_device, profile=profile, timeout=timeout)
     if not isinstance(plan, Plan):
         raise TypeError(f"compile() needs a tw.Plan (from tw.partition), got {type(plan).__name__}")
     if backend not in BACKENDS:

@@ -3,7 +3,10 @@
 The graph becomes a ``tw.swap.Problem``: every tensor with its bytes (float32), tensors without a
 producer (parameters, optimizer state, inputs, labels, constants) as "parameter"s that live on the
 host between uses, the rest as "activation"s; an op that updates a tensor in place lists that tensor
-as its output; the graph's results (loss, output) are kept to the end. Each op's seconds come from
+as its output; the graph's results (loss, output) are kept to the end. Where the one-device program
+assembles a region for an op (an op reading part of a tensor: slices, selects), the region is a
+tensor of the problem too, an output of that op ("<tensor>@<op>"), so that swapped execution finds it
+a place in the pool like every other buffer (``problem_buffers``). Each op's seconds come from
 the time model: one step of the graph on one device of ``cluster``, simulated (``Plan.one_device(
 graph).predict(cluster)``), so the search prices ops exactly as every other prediction does.
 """
@@ -12,10 +15,31 @@ from __future__ import annotations
 
 import math
 
+from .. import _core
 from ..graph.graph import Graph
 from ..sim.prediction import resolve_cluster
 from ..swap import Problem
 from .plan import Plan
+
+
+def problem_buffers(graph: Graph) -> tuple[dict[str, int], dict[int, list[tuple[str, int]]]]:
+    """How a graph's one-device program maps onto a swap problem: (problem tensor name -> buffer id of
+    the program, op id -> [(region name, bytes)] for the regions its op assembles). Tile buffers are
+    named after the tensors they store; regions "<tensor>@<op>" ("#2"... when an op reads one tensor
+    twice in different regions)."""
+    keep = [t.id for t in graph.results().values()]
+    buffers: dict[str, int] = {}
+    regions: dict[int, list[tuple[str, int]]] = {}
+    for buffer, name, role, _tensor, op, nbytes in _core.swap_buffers(graph._g, keep):
+        if role == "region":
+            unique, k = name, 1
+            while unique in buffers:
+                k += 1
+                unique = f"{name}#{k}"
+            name = unique
+            regions.setdefault(op, []).append((name, nbytes))
+        buffers[name] = buffer
+    return buffers, regions
 
 
 def swap_problem(graph: Graph, cluster="swapadvisor", device_memory: int | None = None) -> Problem:
@@ -37,10 +61,15 @@ def swap_problem(graph: Graph, cluster="swapadvisor", device_memory: int | None 
         stored[t.name] = t.name
         nbytes = 4 * max(1, math.prod(t.shape))
         tensors[t.name] = (nbytes, "parameter" if t.producer is None else "activation")
+    _, regions = problem_buffers(graph)
     ops = []
     for op in graph.ops:
         inputs = list(dict.fromkeys(stored[t.name] for t in op.inputs))
-        ops.append((op.name, inputs, [stored[op.output.name]], float(seconds.get(op.name, 0.0))))
+        outputs = [stored[op.output.name]]
+        for name, nbytes in regions.get(op.id, []):
+            tensors[name] = (nbytes, "activation")
+            outputs.append(name)
+        ops.append((op.name, inputs, outputs, float(seconds.get(op.name, 0.0))))
     live_out = [t.name for t in graph.results().values() if t.producer is not None and t.updates is None]
     capacity = c.device.memory if device_memory is None else device_memory
     if not capacity:
@@ -48,6 +77,9 @@ def swap_problem(graph: Graph, cluster="swapadvisor", device_memory: int | None 
     host = c.host
     one_way = host.bandwidth_at(2**30)
     both = host.duplex_bandwidth or (2 * one_way if host.duplex else one_way)
+    # The problem has one figure per direction (at 1 GiB); a profile faster for small copies (a cache)
+    # may give both directions more than twice that: clamp to what the problem allows.
+    both = min(max(both, one_way), 2 * one_way)
     return Problem(tensors, ops, capacity=int(capacity), host_link=(one_way, both), live_out=live_out)
 
 

@@ -28,6 +28,8 @@ class Prediction:
         self.idle_seconds = [float(s) for s in core.idle_seconds]
         self.memory_per_device = [int(b) for b in core.peak_memory]
         self.bytes_per_link = {"intra": int(core.intra_bytes), "inter": int(core.inter_bytes)}
+        if core.host_bytes:  # swapped programs: both directions over the host link
+            self.bytes_per_link["host"] = int(core.host_bytes)
         self.op_times_used = bool(scaled)
         self._streams = list(core.streams)
         self._tasks = core.tasks()
