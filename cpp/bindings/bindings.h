@@ -17,4 +17,5 @@ void bind_cluster(pybind11::module_& m);
 void bind_predict(pybind11::module_& m);
 void bind_simulator(pybind11::module_& m);
 void bind_swap(pybind11::module_& m);
+void bind_frontier(pybind11::module_& m);
 }  // namespace tilewise::bindings

@@ -17,4 +17,5 @@ PYBIND11_MODULE(_core, m) {
   tilewise::bindings::bind_predict(m);
   tilewise::bindings::bind_simulator(m);
   tilewise::bindings::bind_swap(m);
+  tilewise::bindings::bind_frontier(m);
 }

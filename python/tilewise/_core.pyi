@@ -266,7 +266,10 @@ def partition(
     time_limit: float = 0.0,
     duplication_budget: int = 0,
     brute_force_replication: bool = False,
+    refine_rounds: int = 2,
+    refine_table_budget: float = 2e5,
     progress: Callable[[str, int, int], None] | None = None,
+    parts: list[int] = ...,
 ) -> Plan: ...
 def evaluate_plan(graph: Graph, plan: Plan, threads: int = 0) -> PlanCost: ...
 
