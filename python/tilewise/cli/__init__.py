@@ -1,8 +1,9 @@
 """The ``tilewise`` command line (console script ``tilewise = "tilewise.cli:main"``).
 
 One module per subcommand: ``info``, ``ops`` (``ops`` and ``analyze``: the TDL library), ``graph``,
-``plan``, ``run``, ``swap``, ``frontier``, ``calibrate``. Each has ``add_<name>(subparsers)``, which declares its parser and sets
-``run=run_<name>``, and ``run_<name>(args) -> int``, which does the work and returns the exit status.
+``plan``, ``run``, ``swap``, ``frontier``, ``calibrate``. Each has ``add_<name>(subparsers)``, which declares its
+parser and sets ``run=run_<name>``, and ``run_<name>(args) -> int``, which does the work and returns the exit
+status.
 To add one, write its module and list its ``add_<name>`` in ``_SUBCOMMANDS``. Imports of the heavier
 parts of tilewise happen inside the ``run_<name>`` functions, so that ``tilewise --help`` stays fast.
 """
