@@ -238,8 +238,12 @@ FrontierModel::FrontierModel(const graph::Graph& g, const sim::Cluster& cluster,
       links.push_back(&link);
       share.push_back(link.shared ? std::min(cluster.devices_per_machine, devices_) : 1);
     }
+    // A device's share of a step's bytes goes as one message to (or from) each peer of its step
+    // group, per member transfer: the lowering sends boxes peer by peer, and each message pays the
+    // link's latency and the packing and unpacking the simulator prices.
     auto message_seconds = [&](int s, double bytes_per_device, int n) {
       if (bytes_per_device <= 0) return 0.0;
+      n *= parts_[s] - 1;
       const double each = bytes_per_device / n;
       const sim::Link& link = *links[s];
       exec::Instr send, recv;

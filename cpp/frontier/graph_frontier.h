@@ -15,8 +15,9 @@
 //    activations read by the backward pass); 0 for transient tensors and for in-place updates;
 //  - (op class, tensor class): per step, the bytes that step adds to the pair (build_step's tables
 //    for the first 1, 2, ... steps), spread over the devices, carried by the link the step crosses
-//    (latency + bytes / bandwidth, once per member transfer; shared links divided among the
-//    machine's devices) plus the packing and unpacking the simulator prices for a send and receive.
+//    as one message per peer of the step's group and member transfer (latency + bytes / bandwidth;
+//    shared links divided among the machine's devices) plus the packing and unpacking the simulator
+//    prices for each send and receive.
 #pragma once
 #include <chrono>
 #include <cstdint>
