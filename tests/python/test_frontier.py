@@ -141,6 +141,16 @@ def test_min_devices_and_profile_parallelism():
     assert json.loads(prof.to_json())["rows"][0]["points"] == 1
 
 
+def test_progress_and_time_limit():
+    g = tw.models.mlp(layers=2, hidden=32, batch=8)
+    seen = []
+    f = tw.frontier(g, "tensoropt", devices=4, baselines=False, time_limit=60,
+                    progress=lambda what, done, total: seen.append(what))
+    assert f.points and any(w.startswith("costing") for w in seen) and "frontier search" in seen
+    with pytest.raises(TypeError, match="progress"):
+        tw.frontier(g, "tensoropt", devices=2, progress="yes")
+
+
 def test_bad_arguments_are_named():
     g = tw.models.mlp(layers=1, hidden=8, batch=4)
     with pytest.raises(TypeError, match="tw.Graph"):
