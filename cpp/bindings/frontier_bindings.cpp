@@ -37,12 +37,13 @@ void bind_frontier(py::module_& m) {
 
   py::class_<FrontierModel>(m, "FrontierModel", "A graph's configurations and their (time, memory) costs on a cluster.")
       .def(py::init([](const graph::Graph& g, const sim::Cluster& cluster, std::vector<int> parts, int threads,
-                       double time_limit, bool prune,
+                       double time_limit, bool prune, bool batch_split_inputs,
                        std::function<void(const std::string&, int64_t, int64_t)> progress) {
              ModelOptions o;
              o.threads = threads;
              o.deadline = deadline_after(time_limit);
              o.prune = prune;
+             o.batch_split_inputs = batch_split_inputs;
              if (progress)
                o.progress = [progress](const std::string& what, int64_t done, int64_t total) {
                  py::gil_scoped_acquire gil;
@@ -52,7 +53,7 @@ void bind_frontier(py::module_& m) {
              return std::make_unique<FrontierModel>(g, cluster, std::move(parts), o);
            }),
            py::arg("graph"), py::arg("cluster"), py::arg("parts"), py::arg("threads") = 0, py::arg("time_limit") = 0.0,
-           py::arg("prune") = true, py::arg("progress") = nullptr,
+           py::arg("prune") = true, py::arg("batch_split_inputs") = false, py::arg("progress") = nullptr,
            py::keep_alive<1, 2>())
       .def_property_readonly("parts", &FrontierModel::parts)
       .def_property_readonly("devices", &FrontierModel::devices)

@@ -100,6 +100,13 @@ FrontierModel::FrontierModel(const graph::Graph& g, const sim::Cluster& cluster,
   policy_.replicate_tensors = true;
   policy_.reduce_ops = true;
   policy_.replicate_ops = true;
+  if (options.batch_split_inputs)
+    policy_.restrict_cuts = [&g](int t, int, const std::vector<int>& candidates) -> std::vector<int> {
+      const Role role = g.tensor(t).role;
+      if (role != Role::kInput && role != Role::kLabel) return {};
+      if (std::find(candidates.begin(), candidates.end(), 0) != candidates.end()) return {0};
+      return {};  // the batch is already cut as far as it goes: any cut (or replication) as before
+    };
   problem_ = partition::make_problem(g, parts_, policy_);
   const int nt = static_cast<int>(problem_.class_tensors.size());
   const int no = static_cast<int>(problem_.class_ops.size());
@@ -382,18 +389,27 @@ partition::ParetoSolution FrontierModel::solve_mesh(const std::vector<int>& mesh
       if (d != kReplicated) shares[d] /= parts_[s];
       want.push_back(d);
     }
+    // Not found: a class the policy restricts (inputs under batch_split_inputs) keeps its own.
     auto it = std::find(tensor_configs_[tc].begin(), tensor_configs_[tc].end(), want);
-    TW_ASSERT(it != tensor_configs_[tc].end(), "a mesh layout's tiling is a configuration");
-    pick[tc] = static_cast<int>(it - tensor_configs_[tc].begin());
+    if (it != tensor_configs_[tc].end()) pick[tc] = static_cast<int>(it - tensor_configs_[tc].begin());
   }
+  auto allowed = [&](int v) {
+    std::vector<int> c;
+    for (int i = 0; i < static_cast<int>(node_costs_[v].size()); ++i)
+      if (v >= nt || pick[v] < 0 || pick[v] == i) c.push_back(i);
+    return c;
+  };
   partition::ParetoProblem pr;
-  for (int v = 0; v < static_cast<int>(node_costs_.size()); ++v)
-    pr.nodes.push_back(v < nt ? std::vector<Point>{node_costs_[v][pick[v]]} : node_costs_[v]);
+  for (int v = 0; v < static_cast<int>(node_costs_.size()); ++v) {
+    pr.nodes.emplace_back();
+    for (int c : allowed(v)) pr.nodes.back().push_back(node_costs_[v][c]);
+  }
   for (const auto& e : edges_) {
-    // Edges join an op class (u) and a tensor class (v): keep the tensor's one column.
     partition::ParetoEdge pe{e.u, e.v, {}};
     const size_t nvv = node_costs_[e.v].size();
-    for (size_t cu = 0; cu < node_costs_[e.u].size(); ++cu) pe.table.push_back(e.table[cu * nvv + pick[e.v]]);
+    const auto cv = allowed(e.v);
+    for (int cu : allowed(e.u))
+      for (int c : cv) pe.table.push_back(e.table[static_cast<size_t>(cu) * nvv + c]);
     pr.edges.push_back(std::move(pe));
   }
   return partition::solve_pareto(pr, options);

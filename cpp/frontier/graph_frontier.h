@@ -49,6 +49,9 @@ struct ModelOptions {
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
   /// Remove configurations dominated in every cost (exact: the frontier is unchanged).
   bool prune = true;
+  /// TensorOpt §4.2's data loading: inputs and labels arrive split along their first dimension (the
+  /// batch) at every step where it divides; consumers that want another layout fetch it (priced).
+  bool batch_split_inputs = false;
   std::function<void(const std::string&, int64_t, int64_t)> progress;
 };
 
@@ -83,7 +86,8 @@ class FrontierModel {
   partition::ParetoSolution solve(const partition::ParetoOptions& options) const;
   /// The frontier restricted to one Mesh-TensorFlow layout (`mesh`: per step kMeshFirst, kMeshLast or
   /// kReplicated): every tensor class at its one configuration that follows the layout (a dimension
-  /// too small to cut at a step is replicated there), op classes free (all their configurations).
+  /// too small to cut at a step is replicated there), op classes free (all their configurations);
+  /// a tensor class the layout cannot reach (inputs under batch_split_inputs) keeps its own.
   /// Choices index the unpruned configurations; only the costs are meant for use.
   partition::ParetoSolution solve_mesh(const std::vector<int>& mesh, const partition::ParetoOptions& options) const;
   /// Costs of a choice over the pruned configurations (as `solve` reports them: correctly rounded sums).

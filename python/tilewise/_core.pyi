@@ -628,6 +628,7 @@ class FrontierModel:
         threads: int = 0,
         time_limit: float = 0.0,
         prune: bool = True,
+        batch_split_inputs: bool = False,
         progress: Callable[[str, int, int], None] | None = None,
     ) -> None: ...
     @property

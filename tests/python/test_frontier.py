@@ -141,6 +141,17 @@ def test_min_devices_and_profile_parallelism():
     assert json.loads(prof.to_json())["rows"][0]["points"] == 1
 
 
+def test_batch_split_inputs_is_the_data_loading_constraint():
+    g = tw.models.mlp(layers=2, hidden=32, batch=8)
+    free = tw.frontier(g, "tensoropt", devices=4, baselines=False)
+    loaded = tw.frontier(g, "tensoropt", devices=4, batch_split_inputs=True)
+    for p in loaded.points:
+        plan = loaded.to_plan(p)
+        assert all(plan.cuts(t)[0].dim == 0 for t in ("x", "label"))  # batch-split as they arrive
+        assert any(q.time <= p.time and q.memory <= p.memory for q in free.points)  # a subset of the space
+    assert loaded.mesh_points
+
+
 def test_progress_and_time_limit():
     g = tw.models.mlp(layers=2, hidden=32, batch=8)
     seen = []

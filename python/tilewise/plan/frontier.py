@@ -314,7 +314,8 @@ def _resolve(cluster, devices):
 def frontier(graph: Graph, cluster="tensoropt", devices: int | None = None, time_limit: float | None = None,
              progress: bool | Callable[[str, int, int], None] = False, *, parts: Sequence[int] | None = None,
              baselines: bool = True, heuristic: bool = False, max_table: int | None = None,
-             memory_bucket: float | None = None, prune: bool = True, threads: int | None = None) -> Frontier:
+             memory_bucket: float | None = None, prune: bool = True, batch_split_inputs: bool = False,
+             threads: int | None = None) -> Frontier:
     """The cost frontier of ``graph`` over ``devices`` devices of ``cluster`` (a ``tw.Cluster`` or a
     preset name; ``devices=None``: all of them).
 
@@ -322,6 +323,8 @@ def frontier(graph: Graph, cluster="tensoropt", devices: int | None = None, time
     ``_core.hierarchy_parts``: 16 devices of 2 x 8 -> [2, 8]). ``baselines``: also cost data
     parallelism and the ``tofu`` plan (on the same parts) and the Mesh-TensorFlow frontier.
     ``heuristic``, ``max_table``, ``memory_bucket``: as ``tw.pareto.solve`` (exact by default).
+    ``batch_split_inputs``: TensorOpt §4.2's data loading, inputs and labels arrive split along the
+    batch (their first dimension) and are re-laid out for consumers that want otherwise (priced).
     ``time_limit`` (seconds) bounds costing and search (``tw.SearchTimeout`` past it)."""
     if not isinstance(graph, Graph):
         raise TypeError(f"frontier takes a tw.Graph, not {type(graph).__name__}")
@@ -340,7 +343,7 @@ def frontier(graph: Graph, cluster="tensoropt", devices: int | None = None, time
     start = _time.monotonic()
     try:
         model = _core.FrontierModel(graph._g, cluster._core, parts, threads=threads, time_limit=limit, prune=prune,
-                                    progress=report)
+                                    batch_split_inputs=bool(batch_split_inputs), progress=report)
         left = 0.0 if not limit else max(limit - (_time.monotonic() - start), 1e-3)
         solve_report = None if report is None else (lambda d, t: report("frontier search", d, t))
         sol = model.solve(max_table=max_table, heuristic=heuristic, memory_bucket=bucket, threads=threads,
@@ -363,9 +366,9 @@ def frontier(graph: Graph, cluster="tensoropt", devices: int | None = None, time
         for name in ("data_parallel", "tofu"):
             try:
                 core = _core.partition(graph._g, devices, name, threads=threads, parts=parts)
+                b = f.evaluate(Plan(graph, core))
             except (_core.SearchTooLarge, _core.PlanError):
-                continue
-            b = f.evaluate(Plan(graph, core))
+                continue  # too large to plan, or outside the space (batch_split_inputs)
             base[name] = Baseline(name, b.time, b.memory, b.compute, b.network, b.plan)
         if f.points:
             p = f.points[-1]
