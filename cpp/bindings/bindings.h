@@ -18,4 +18,5 @@ void bind_predict(pybind11::module_& m);
 void bind_simulator(pybind11::module_& m);
 void bind_swap(pybind11::module_& m);
 void bind_swapped(pybind11::module_& m);
+void bind_frontier(pybind11::module_& m);
 }  // namespace tilewise::bindings

@@ -18,4 +18,5 @@ PYBIND11_MODULE(_core, m) {
   tilewise::bindings::bind_simulator(m);
   tilewise::bindings::bind_swap(m);
   tilewise::bindings::bind_swapped(m);
+  tilewise::bindings::bind_frontier(m);
 }

@@ -112,8 +112,9 @@ void bind_partition(py::module_& m) {
       "partition",
       [](const graph::Graph& g, int devices, const std::string& algorithm, int threads, double time_limit,
          int64_t duplication_budget, bool brute_force_replication, int refine_rounds, double refine_table_budget,
-         std::function<void(const std::string&, int64_t, int64_t)> progress) {
+         std::function<void(const std::string&, int64_t, int64_t)> progress, std::vector<int> parts) {
         SearchOptions o;
+        o.parts = std::move(parts);
         o.refine_rounds = refine_rounds;
         o.refine_table_budget = refine_table_budget;
         o.threads = threads;
@@ -132,7 +133,8 @@ void bind_partition(py::module_& m) {
       py::arg("duplication_budget") = 0, py::arg("brute_force_replication") = false,
       py::arg("refine_rounds") = SearchOptions{}.refine_rounds,
       py::arg("refine_table_budget") = SearchOptions{}.refine_table_budget, py::arg("progress") = nullptr,
-      "Find a partition plan; runs without the GIL.");
+      py::arg("parts") = std::vector<int>{},
+      "Find a partition plan (`parts`: the steps' part counts, empty = factorize(devices)); runs without the GIL.");
 
   m.def(
       "evaluate_plan",

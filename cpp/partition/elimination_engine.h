@@ -22,6 +22,7 @@
 // combination of their values is solved on its own and the results chosen among once more.
 #pragma once
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <exception>
@@ -202,6 +203,10 @@ Pass<S> run_pass(const S& s, const std::vector<int>& domains, std::vector<BasicF
     }
     BasicFactor<S> out{scope, std::vector<typename S::Value>(entries)};
     engine_detail::Bucket<S> bucket{v, scope, fs, -1, std::vector<typename S::Back>(entries)};
+    // One elimination of large frontiers can take minutes: the deadline is also looked at every
+    // 256 entries (a clock read per entry would cost the int64 path its speed).
+    std::atomic<bool> late{false};
+    const bool timed = options.order.deadline != std::chrono::steady_clock::time_point::max();
     auto chunk = [&](int64_t begin, int64_t end) {
       // The odometer over scope (last variable fastest), started at `begin`.
       std::vector<int> idx(scope.size(), 0);
@@ -213,6 +218,10 @@ Pass<S> run_pass(const S& s, const std::vector<int>& domains, std::vector<BasicF
       }
       auto at = [&](int i, int x) -> const typename S::Value& { return tables[i][base[i] + x * v_stride[i]]; };
       for (int64_t e = begin; e < end; ++e) {
+        if (timed && ((e - begin) & 255) == 255 && (late || std::chrono::steady_clock::now() > options.order.deadline)) {
+          late = true;
+          return;
+        }
         s.eliminate(k, dv, at, out.table[e], bucket.back[e]);
         for (int j = static_cast<int>(scope.size()) - 1; j >= 0; --j) {
           for (int i = 0; i < k; ++i) base[i] += scope_stride[i][j];
@@ -224,6 +233,9 @@ Pass<S> run_pass(const S& s, const std::vector<int>& domains, std::vector<BasicF
     };
     if (threads > 1 && entries > 1 && entries * dv >= options.parallel_work) parallel_chunks(entries, threads, chunk);
     else chunk(0, entries);
+    if (late)
+      throw SearchTimeout("time limit reached while eliminating variable " + std::to_string(step + 1) + " of " +
+                          std::to_string(n));
     if constexpr (S::kTracksSizes) {
       EliminationStep st{v, entries, 0, 0};
       for (const auto& value : out.table) {

@@ -81,6 +81,14 @@ Plan partition(const graph::Graph& g, int devices, const std::string& algorithm,
                       : std::chrono::steady_clock::time_point::max();
   std::vector<int> parts = cost::factorize(devices);
   if (algorithm == "equal_chop" && devices > 1) parts = {devices};  // one k-way chop per tensor
+  if (!options.parts.empty()) {
+    int64_t product = 1;
+    for (int k : options.parts) product *= k;
+    if (product != devices)
+      throw PlanError("parts multiply to " + std::to_string(product) + ", not to the " + std::to_string(devices) +
+                      " devices");
+    parts = options.parts;
+  }
   Policy policy = policy_for(g, algorithm, options);
   Problem p = make_problem(g, parts, policy);
   Plan plan;

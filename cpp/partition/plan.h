@@ -29,6 +29,9 @@ struct SearchOptions {
   double refine_table_budget = 2e5;
   /// brute_force: also try replicating tensors (the oracle for kcuts' space).
   bool brute_force_replication = false;
+  /// Part counts of the recursion steps (their product = devices); empty: cost::factorize(devices).
+  /// The frontier's baselines use its parts (one step per link level) to be costed alike.
+  std::vector<int> parts;
   /// Called with (what, done, total) as the search advances.
   std::function<void(const std::string&, int64_t, int64_t)> progress;
 };

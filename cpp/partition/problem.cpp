@@ -124,7 +124,7 @@ std::vector<Strategy> op_choices(const Problem& p, const Policy& policy, int op,
   }
   std::vector<Strategy> out = outputs;
   if (policy.reduce_ops || outputs.empty()) out.insert(out.end(), reduces.begin(), reduces.end());
-  if (out.empty()) out.push_back({StrategyKind::kReplicate, -1, tdl::Reducer::kSum});
+  if (out.empty() || policy.replicate_ops) out.push_back({StrategyKind::kReplicate, -1, tdl::Reducer::kSum});
   return out;
 }
 
@@ -182,7 +182,10 @@ std::vector<Seq> block_values(const Seq& current, const std::vector<int>& steps,
       all.push_back(chosen);
       return;
     }
-    Seq prefix(current.begin(), current.begin() + steps[i]);
+    // A new block may start past what `current` holds (every step from scratch): the block's own
+    // values fill the prefix.
+    Seq prefix(current.begin(), current.begin() + std::min<size_t>(current.size(), steps[i]));
+    prefix.resize(steps[i]);
     for (size_t j = 0; j < i; ++j) prefix[steps[j]] = chosen[j];
     for (const auto& c : choices(prefix, steps[i])) {
       chosen.push_back(c);

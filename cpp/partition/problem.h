@@ -26,6 +26,9 @@ struct PlanError : std::invalid_argument {
 struct Policy {
   bool replicate_tensors = false;  ///< a tensor may be replicated at a step (SoyBean `r`)
   bool reduce_ops = true;          ///< ops may split a reduction variable (output reduction)
+  /// Ops may also replicate their work at a step when they could split it (redundant computation,
+  /// TensorOpt's space); otherwise replication is only the fallback of ops with nothing to split.
+  bool replicate_ops = false;
   bool tie_timesteps = true;       ///< unrolled time steps share choices (Tofu §5.1)
   /// Optional: narrows the cuts a tensor may take at a step (baselines fix tilings). Gets the
   /// tensor id, the step and the candidate cuts; returns the allowed subset (empty = keep all).
@@ -62,7 +65,8 @@ std::vector<int> tensor_choices(const Problem& p, const Policy& policy, int tens
 
 /// Strategies an op may take at `step`: output variables, then reduction variables (if allowed),
 /// whose range is still at least k_step. An op with none falls back to output reduction, then to
-/// replicated computation (a scalar op): the only case where work is repeated.
+/// replicated computation (a scalar op): the only case where work is repeated, unless the policy's
+/// `replicate_ops` adds replication as a last choice everywhere.
 std::vector<tdl::Strategy> op_choices(const Problem& p, const Policy& policy, int op, const cost::OpSplit& prefix,
                                       int step);
 

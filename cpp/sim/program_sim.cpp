@@ -20,10 +20,9 @@ std::string compute_kind(const graph::Graph& g, int op) {
   return kind.empty() ? "interpreter" : kind;
 }
 
-namespace {
-
-// Kinds priced per FLOP; every other kind is priced per byte read and written.
 bool priced_by_flops(const std::string& kind) { return kind == "gemm" || kind == "conv" || kind == "interpreter"; }
+
+namespace {
 
 struct Priced {
   std::string kind;

@@ -74,6 +74,10 @@ double instruction_seconds(const graph::Graph& g, const exec::Instr& in, const C
 /// The kernel kind pricing a Compute instruction of `op` ("interpreter" when it declares no native kernel).
 std::string compute_kind(const graph::Graph& g, int op);
 
+/// Whether a kernel kind is priced per FLOP (gemm, conv, interpreter); every other kind is priced per
+/// byte read and written.
+bool priced_by_flops(const std::string& kind);
+
 /// Simulates one step of `low`'s programs on `cluster` (cluster.devices >= low.devices; throws
 /// std::invalid_argument otherwise). `keep_tasks`: fill tasks/info/streams (timelines to show);
 /// false for a search's fitness calls.

@@ -32,6 +32,7 @@ from .graph.graph import GOp, Graph, GTensor  # noqa: E402
 from .graph.reference import run_reference  # noqa: E402
 from .graph.trace import placeholder, trace  # noqa: E402
 from .plan import pareto  # noqa: E402
+from .plan.frontier import Frontier, frontier, min_devices, profile_parallelism  # noqa: E402
 from .plan.plan import Cut, Plan, PlanCost, evaluate  # noqa: E402
 from .plan.search import partition  # noqa: E402
 from .plan.swapping import swap_plan  # noqa: E402
@@ -71,11 +72,11 @@ __all__ = [
     "OutOfMemory",
     "Program",
     "Cluster", "DeviceProfile", "Link", "OpTimes", "Prediction",
-    "CoarseGraph", "Cut", "GOp", "GTensor", "Graph", "GraphError", "Max", "Min", "Op", "Plan", "PlanCost",
-    "PlanError", "Prod", "SearchTimeout", "SearchTooLarge", "ShapeError", "SimulationError", "Strategy", "Sum",
-    "TDLError", "Timeline",
-    "build_info", "coarsen", "compute", "erf", "evaluate", "exp", "from_onnx", "from_torch", "grad", "index_value",
-    "log",
-    "measure_ops", "models", "nn", "op", "opaque", "ops", "optim", "pareto", "partition", "placeholder",
-    "run_reference", "sigmoid", "simulate", "sqrt", "swap", "swap_plan", "tanh", "tdl", "trace", "where",
+    "CoarseGraph", "Cut", "Frontier", "GOp", "GTensor", "Graph", "GraphError", "Max", "Min", "Op", "Plan",
+    "PlanCost", "PlanError", "Prod", "SearchTimeout", "SearchTooLarge", "ShapeError", "SimulationError", "Strategy",
+    "Sum", "TDLError", "Timeline",
+    "build_info", "coarsen", "compute", "erf", "evaluate", "exp", "from_onnx", "from_torch", "frontier", "grad", "index_value",
+    "log", "measure_ops", "min_devices", "models", "nn", "op", "opaque", "ops", "optim", "pareto", "partition",
+    "placeholder", "profile_parallelism", "run_reference", "sigmoid", "simulate", "sqrt", "swap", "swap_plan", "tanh",
+    "tdl", "trace", "where",
 ]

@@ -567,5 +567,24 @@ TEST(Partition, EvaluateRejectsPlansForAnotherGraph) {
   EXPECT_EQ(evaluate(g, plan).comm_bytes, plan.comm_bytes);
 }
 
+// The frontier's space (cpp/frontier): ops may also replicate their work, and a block of every step
+// built from scratch enumerates whole sequences, each step's choices given the steps before it.
+TEST(Problem, ReplicateOpsAndAFreshBlockOfEveryStep) {
+  Graph g = build_matmul();  // x(8, 4) @ w(4, 4) -> y(8, 4): i = 8, j = 4, k = 4
+  Policy policy;
+  policy.replicate_tensors = true;
+  policy.replicate_ops = true;
+  Problem p = make_problem(g, {2, 2}, policy);
+  auto first = op_choices(p, policy, 0, {}, 0);
+  ASSERT_EQ(first.size(), 4u);  // output i, output j, reduce k, replicate
+  EXPECT_EQ(first.back().kind, tdl::StrategyKind::kReplicate);
+  StepProblem sp = build_step(p, policy, empty_assignment(p), {0, 1}, 2, 1, std::chrono::steady_clock::time_point::max());
+  // Two steps of 2 on 4-wide j and k still leave shares of 2 >= 2: every pair of choices is a sequence.
+  EXPECT_EQ(sp.op_domain[p.op_class[0]].size(), 16u);
+  EXPECT_EQ(sp.tensor_domain[p.tensor_class[1]].size(), 9u);  // w(4, 4): rows, columns or replicated, twice
+  for (const auto& pair : sp.pairs) EXPECT_EQ(pair.table.size(), sp.op_domain[pair.op_class].size() *
+                                                                     sp.tensor_domain[pair.tensor_class].size());
+}
+
 }  // namespace
 }  // namespace tilewise::partition

@@ -1,8 +1,9 @@
 """The ``tilewise`` command line (console script ``tilewise = "tilewise.cli:main"``).
 
 One module per subcommand: ``info``, ``ops`` (``ops`` and ``analyze``: the TDL library), ``graph``,
-``plan``, ``run``, ``swap``, ``calibrate``. Each has ``add_<name>(subparsers)``, which declares its parser and sets
-``run=run_<name>``, and ``run_<name>(args) -> int``, which does the work and returns the exit status.
+``plan``, ``run``, ``swap``, ``frontier``, ``calibrate``. Each has ``add_<name>(subparsers)``, which declares its
+parser and sets ``run=run_<name>``, and ``run_<name>(args) -> int``, which does the work and returns the exit
+status.
 To add one, write its module and list its ``add_<name>`` in ``_SUBCOMMANDS``. Imports of the heavier
 parts of tilewise happen inside the ``run_<name>`` functions, so that ``tilewise --help`` stays fast.
 """
@@ -16,6 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .calibrate import add_calibrate
+from .frontier import add_frontier
 from .graph import add_graph
 from .info import add_info
 from .ops import add_analyze, add_ops
@@ -25,7 +27,7 @@ from .swap import add_swap
 
 #: One entry per subcommand: a function that adds its parser to the subparsers.
 _SUBCOMMANDS: list[Callable[[Any], None]] = [add_info, add_ops, add_analyze, add_graph, add_plan, add_run,
-                                               add_swap, add_calibrate]
+                                               add_swap, add_frontier, add_calibrate]
 
 
 def _version() -> str:

@@ -1,0 +1,115 @@
+"""tw.frontier on zoo models sized like TensorOpt Table 1, beside Table 3's search times.
+
+TensorOpt Table 3 (16 V100s on 2 machines; FT run on a 48-core host): FT-LDP 1,292 s WideResNet,
+0.28 s RNN, 201 s Transformer. Table 1's models: WideResNet 7.3 GB of parameters, RNN 108 GB,
+Transformer 9.7 GB (batch 256). Ours, matched in parameters: wresnet-152-6 (7.8 GiB), rnn-12-16k
+(about 100 GB), transformer-48-2048-16 (about 9.9 GB), batch 256, on the ``tensoropt`` preset with 16
+devices (parts [2, 8]: machines, then the GPUs of one machine). Smaller members of each family
+show where the exact search stands; the Table-1 sizes need TensorOpt's heuristic (Eq. 7, tables
+past 2^14 entries fix a class) and 16 MiB memory buckets. Each row runs in a child process under a wall-clock limit
+(``--timeout``): a row past it is reported as such, as is ``SearchTooLarge``.
+
+Per row: costing seconds (configurations, bytes, compute), search seconds, op classes, K per op class
+(before / after pruning), frontier points, the largest frontier of one table entry, heuristic
+eliminations (goal 0) and conditioned classes.
+
+    python benchmarks/bench_frontier.py [--quick] [--timeout 60]
+
+Writes benchmarks/out/frontier.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import platform
+import subprocess
+import sys
+
+TABLE3 = {"WideResNet": 1292, "RNN": 0.28, "Transformer": 201}  # FT-LDP seconds, 16 GPUs, 48 cores
+GOALS = {"WideResNet": 60, "RNN": 0.1, "Transformer": 10}
+
+MIB = 2**20
+APPROX = {"heuristic": True, "max_table": 1 << 14, "memory_bucket": 16 * MIB}
+ROWS = [  # (paper model, zoo name, batch, options)
+    ("RNN", "rnn-1-1k", 64, {}),
+    ("RNN", "rnn-2-4k", 256, {"memory_bucket": 16 * MIB}),
+    ("RNN", "rnn-12-16k", 256, APPROX),
+    ("Transformer", "transformer-1-256-4", 32, {}),
+    ("Transformer", "transformer-2-1024-16", 256, APPROX),
+    ("Transformer", "transformer-48-2048-16", 256, APPROX),
+    ("WideResNet", "wresnet-50-2", 256, APPROX),
+    ("WideResNet", "wresnet-152-6", 256, APPROX),
+]
+QUICK = [0, 4]
+
+CHILD = r"""
+import json, sys, time
+import tilewise as tw
+name, batch, options = sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3])
+g = tw.models.get(name, batch=batch)
+start = time.monotonic()
+try:
+    f = tw.frontier(g, "tensoropt", devices=16, baselines=False, **options)
+except tw.SearchTooLarge as e:
+    print(json.dumps({"error": f"SearchTooLarge: {e}"}))
+    sys.exit(0)
+ops = [r for r in f.configurations() if r["kind"] == "op"]
+Ks = sorted(r["before"] for r in ops)
+print(json.dumps({
+    "ops": g._g.num_ops, "parameters_gib": g._g.bytes("parameter") / 2**30 if hasattr(g._g, "bytes") else None,
+    "parts": f.parts, "op_classes": len(ops), "tensor_classes": len(f.configurations()) - len(ops),
+    "K_max": Ks[-1], "K_mean": sum(Ks) / len(Ks), "K_pruned_mean": sum(r["after"] for r in ops) / len(ops),
+    "K_histogram": {str(k): Ks.count(k) for k in sorted(set(Ks))},
+    "costing_s": f.build_seconds, "search_s": f.stats.seconds, "total_s": time.monotonic() - start,
+    "points": len(f.points), "largest_frontier": f.stats.largest_frontier, "largest_table": f.stats.largest_table,
+    "heuristic_eliminations": f.stats.heuristic_eliminations, "conditioned": len(f.stats.conditioned),
+    "min_memory_gib": f.points[0].memory / 2**30, "min_time_s": f.points[-1].time,
+}))
+"""
+
+
+def run_row(name: str, batch: int, options: dict, timeout: float) -> dict:
+    try:
+        out = subprocess.run([sys.executable, "-c", CHILD, name, str(batch), json.dumps(options)], timeout=timeout,
+                             capture_output=True, text=True, check=False)
+    except subprocess.TimeoutExpired:
+        return {"error": f"past {timeout:g} s"}
+    lines = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
+    if not lines:
+        return {"error": (out.stderr.strip().splitlines() or ["no output"])[-1][:200]}
+    return json.loads(lines[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="the small rows only")
+    ap.add_argument("--timeout", type=float, default=60.0, help="seconds per row (default 60)")
+    args = ap.parse_args()
+    rows = [ROWS[i] for i in QUICK] if args.quick else ROWS
+    results = []
+    print("| paper model (Table 3 FT-LDP s; goal) | zoo model | options | op classes | K per op class (mean, max; "
+          "pruned mean) | costing s | search s | points | largest CF | heur. | cond. |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for paper, name, batch, options in rows:
+        r = run_row(name, batch, options, args.timeout)
+        results.append({"paper_model": paper, "model": name, "batch": batch, "options": options, **r})
+        opts = ", ".join(f"{k}={v}" for k, v in options.items()) or "exact"
+        head = f"| {paper} ({TABLE3[paper]:g}; < {GOALS[paper]:g}) | {name} b{batch} | {opts} |"
+        if "error" in r:
+            print(f"{head} {r['error']} | | | | | | | |", flush=True)
+        else:
+            print(f"{head} {r['op_classes']} | {r['K_mean']:.1f}, {r['K_max']}; {r['K_pruned_mean']:.1f} | "
+                  f"{r['costing_s']:.2f} | {r['search_s']:.2f} | {r['points']} | {r['largest_frontier']} | "
+                  f"{r['heuristic_eliminations']} | {r['conditioned']} |", flush=True)
+    out = pathlib.Path(__file__).with_name("out")
+    out.mkdir(exist_ok=True)
+    (out / "frontier.json").write_text(json.dumps({
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform()}, "table3_ft_ldp_s": TABLE3,
+        "goals_s": GOALS, "timeout_s": args.timeout, "rows": results}, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,135 @@
+// Python view of the graph-level frontier (cpp/frontier/graph_frontier.*): a model of a graph's
+// configurations and costs on a cluster, solved by the frontier engine. Conversion only.
+#include <pybind11/functional.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <chrono>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "bindings/bindings.h"
+#include "frontier/graph_frontier.h"
+
+namespace py = pybind11;
+
+namespace tilewise::bindings {
+
+using namespace tilewise::frontier;
+using CostTuple = std::tuple<double, double, double, double>;
+
+namespace {
+
+std::chrono::steady_clock::time_point deadline_after(double seconds) {
+  if (seconds <= 0) return std::chrono::steady_clock::time_point::max();
+  return std::chrono::steady_clock::now() +
+         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(seconds));
+}
+
+CostTuple to_tuple(const Costs& c) { return {c.time, c.memory, c.compute, c.network}; }
+
+}  // namespace
+
+void bind_frontier(py::module_& m) {
+  m.def("hierarchy_parts", &hierarchy_parts, py::arg("cluster"), py::arg("devices"),
+        "Part counts following the cluster's hierarchy: machines first, then the devices of one machine.");
+
+  py::class_<FrontierModel>(m, "FrontierModel", "A graph's configurations and their (time, memory) costs on a cluster.")
+      .def(py::init([](const graph::Graph& g, const sim::Cluster& cluster, std::vector<int> parts, int threads,
+                       double time_limit, bool prune, bool batch_split_inputs,
+                       std::function<void(const std::string&, int64_t, int64_t)> progress) {
+             ModelOptions o;
+             o.threads = threads;
+             o.deadline = deadline_after(time_limit);
+             o.prune = prune;
+             o.batch_split_inputs = batch_split_inputs;
+             if (progress)
+               o.progress = [progress](const std::string& what, int64_t done, int64_t total) {
+                 py::gil_scoped_acquire gil;
+                 progress(what, done, total);
+               };
+             py::gil_scoped_release release;
+             return std::make_unique<FrontierModel>(g, cluster, std::move(parts), o);
+           }),
+           py::arg("graph"), py::arg("cluster"), py::arg("parts"), py::arg("threads") = 0, py::arg("time_limit") = 0.0,
+           py::arg("prune") = true, py::arg("batch_split_inputs") = false, py::arg("progress") = nullptr,
+           py::keep_alive<1, 2>())
+      .def_property_readonly("parts", &FrontierModel::parts)
+      .def_property_readonly("devices", &FrontierModel::devices)
+      .def_property_readonly("num_tensor_classes", &FrontierModel::num_tensor_classes)
+      .def_property_readonly("num_op_classes", &FrontierModel::num_op_classes)
+      .def_property_readonly("configs_before", &FrontierModel::configs_before)
+      .def_property_readonly("configs_after", &FrontierModel::configs_after)
+      .def_property_readonly("representatives", &FrontierModel::representatives)
+      .def_property_readonly("build_seconds", &FrontierModel::build_seconds)
+      .def_property_readonly("nodes",
+                             [](const FrontierModel& f) {
+                               std::vector<std::vector<std::tuple<double, double>>> out;
+                               for (const auto& n : f.problem().nodes) {
+                                 out.emplace_back();
+                                 for (const auto& p : n) out.back().emplace_back(p.time, p.memory);
+                               }
+                               return out;
+                             })
+      .def_property_readonly("edges",
+                             [](const FrontierModel& f) {
+                               std::vector<std::tuple<int, int, std::vector<double>>> out;
+                               for (const auto& e : f.problem().edges) {
+                                 std::vector<double> t;
+                                 for (const auto& p : e.table) t.push_back(p.time);
+                                 out.emplace_back(e.u, e.v, std::move(t));
+                               }
+                               return out;
+                             })
+      .def(
+          "solve",
+          [](const FrontierModel& f, int64_t max_table, bool heuristic, double memory_bucket, int threads,
+             double time_limit, std::function<void(int64_t, int64_t)> progress) {
+            partition::ParetoOptions o;
+            o.max_table = max_table;
+            o.heuristic = heuristic;
+            o.memory_bucket = memory_bucket;
+            o.threads = threads;
+            o.deadline = deadline_after(time_limit);
+            if (progress)
+              o.progress = [progress](int64_t done, int64_t total) {
+                py::gil_scoped_acquire gil;
+                progress(done, total);
+              };
+            py::gil_scoped_release release;
+            return f.solve(o);
+          },
+          py::arg("max_table") = partition::ParetoOptions{}.max_table, py::arg("heuristic") = false,
+          py::arg("memory_bucket") = 0.0, py::arg("threads") = 0, py::arg("time_limit") = 0.0,
+          py::arg("progress") = nullptr, "The exact frontier over the pruned configurations; runs without the GIL.")
+      .def(
+          "solve_mesh",
+          [](const FrontierModel& f, const std::vector<int>& mesh, int threads, double time_limit) {
+            partition::ParetoOptions o;
+            o.threads = threads;
+            o.deadline = deadline_after(time_limit);
+            py::gil_scoped_release release;
+            return f.solve_mesh(mesh, o);
+          },
+          py::arg("mesh"), py::arg("threads") = 0, py::arg("time_limit") = 0.0,
+          "The frontier under one Mesh-TensorFlow layout (per step 0: first dimension, 1: last, -1: replicated).")
+      .def("costs", [](const FrontierModel& f, const std::vector<int>& choice) { return to_tuple(f.costs(choice)); },
+           py::arg("choice"), "(time, memory, compute, network) of a choice over the pruned configurations.")
+      .def(
+          "evaluate",
+          [](const FrontierModel& f, const partition::Plan& plan) {
+            py::gil_scoped_release release;
+            return to_tuple(f.evaluate(plan));
+          },
+          py::arg("plan"), "(time, memory, compute, network) of a plan on the same parts, costed alike.")
+      .def(
+          "plan",
+          [](const FrontierModel& f, const std::vector<int>& choice, int threads) {
+            py::gil_scoped_release release;
+            return f.plan(choice, threads);
+          },
+          py::arg("choice"), py::arg("threads") = 0, "The plan of a choice over the pruned configurations.");
+}
+
+}  // namespace tilewise::bindings

@@ -1,0 +1,193 @@
+"""tw.frontier: the graph-level cost frontier (TensorOpt §3-4, docs/FRONTIERS.md).
+
+Oracles: enumeration of every configuration of every class on tiny graphs (the frontier is exact
+and pruning loses nothing); every point re-evaluates exactly, through its plan; on small zoo models
+the frontier's ends are no worse than the single-objective planners' plans costed alike, data
+parallelism and the Mesh-TensorFlow frontier are dominated or matched; points compile and run.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import tilewise as tw
+from tilewise import _core
+from tilewise.graph.feeds import example_feeds
+from tilewise.plan.frontier import _resolve
+
+
+def _cluster(devices=4):
+    return _resolve("tensoropt", devices)[0]
+
+
+def _enumerate(model):
+    """Every choice of the model's (pruned) problem: the frontier of their additive costs."""
+    nodes = [np.array(n, dtype=float).reshape(-1, 2) for n in model.nodes]
+    idx = np.indices([len(n) for n in nodes]).reshape(len(nodes), -1)
+    time = np.zeros(idx.shape[1])
+    memory = np.zeros(idx.shape[1])
+    for v, n in enumerate(nodes):
+        time += n[idx[v], 0]
+        memory += n[idx[v], 1]
+    for u, v, table in model.edges:
+        time += np.array(table)[idx[u] * len(nodes[v]) + idx[v]]
+    pts = list(zip(time.tolist(), memory.tolist()))
+    return [pts[i] for i in tw.pareto.reduce(pts)]
+
+
+@pytest.mark.parametrize("layers, parts", [(1, [2]), (1, [2, 2]), (2, [2])])
+def test_frontier_equals_enumeration_of_every_configuration(layers, parts):
+    g = tw.models.mlp(layers=layers, hidden=8, batch=4, train=False)
+    full = _core.FrontierModel(g._g, _cluster()._core, parts, prune=False)
+    expected = _enumerate(full)
+    f = tw.frontier(g, _cluster(), devices=4 if parts == [2, 2] else 2, parts=parts)
+    assert len(f.points) == len(expected)
+    for p, (t, m) in zip(f.points, expected):
+        assert p.time == pytest.approx(t, rel=1e-12) and p.memory == m
+    # Pruning is exact: the pruned model's enumeration is the same frontier.
+    assert [(p.time, p.memory) for p in f.points] == pytest.approx(_enumerate(f._model), rel=1e-12)
+    assert f.stats.heuristic_eliminations == 0
+
+
+def test_every_point_unrolls_to_its_costs_through_its_plan():
+    g = tw.models.mlp(layers=2, hidden=32, batch=8)
+    f = tw.frontier(g, _cluster(), devices=4, baselines=False)
+    assert len(f.points) > 1
+    times = [p.time for p in f.points]
+    assert times == sorted(times, reverse=True) and len(set(times)) == len(times)
+    for p in f.points:
+        assert (p.time, p.memory, p.compute, p.network) == f._model.costs(list(p.choice))
+        assert p.time == pytest.approx(p.compute + p.network, rel=1e-12)
+        b = f.evaluate(f.to_plan(p))  # the plan's tilings and strategies, looked up again
+        assert (b.time, b.memory) == (p.time, p.memory)
+        assert f.to_plan(p).evaluate().comm_bytes == f.to_plan(p).comm_bytes
+
+
+@pytest.mark.parametrize("make", [
+    lambda: tw.models.mlp(layers=2, hidden=64, batch=16),
+    lambda: tw.models.transformer(layers=1, hidden=32, heads=2, seq=8, batch=2, vocab=64),
+], ids=["mlp", "transformer"])
+def test_frontier_ends_beat_the_planners_costed_alike(make):
+    g = make()
+    f = tw.frontier(g, _cluster(), devices=2)
+    assert f.parts == [2]
+    lo, hi = f.points[0], f.points[-1]
+    for algorithm in ("tofu", "kcuts", "data_parallel", "icml18", "spartan", "allrow_greedy"):
+        b = f.evaluate(tw.partition(g, devices=2, algorithm=algorithm))
+        assert hi.time <= b.time, algorithm  # the min-time point is no slower than any planner's plan
+        if algorithm == "tofu":
+            assert lo.memory <= b.memory  # the min-memory point uses no more than tofu's plan
+        # every plan is dominated or matched by a frontier point
+        assert any(p.time <= b.time and p.memory <= b.memory for p in f.points), algorithm
+    dp = f.baselines["data_parallel"]
+    assert any(p.time <= dp.time and p.memory <= dp.memory for p in f.points)
+    for t, m in f.mesh_points:  # the Mesh-TensorFlow frontier never beats the full one
+        assert any(p.time <= t * (1 + 1e-12) and p.memory <= m for p in f.points)
+
+
+def test_points_compile_and_run_a_step_on_two_devices():
+    g = tw.models.mlp(layers=2, hidden=32, batch=8)
+    f = tw.frontier(g, _cluster(), devices=2, baselines=False)
+    for p in {f.points[0], f.turning_point, f.points[-1]}:
+        plan = f.to_plan(p)
+        assert plan.algorithm == "frontier" and plan.devices == 2
+        exe = tw.compile(g, plan).initialize(0)
+        exe.step(example_feeds(g))
+    sim = f.simulate(f.points[0])
+    assert sim["time"] == f.points[0].time and sim["predicted_time"] > 0 and sim["predicted_memory"] > 0
+
+
+def test_best_turning_point_json_html_plot_and_configurations():
+    g = tw.models.mlp(layers=2, hidden=64, batch=16)
+    f = tw.frontier(g, "tensoropt", devices=16)
+    assert f.parts == [2, 8]
+    assert f.best(memory_limit=1e15) is f.points[-1]
+    assert f.best(memory_limit=f.points[0].memory * 0.5) is None
+    limit = f.points[len(f.points) // 2].memory
+    b = f.best(memory_limit=limit, margin=1.0)
+    assert b.memory <= limit and all(p.time >= b.time for p in f.points if p.memory <= limit)
+    assert f.best(memory_limit=limit).memory <= limit / 1.1
+    tp = f.turning_point
+    assert f.points[0].time >= tp.time >= f.points[-1].time
+    data = json.loads(f.to_json())
+    assert data["format"] == "tilewise-frontier/1" and len(data["points"]) == len(f.points)
+    assert data["turning_point"] == tp.index and "data_parallel" in data["baselines"]
+    assert "turning point" in f._repr_html_() and "16 devices" in repr(f)
+    rows = [r for r in f.configurations() if r["kind"] == "op"]
+    assert rows and all(1 <= r["after"] <= r["before"] <= 16 for r in rows)
+    assert "pruned K" in f.configurations_table()
+    import matplotlib
+
+    matplotlib.use("Agg")
+    ax = f.plot()
+    assert ax.get_xlabel().startswith("memory")
+    import matplotlib.pyplot as plt
+
+    plt.close(ax.figure)
+
+
+def test_min_devices_and_profile_parallelism():
+    g = tw.models.mlp(layers=2, hidden=64, batch=16)
+    one = tw.frontier(g, "tensoropt", devices=1, baselines=False)
+    assert len(one.points) == 1 and one.parts == []
+    k, p, f = tw.min_devices(g, "tensoropt", memory_limit=one.points[0].memory * 0.6, margin=1.0)
+    assert k > 1 and p.memory <= one.points[0].memory * 0.6 and f.devices == k
+    assert tw.min_devices(g, "tensoropt", memory_limit=1.0) is None
+    prof = tw.profile_parallelism(g, "tensoropt", devices=[1, 2, 4])
+    assert [r["devices"] for r in prof.rows] == [1, 2, 4] and "min time" in prof.table()
+    assert json.loads(prof.to_json())["rows"][0]["points"] == 1
+
+
+def test_batch_split_inputs_is_the_data_loading_constraint():
+    g = tw.models.mlp(layers=2, hidden=32, batch=8)
+    free = tw.frontier(g, "tensoropt", devices=4, baselines=False)
+    loaded = tw.frontier(g, "tensoropt", devices=4, batch_split_inputs=True)
+    for p in loaded.points:
+        plan = loaded.to_plan(p)
+        assert all(plan.cuts(t)[0].dim == 0 for t in ("x", "label"))  # batch-split as they arrive
+        assert any(q.time <= p.time and q.memory <= p.memory for q in free.points)  # a subset of the space
+    assert loaded.mesh_points
+
+
+def test_progress_and_time_limit():
+    g = tw.models.mlp(layers=2, hidden=32, batch=8)
+    seen = []
+    f = tw.frontier(g, "tensoropt", devices=4, baselines=False, time_limit=60,
+                    progress=lambda what, done, total: seen.append(what))
+    assert f.points and any(w.startswith("costing") for w in seen) and "frontier search" in seen
+    with pytest.raises(TypeError, match="progress"):
+        tw.frontier(g, "tensoropt", devices=2, progress="yes")
+
+
+def test_bad_arguments_are_named():
+    g = tw.models.mlp(layers=1, hidden=8, batch=4)
+    with pytest.raises(TypeError, match="tw.Graph"):
+        tw.frontier("mlp", "tensoropt")
+    with pytest.raises(ValueError, match="cluster 'tensoropt' has 4"):
+        tw.frontier(g, _cluster(4), devices=8)
+    with pytest.raises(ValueError, match=r"multiply to 4, not to 8"):
+        tw.frontier(g, "tensoropt", devices=8, parts=[2, 2])
+    with pytest.raises(ValueError, match="time_limit"):
+        tw.frontier(g, "tensoropt", devices=2, time_limit=-1)
+    f = tw.frontier(g, "tensoropt", devices=2, baselines=False)
+    with pytest.raises(ValueError, match="memory_limit"):
+        f.best(memory_limit=0)
+    with pytest.raises(ValueError, match="margin"):
+        f.best(memory_limit=1e9, margin=2)
+    with pytest.raises(tw.PlanError, match=r"parts \[2, 2\] are not the frontier's \[4\]"):
+        f4 = tw.frontier(g, "tensoropt", devices=4, baselines=False)
+        f4.evaluate(tw.partition(g, devices=4))
+
+
+def test_cli_frontier(tmp_path, capsys):
+    from tilewise.cli import main
+
+    out = tmp_path / "f.json"
+    assert main(["frontier", "mlp-2-64", "--devices", "4", "--memory-limit", "1", "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "turning point" in text and "best within 1 GB" in text and "data_parallel" in text
+    assert json.loads(out.read_text())["devices"] == 4
+    assert main(["frontier", "mlp-2-64", "--devices", "0"]) == 2
