@@ -77,6 +77,6 @@ __all__ = [
     "Sum", "TDLError", "Timeline",
     "build_info", "coarsen", "compute", "erf", "evaluate", "exp", "from_onnx", "from_torch", "frontier", "grad",
     "index_value", "log", "measure_ops", "min_devices", "models", "nn", "op", "opaque", "ops", "optim", "pareto",
-    "partition", "placeholder", "profile_parallelism", "run_reference", "sigmoid", "simulate", "sqrt", "swap", "swap_plan", "tanh",
-    "tdl", "trace", "where",
+    "partition", "placeholder", "profile_parallelism", "run_reference", "sigmoid", "simulate", "sqrt", "swap",
+    "swap_plan", "tanh", "tdl", "trace", "where",
 ]
