@@ -15,6 +15,9 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 PYTHON="${PYTHON:-$(command -v python || command -v python3)}"
+# ccache (CMakeLists.txt uses it when present) hashes paths relative to the checkout, so a fresh
+# clone elsewhere reuses what an earlier build compiled.
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$ROOT}"
 CPP_BUILD="${TILEWISE_CPP_BUILD_DIR:-build/cpp}"
 # The interpreter itself, not a shim: CMake must ask the same Python where scipy-openblas32 is.
 PYTHON_EXE="$("$PYTHON" -c 'import sys; print(sys.executable)')"
