@@ -25,7 +25,7 @@ void bind_errors(py::module_& m) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const exec::CudaError& e) {
-      py::object err = cuda_error(e.what());
+      py::object err = py::handle(cuda_error.ptr())(e.what());  // an instance, to carry the fields
       err.attr("call") = e.call;
       err.attr("name") = e.name;
       PyErr_SetObject(cuda_error.ptr(), err.ptr());

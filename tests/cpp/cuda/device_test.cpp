@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "exec/arena.h"
+#include "exec/copy_plan.h"
+#include "exec/cuda/copy_kernel.h"
 #include "exec/cuda/device.h"
 #include "exec/cuda/device_arena.h"
 #include "exec/errors.h"
@@ -83,6 +85,24 @@ TEST(CudaDeviceArena, WithoutADeviceConstructionThrowsCudaError) {
 TEST(CudaDeviceArena, CapacityIsCheckedBeforeAnyCudaCall) {
   EXPECT_THROW(DeviceArena(0, plan_device_block({{4096, 0, 1}}), 1024), OutOfMemory);
   EXPECT_THROW(DeviceArena(-1, plan_device_block({{16, 0, 1}}), 0), ExecError);
+}
+
+// The copy kernel (copy_kernel.cu, compiled by nvcc): plans it cannot take are refused on the host;
+// without a device, the launch fails with CudaError. On a GPU the kernel's test is still to write
+// (docs/CUDA.md): it needs device buffers filled and read back.
+TEST(CudaCopyKernel, RefusesTooManyDimensionsOnTheHost) {
+  CopyPlan plan;
+  plan.run_length = 1;
+  plan.extents.assign(kMaxCopyDims + 1, 2);
+  plan.src_strides.assign(kMaxCopyDims + 1, 1);
+  plan.dst_strides.assign(kMaxCopyDims + 1, 1);
+  EXPECT_THROW(launch_copy(plan, nullptr, nullptr, nullptr), ExecError);
+}
+
+TEST(CudaCopyKernel, LaunchWithoutADeviceThrowsCudaError) {
+  if (device_count().count > 0) GTEST_SKIP() << "a GPU is visible: the kernel's device test is not written yet";
+  const tdl::Box box = tdl::Box::whole({4, 3});
+  EXPECT_THROW(launch_copy(plan_copy(box, box, box), nullptr, nullptr, nullptr), CudaError);
 }
 
 }  // namespace
