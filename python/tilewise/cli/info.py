@@ -17,7 +17,7 @@ def _found(found: bool, detail: str = "") -> str:
 def _cuda_rows(info: dict[str, Any]) -> list[tuple[str, str]]:
     """The CUDA toolkit, the libraries' versions and the devices, when the backend was built."""
     if not info["cuda_backend"]:
-        return [("CUDA compiler", _found(info["cuda"], f"toolkit {info['cuda_version']}" if info["cuda_version"] else ""))]
+        return []
     lib = info["cuda_libraries"]
     devices = (f"{lib['devices']} visible (driver {lib['cuda_driver']})" if lib["devices"]
                else f"none visible ({lib['device_error']})")
@@ -35,7 +35,8 @@ def add_info(subparsers: Any) -> None:
         "info",
         help="show what this build contains (BLAS, OpenMP, MPI, CUDA) and the machine",
         description="Show the tilewise version, the BLAS it is linked against and its threads, "
-        "whether OpenMP, MPI and CUDA were found at build time, hardware threads, and the "
+        "whether OpenMP, MPI and CUDA were found at build time (with CUDA: the CUDA, cuBLAS, cuDNN and NCCL "
+        "versions and the devices visible), hardware threads, and the "
         "Python and NumPy versions.",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
