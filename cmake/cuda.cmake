@@ -8,6 +8,11 @@
 # linked statically (CUDA::cudart_static), so tilewise._cuda needs no libcudart at run time; the
 # three wheels' lib folders are its RPATH (tilewise_cuda_runtime below).
 #
+# The interpreter asked is TILEWISE_CUDA_PYTHON when given, else the configuring one: under pip's build
+# isolation the configuring interpreter is a temporary environment without the wheels, so
+#   pip install . -Ccmake.define.TILEWISE_CUDA_PYTHON="$(python -c 'import sys; print(sys.executable)')"
+# (or --no-build-isolation) points the build at the environment tilewise is installed into.
+#
 # AUTO builds the backend only when everything is there and says what is missing otherwise; ON
 # stops with that message. Results: TILEWISE_CUDA_FOUND, TILEWISE_CUDA_VERSION (the toolkit's),
 # TILEWISE_CUDA_MISSING (why not, for the status line).
@@ -17,10 +22,18 @@ set(TILEWISE_CUDA_VERSION "")
 set(TILEWISE_CUDA_MISSING "")
 
 function(_tilewise_cuda_wheels out_var)
+  set(python "${Python_EXECUTABLE}")
+  set(flags "")
+  if(TILEWISE_CUDA_PYTHON)
+    set(python "${TILEWISE_CUDA_PYTHON}")
+    # -E: pip's isolated build puts a sitecustomize on PYTHONPATH that hides the site-packages of
+    # any interpreter started from it; the named environment's own path is what counts.
+    set(flags "-E")
+  endif()
   # find_spec of a subpackage imports the namespace package `nvidia`: a missing wheel is an
   # ImportError (no `nvidia` at all) or None. One folder per line, "" for a missing wheel.
   execute_process(
-    COMMAND "${Python_EXECUTABLE}" -c [=[
+    COMMAND "${python}" ${flags} -c [=[
 import importlib.util
 for name in ("nvidia.cu13", "nvidia.cudnn", "nvidia.nccl"):
     try:
@@ -34,6 +47,7 @@ for name in ("nvidia.cu13", "nvidia.cudnn", "nvidia.nccl"):
   if(NOT rc EQUAL 0)
     set(out "-\n-\n-")
   endif()
+  set(TILEWISE_CUDA_ASKED "${python}" PARENT_SCOPE)
   string(REPLACE "\n" ";" out "${out}")
   set(${out_var} "${out}" PARENT_SCOPE)
 endfunction()
@@ -43,7 +57,7 @@ endfunction()
 function(_tilewise_cuda_import target root header library)
   set(missing "${TILEWISE_CUDA_MISSING}")
   if(root STREQUAL "-")
-    list(APPEND missing "${target}: its wheel is not installed for ${Python_EXECUTABLE}")
+    list(APPEND missing "${target}: its wheel is not installed for ${TILEWISE_CUDA_ASKED}")
   elseif(NOT EXISTS "${root}/include/${header}" OR NOT EXISTS "${root}/lib/${library}")
     list(APPEND missing "${target}: ${root} lacks include/${header} or lib/${library}")
   else()
@@ -57,7 +71,13 @@ function(_tilewise_cuda_import target root header library)
   set(TILEWISE_CUDA_MISSING "${missing}" PARENT_SCOPE)
 endfunction()
 
-if(NOT _TILEWISE_WITH_CUDA STREQUAL "OFF")
+if(TILEWISE_SANITIZE AND NOT _TILEWISE_WITH_CUDA STREQUAL "OFF")
+  # nvcc takes no -fsanitize, and ASan's shadow memory collides with the CUDA driver's mappings.
+  if(_TILEWISE_WITH_CUDA STREQUAL "ON")
+    message(FATAL_ERROR "TILEWISE_WITH_CUDA=ON with TILEWISE_SANITIZE: configure the sanitizer build with OFF")
+  endif()
+  list(APPEND TILEWISE_CUDA_MISSING "not with TILEWISE_SANITIZE")
+elseif(NOT _TILEWISE_WITH_CUDA STREQUAL "OFF")
   include(CheckLanguage)
   check_language(CUDA)  # sets CMAKE_CUDA_COMPILER, does not enable the language
   if(NOT CMAKE_CUDA_COMPILER)
