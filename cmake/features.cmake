@@ -5,7 +5,8 @@
 #   ON    detect, and stop with an error if not found
 #   OFF   do not look
 # MPI is linked only into the MPI executor (stage tilewise_exec_mpi, extension tilewise._mpi; see
-# CMakeLists.txt); CUDA is detection only (compilation is not enabled). The results reach
+# CMakeLists.txt); CUDA (cmake/cuda.cmake) is linked only into the stage
+# tilewise_exec_cuda and the extension tilewise._cuda, never into _core. The results reach
 # cpp/kernels/cpu/build_info.cpp as compile definitions on that one source, so that toggling an
 # option does not rebuild the whole core.
 #
@@ -32,7 +33,7 @@ function(_tilewise_tristate name doc)
 endfunction()
 
 _tilewise_tristate(TILEWISE_WITH_MPI "Detect MPI for multi-process runs")
-_tilewise_tristate(TILEWISE_WITH_CUDA "Detect a CUDA compiler and toolkit for GPUs")
+_tilewise_tristate(TILEWISE_WITH_CUDA "Build the CUDA backend (needs nvcc and the cuBLAS, cuDNN, NCCL wheels)")
 
 # --- MPI ----------------------------------------------------------------------------------------
 set(TILEWISE_MPI_FOUND FALSE)
@@ -51,24 +52,9 @@ message(STATUS "tilewise MPI (TILEWISE_WITH_MPI=${TILEWISE_WITH_MPI}): "
                "${TILEWISE_MPI_FOUND} ${_tw_mpi_version}")
 
 # --- CUDA ---------------------------------------------------------------------------------------
-set(TILEWISE_CUDA_FOUND FALSE)
-set(_tw_cuda_version "")
-if(NOT _TILEWISE_WITH_CUDA STREQUAL "OFF")
-  include(CheckLanguage)
-  check_language(CUDA)  # sets CMAKE_CUDA_COMPILER, does not enable the language
-  if(CMAKE_CUDA_COMPILER)
-    set(TILEWISE_CUDA_FOUND TRUE)
-    find_package(CUDAToolkit QUIET)
-    if(CUDAToolkit_FOUND)
-      set(_tw_cuda_version "${CUDAToolkit_VERSION}")
-    endif()
-  elseif(_TILEWISE_WITH_CUDA STREQUAL "ON")
-    message(FATAL_ERROR "TILEWISE_WITH_CUDA=ON but no CUDA compiler was found "
-                        "(set CUDACXX or put nvcc on PATH); use AUTO or OFF to build without it.")
-  endif()
-endif()
-message(STATUS "tilewise CUDA (TILEWISE_WITH_CUDA=${TILEWISE_WITH_CUDA}): "
-               "${TILEWISE_CUDA_FOUND} ${_tw_cuda_version}")
+# nvcc and the cuBLAS/cuDNN/NCCL wheels; enables the CUDA language when all are there.
+include(${CMAKE_CURRENT_LIST_DIR}/cuda.cmake)
+set(_tw_cuda_version "${TILEWISE_CUDA_VERSION}")
 
 # --- what build_info() reports ------------------------------------------------------------------
 if(TILEWISE_MPI_FOUND)

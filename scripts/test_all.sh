@@ -10,6 +10,9 @@
 #   TILEWISE_CPP_BUILD_DIR  CMake build folder for the C++ tests (default: build/cpp; +"-asan" for the
 #                           sanitizer build)
 #   TILEWISE_SANITIZERS     0 skips the C++ tests under ASan + UBSan (default: run them)
+#   TILEWISE_CUDA           1: install the nvidia cuBLAS/cuDNN/NCCL wheels (test-only) and build the CUDA
+#                           backend with TILEWISE_WITH_CUDA=ON (the build fails without nvcc); 0: build
+#                           without it (OFF); default: 1 where nvcc is on PATH, else 0. .ci/run sets 1.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -23,8 +26,27 @@ CPP_BUILD="${TILEWISE_CPP_BUILD_DIR:-build/cpp}"
 PYTHON_EXE="$("$PYTHON" -c 'import sys; print(sys.executable)')"
 failed=()
 
-echo "== [1/3] pip install '.[test]' with $PYTHON_EXE"
-"$PYTHON_EXE" -m pip install -q --disable-pip-version-check ".[test]"
+# The CUDA backend (docs/CUDA.md): nvcc from the machine, cuBLAS/cuDNN/NCCL from PyPI wheels (about
+# 1 GB; not a dependency of tilewise: a test-only install, like torch below). No GPU is needed: the
+# host side is tested and device calls must fail with tw.CudaError.
+CUDA_WHEELS=("nvidia-cublas==13.1.0.3" "nvidia-cudnn-cu13==9.19.0.56" "nvidia-nccl-cu13==2.28.9")
+if [[ -z "${TILEWISE_CUDA:-}" ]]; then
+  if command -v nvcc >/dev/null 2>&1; then TILEWISE_CUDA=1; else TILEWISE_CUDA=0; fi
+fi
+if [[ "$TILEWISE_CUDA" == 1 ]]; then
+  WITH_CUDA=ON
+  echo "== [0/3] CUDA wheels (test-only): ${CUDA_WHEELS[*]}"
+  cuda_start=$SECONDS
+  "$PYTHON_EXE" -m pip install -q --disable-pip-version-check "${CUDA_WHEELS[@]}"
+  echo "   installed in $((SECONDS - cuda_start)) s"
+else
+  WITH_CUDA=OFF
+fi
+
+echo "== [1/3] pip install '.[test]' with $PYTHON_EXE (TILEWISE_WITH_CUDA=$WITH_CUDA)"
+"$PYTHON_EXE" -m pip install -q --disable-pip-version-check \
+  --config-settings=cmake.define.TILEWISE_WITH_CUDA="$WITH_CUDA" \
+  --config-settings=cmake.define.TILEWISE_CUDA_PYTHON="$PYTHON_EXE" ".[test]"
 
 # torch is optional for users but the oracle of several tests (gradients, from_torch). Install it
 # only from a local wheel (--no-index): a plain install would download a multi-GB CUDA build.
@@ -47,6 +69,7 @@ fi
 
 echo "== [2/3] C++ tests: CMake + CTest in $CPP_BUILD"
 if cmake -S . -B "$CPP_BUILD" -G Ninja -DTILEWISE_BUILD_TESTS=ON -DPython_EXECUTABLE="$PYTHON_EXE" \
+    -DTILEWISE_WITH_CUDA="$WITH_CUDA" \
   && cmake --build "$CPP_BUILD" \
   && ctest --test-dir "$CPP_BUILD" --output-on-failure --no-tests=error; then
   :
@@ -55,11 +78,12 @@ else
 fi
 
 # The same suite under AddressSanitizer and UndefinedBehaviorSanitizer (docs/RELIABILITY.md): any
-# report fails the test that triggered it. TILEWISE_SANITIZERS=0 skips it (a quick local run).
+# report fails the test that triggered it. TILEWISE_SANITIZERS=0 skips it (a quick local run). Without
+# CUDA: nvcc takes no -fsanitize, and the CUDA stage is host glue around the same planner.
 if [[ "${TILEWISE_SANITIZERS:-1}" != 0 ]]; then
   echo "== [2b/3] C++ tests under ASan + UBSan in $CPP_BUILD-asan"
   if cmake -S . -B "$CPP_BUILD-asan" -G Ninja -DTILEWISE_BUILD_TESTS=ON -DTILEWISE_SANITIZE=address,undefined \
-      -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPython_EXECUTABLE="$PYTHON_EXE" \
+      -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPython_EXECUTABLE="$PYTHON_EXE" -DTILEWISE_WITH_CUDA=OFF \
     && cmake --build "$CPP_BUILD-asan" \
     && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
       ctest --test-dir "$CPP_BUILD-asan" --output-on-failure --no-tests=error; then

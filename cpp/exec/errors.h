@@ -4,6 +4,7 @@
 #include <atomic>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace tilewise::exec {
 
@@ -12,6 +13,18 @@ namespace tilewise::exec {
 /// The message names the tensor or op and what would be valid.
 struct ExecError : std::invalid_argument {
   using std::invalid_argument::invalid_argument;
+};
+
+/// A CUDA runtime (or cuBLAS, cuDNN, NCCL) call that failed: on a machine without a device or driver
+/// the first device call (cudaGetDeviceCount, cudaMalloc) fails with cudaErrorInsufficientDriver or
+/// cudaErrorNoDevice, and the CUDA backend raises this (Python tw.CudaError, an ExecError) naming
+/// the call and the library's error name and text. Defined here, with no CUDA dependency, so that
+/// _core can register the Python type whether or not tilewise._cuda was built.
+struct CudaError : ExecError {
+  CudaError(std::string call, std::string name, const std::string& text)
+      : ExecError(call + " failed: " + name + " (" + text + ")"), call(std::move(call)), name(std::move(name)) {}
+  std::string call;  ///< the failing call, e.g. "cudaMalloc(4096 bytes) on device 0"
+  std::string name;  ///< the error's name, e.g. "cudaErrorInsufficientDriver"
 };
 
 /// One caller at a time: a second thread calling step/set/get while another is inside one gets

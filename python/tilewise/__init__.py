@@ -21,7 +21,7 @@ import tdl_ops as ops  # noqa: E402 - the operator library; importing it fills t
 
 from . import _core, models, nn, optim, swap, tdl  # noqa: E402,F401
 from ._build_info import build_info  # noqa: E402
-from ._core import ExecError, GraphError, PlanError, SearchTimeout, SearchTooLarge, ShapeError, TDLError  # noqa: E402
+from ._core import CudaError, ExecError, GraphError, PlanError, SearchTimeout, SearchTooLarge, ShapeError, TDLError  # noqa: E402
 from .calibration import measure_ops  # noqa: E402 - also registers the "this-machine" cluster
 from .exec.executable import CommunicationError, ExecStats, Executable, OutOfMemory, Program, compile  # noqa: E402,F401
 from .frontends.onnx import from_onnx  # noqa: E402
@@ -67,6 +67,7 @@ __version__ = "0.1.0"
 __all__ = [
     "CommunicationError",
     "Executable",
+    "CudaError",
     "ExecError",
     "ExecStats",
     "OutOfMemory",

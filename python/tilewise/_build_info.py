@@ -24,6 +24,7 @@ BUILD_INFO_KEYS = (
     "mpi",
     "mpi_version",
     "mpi_backend",
+    "cuda_backend",
     "cuda",
     "cuda_version",
     "hardware_threads",
@@ -84,9 +85,9 @@ def build_info() -> dict[str, Any]:
     ``version``, ``compiler`` and ``build_type`` describe the build; ``blas`` names the linked BLAS
     and ``blas_threads`` the threads it uses per call; ``openmp`` / ``openmp_max_threads``, ``mpi`` /
     ``mpi_version`` and ``cuda`` / ``cuda_version`` say whether each optional feature was compiled
-    in or found at configure time (CUDA is detected only, not used yet); ``mpi_backend`` whether
-    the MPI executor ``tilewise._mpi`` was built (found without importing it, so without loading
-    libmpi); ``hardware_threads`` is what the machine offers (0 if unknown).
+    in or found at configure time (``cuda``: nvcc and the cuBLAS/cuDNN/NCCL wheels); ``mpi_backend``
+    / ``cuda_backend`` whether ``tilewise._mpi`` / ``tilewise._cuda`` was built (found without importing
+    them, so without loading libmpi or cuBLAS); ``hardware_threads`` is what the machine offers (0 if unknown).
     """
     import importlib.util
 
@@ -94,4 +95,5 @@ def build_info() -> dict[str, Any]:
 
     info = dict(_core.build_info())
     info["mpi_backend"] = importlib.util.find_spec("tilewise._mpi") is not None
+    info["cuda_backend"] = importlib.util.find_spec("tilewise._cuda") is not None
     return info

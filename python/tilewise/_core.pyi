@@ -86,6 +86,9 @@ def gemm(a: np.ndarray, b: np.ndarray, trans_a: bool = False, trans_b: bool = Fa
 
 class GraphError(ValueError): ...
 class ExecError(ValueError): ...
+class CudaError(ExecError):
+    call: str
+    name: str
 class CommunicationError(RuntimeError):
     device: int
     peer: int

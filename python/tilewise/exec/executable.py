@@ -25,7 +25,7 @@ from ..swap import SearchResult, SwapPlan
 OutOfMemory = _core.OutOfMemory
 CommunicationError = _core.CommunicationError
 Program = _core.Program
-BACKENDS = ("cpu", "mpi")
+BACKENDS = ("cpu", "mpi", "cuda")
 _RESIDENT = ("input", "label", "parameter", "optimizer_state", "constant")
 
 
@@ -331,7 +331,8 @@ def compile(graph: Graph, plan: Plan, backend: str = "cpu", *, memory_per_device
     defaults to the plan's capacity).
 
     ``backend``: ``"cpu"`` (worker threads of this process) or ``"mpi"`` (one MPI rank per device:
-    run the same script under ``mpirun -np plan.devices``; see ``tilewise.exec.mpi``).
+    run the same script under ``mpirun -np plan.devices``; see ``tilewise.exec.mpi``) or ``"cuda"``
+    (not executable yet: raises ``tw.CudaError`` naming why; docs/CUDA.md).
 
     ``memory_per_device``: each device's arena capacity in bytes (None = unlimited); an allocation
     past it raises ``tw.OutOfMemory`` naming the device, the tensor and the bytes.
@@ -358,6 +359,11 @@ def compile(graph: Graph, plan: Plan, backend: str = "cpu", *, memory_per_device
         # here, when asked for: it imports tilewise._mpi, which loads libmpi.
         mpi = importlib.import_module(".mpi", __package__)
         return mpi.MpiExecutable(graph, plan, memory_per_device, profile=profile, timeout=timeout)
+    if backend == "cuda":
+        # exec/cuda.py imports tilewise._cuda (cuBLAS, cuDNN, NCCL) only when asked for: it raises
+        # tw.CudaError naming why the backend cannot run (not built, no device, no kernels yet).
+        cuda = importlib.import_module(".cuda", __package__)
+        return cuda.compile_cuda(graph, plan, memory_per_device, profile=profile, timeout=timeout)
     return Executable(graph, plan, memory_per_device, profile=profile, timeout=timeout)
 
 

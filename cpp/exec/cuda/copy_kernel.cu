@@ -1,0 +1,57 @@
+#include <cuda_runtime_api.h>
+
+#include <string>
+
+#include "exec/cuda/copy_kernel.h"
+#include "exec/cuda/device.h"
+#include "exec/errors.h"
+
+namespace tilewise::exec::cuda {
+
+namespace {
+
+// A CopyPlan by value (kernel arguments live in constant memory).
+struct KernelPlan {
+  long long src_base, dst_base, run_length, elements;
+  int dims;
+  long long extents[kMaxCopyDims], src_strides[kMaxCopyDims], dst_strides[kMaxCopyDims];
+};
+
+// CopyPlan::offsets, per thread (grid-stride loop).
+__global__ void copy_kernel(KernelPlan p, const float* __restrict__ src, float* __restrict__ dst) {
+  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < p.elements;
+       i += static_cast<long long>(gridDim.x) * blockDim.x) {
+    long long run = i / p.run_length, within = i % p.run_length;
+    long long s = p.src_base + within, d = p.dst_base + within;
+    for (int k = p.dims - 1; k >= 0; --k) {
+      const long long idx = run % p.extents[k];
+      run /= p.extents[k];
+      s += idx * p.src_strides[k];
+      d += idx * p.dst_strides[k];
+    }
+    dst[d] = src[s];
+  }
+}
+
+}  // namespace
+
+void launch_copy(const CopyPlan& plan, const float* src, float* dst, void* stream) {
+  if (plan.extents.size() > static_cast<size_t>(kMaxCopyDims))
+    throw ExecError("a box copy with " + std::to_string(plan.extents.size()) +
+                    " outer dimensions; the CUDA copy kernel takes at most " + std::to_string(kMaxCopyDims));
+  KernelPlan p{};
+  p.src_base = plan.src_base, p.dst_base = plan.dst_base, p.run_length = plan.run_length;
+  p.elements = plan.elements();
+  p.dims = static_cast<int>(plan.extents.size());
+  for (int k = 0; k < p.dims; ++k) {
+    p.extents[k] = plan.extents[k], p.src_strides[k] = plan.src_strides[k], p.dst_strides[k] = plan.dst_strides[k];
+  }
+  if (p.elements == 0) return;
+  constexpr int threads = 256;
+  const long long blocks = (p.elements + threads - 1) / threads;
+  const unsigned grid = static_cast<unsigned>(blocks < 65535 ? blocks : 65535);
+  copy_kernel<<<grid, threads, 0, static_cast<cudaStream_t>(stream)>>>(p, src, dst);
+  check(cudaGetLastError(), "copy_kernel<<<" + std::to_string(grid) + ", " + std::to_string(threads) + ">>>");
+}
+
+}  // namespace tilewise::exec::cuda

@@ -1,0 +1,18 @@
+// The region-assembly kernel (Tofu §6 MultiFetch on a GPU): one launch copies a box between two
+// device buffers following an exec::CopyPlan (copy_plan.h), one thread per element. Compiled by
+// nvcc for CMAKE_CUDA_ARCHITECTURES (90); no executor calls it yet, and it has not run on a GPU:
+// its index arithmetic is CopyPlan::offsets, which the host tests check against box_copy.
+#pragma once
+#include "exec/copy_plan.h"
+
+namespace tilewise::exec::cuda {
+
+/// The most outer dimensions a plan may have for the kernel (merged runs leave at most rank - 1).
+constexpr int kMaxCopyDims = 8;
+
+/// Enqueues dst[...] = src[...] per `plan` on `stream` (a cudaStream_t; null = the default stream).
+/// Throws ExecError for a plan with more than kMaxCopyDims outer dimensions, CudaError when the
+/// launch fails.
+void launch_copy(const CopyPlan& plan, const float* src, float* dst, void* stream);
+
+}  // namespace tilewise::exec::cuda
