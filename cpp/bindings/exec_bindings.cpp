@@ -4,6 +4,7 @@
 #include <pybind11/stl.h>
 
 #include "bindings/bindings.h"
+#include "bindings/exec_errors.h"
 #include "bindings/opaque_call.h"
 #include "exec/link_probe.h"
 #include "exec/runtime.h"
@@ -21,13 +22,7 @@ void bind_exec(py::module_& m) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const OutOfMemory& e) {
-      py::object err = py::handle(oom.ptr())(e.what());
-      err.attr("device") = e.device;
-      err.attr("tensor") = e.tensor;
-      err.attr("bytes") = e.bytes;
-      err.attr("in_use") = e.in_use;
-      err.attr("capacity") = e.capacity;
-      PyErr_SetObject(oom.ptr(), err.ptr());
+      raise_out_of_memory(oom, e);
     }
   });
 
@@ -36,10 +31,7 @@ void bind_exec(py::module_& m) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const CommunicationError& e) {
-      py::object err = py::handle(comm_error.ptr())(e.what());
-      err.attr("device") = e.device;
-      err.attr("peer") = e.peer;
-      PyErr_SetObject(comm_error.ptr(), err.ptr());
+      raise_communication_error(comm_error, e);
     }
   });
 

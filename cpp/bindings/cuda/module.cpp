@@ -5,6 +5,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include "bindings/exec_errors.h"
 #include "exec/arena.h"
 #include "exec/cuda/device.h"
 #include "exec/cuda/device_arena.h"
@@ -29,13 +30,7 @@ PYBIND11_MODULE(_cuda, m) {
       err.attr("name") = e.name;
       PyErr_SetObject(cuda_error.ptr(), err.ptr());
     } catch (const exec::OutOfMemory& e) {
-      py::object err = oom(e.what());
-      err.attr("device") = e.device;
-      err.attr("tensor") = e.tensor;
-      err.attr("bytes") = e.bytes;
-      err.attr("in_use") = e.in_use;
-      err.attr("capacity") = e.capacity;
-      PyErr_SetObject(oom.ptr(), err.ptr());
+      tilewise::bindings::raise_out_of_memory(oom, e);
     } catch (const exec::ExecError& e) {
       PyErr_SetString(exec_error.ptr(), e.what());
     }

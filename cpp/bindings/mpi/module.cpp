@@ -6,6 +6,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include "bindings/exec_errors.h"
 #include "bindings/opaque_call.h"
 #include "exec/arena.h"
 #include "exec/errors.h"
@@ -38,18 +39,9 @@ PYBIND11_MODULE(_mpi, m) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const exec::CommunicationError& e) {
-      py::object err = comm_error(e.what());
-      err.attr("device") = e.device;
-      err.attr("peer") = e.peer;
-      PyErr_SetObject(comm_error.ptr(), err.ptr());
+      tilewise::bindings::raise_communication_error(comm_error, e);
     } catch (const exec::OutOfMemory& e) {
-      py::object err = oom(e.what());
-      err.attr("device") = e.device;
-      err.attr("tensor") = e.tensor;
-      err.attr("bytes") = e.bytes;
-      err.attr("in_use") = e.in_use;
-      err.attr("capacity") = e.capacity;
-      PyErr_SetObject(oom.ptr(), err.ptr());
+      tilewise::bindings::raise_out_of_memory(oom, e);
     } catch (const exec::ExecError& e) {
       PyErr_SetString(exec_error.ptr(), e.what());
     } catch (const kernels::InvalidInput& e) {

@@ -8,6 +8,7 @@ what it measured beside what the plan predicted (docs/RUNTIME.md).
 
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 import pathlib
@@ -54,14 +55,11 @@ class ExecStats:
         self.predicted_memory_per_device = exe._predicted_memory()
         self._plan = plan
         self._exe = exe
-        self._prediction = None
 
-    @property
+    @functools.cached_property
     def prediction(self):
         """The simulator's step on this machine ("this-machine" profile; ``exe.predict()``)."""
-        if self._prediction is None:
-            self._prediction = self._exe.predict()
-        return self._prediction
+        return self._exe.predict()
 
     @property
     def predicted_step_seconds(self) -> float:

@@ -11,6 +11,8 @@ the one simulator of programs (swaps on the cluster's host link). docs/SWAP.md, 
 
 from __future__ import annotations
 
+import functools
+
 from .. import _core
 from .._core import ExecError
 from .._util import fmt_bytes
@@ -47,14 +49,11 @@ class SwapStats:
         self.native_ops = sum(core.op_native)
         self.interpreted_ops = len(core.op_native) - self.native_ops
         self._exe = exe
-        self._prediction = None
 
-    @property
+    @functools.cached_property
     def prediction(self):
         """The simulated step of the swapped program on this machine (``exe.predict()``)."""
-        if self._prediction is None:
-            self._prediction = self._exe.predict()
-        return self._prediction
+        return self._exe.predict()
 
     @property
     def predicted_step_seconds(self) -> float:
