@@ -13,51 +13,67 @@ Lookup = tw.opaque("Lookup", fn=lambda table, idx: table[int(np.asarray(idx).res
                    shape=lambda table, idx: (table[1],))
 
 
-@tw.op(reference=lambda table, ids: table[ids.astype(np.int64)],
-       out_shape=lambda table, ids: tuple(ids) + (table[1],), kernel="embedding")
-def embedding(table, ids):
-    """out[b, d] = table[ids[b], d]; ids are integer-valued floats."""
+def _lookup_ref(table, ids, padding_idx=-1):
+    return table[ids.astype(np.int64)]
+
+
+def _lookup_shape(table, ids, padding_idx=-1):
+    return tuple(ids) + (table[1],)
+
+
+@tw.op(reference=_lookup_ref, out_shape=_lookup_shape, kernel="embedding")
+def embedding(table, ids, padding_idx=-1):
+    """out[b, d] = table[ids[b], d]. ``padding_idx`` (torch's nn.Embedding): that row gets no gradient."""
     return lambda b, d: Lookup(table[:, :], ids[b])[d]
 
 
 @embedding.def_grad
-def _(g, table, ids, out):
-    return embedding_grad(ids, g, num_embeddings=table.shape[0]), None  # ids are integers: no gradient
+def _(g, table, ids, out, padding_idx=-1):
+    # ids are integers: no gradient
+    return embedding_grad(ids, g, num_embeddings=table.shape[0], padding_idx=padding_idx), None
 
 
-@tw.op(reference=lambda table, ids: table[ids.astype(np.int64)],
-       out_shape=lambda table, ids: tuple(ids) + (table[1],), kernel="embedding")
-def embedding_seq(table, ids):
+@tw.op(reference=_lookup_ref, out_shape=_lookup_shape, kernel="embedding")
+def embedding_seq(table, ids, padding_idx=-1):
     """out[b, t, d] = table[ids[b, t], d] for a (batch, time) id matrix."""
     return lambda b, t, d: Lookup(table[:, :], ids[b, t])[d]
 
 
 @embedding_seq.def_grad
-def _(g, table, ids, out):
-    return embedding_seq_grad(ids, g, num_embeddings=table.shape[0]), None
+def _(g, table, ids, out, padding_idx=-1):
+    return embedding_seq_grad(ids, g, num_embeddings=table.shape[0], padding_idx=padding_idx), None
 
 
-def _embedding_grad_ref(ids, dy, num_embeddings=1):
+def _embedding_grad_ref(ids, dy, num_embeddings=1, padding_idx=-1):
     out = np.zeros((num_embeddings, dy.shape[1]))
     np.add.at(out, ids.astype(np.int64), dy)
+    if padding_idx >= 0:
+        out[padding_idx] = 0.0
     return out
 
 
-@tw.op(reference=_embedding_grad_ref, out_shape=lambda ids, dy, num_embeddings=1: (num_embeddings, dy[1]),
-       kernel="embedding_grad")
-def embedding_grad(ids, dy, num_embeddings=1):
-    """dtable[v, d] = sum_b (ids[b] == v) * dy[b, d] (no opaque function needed)."""
+def _grad_shape(ids, dy, num_embeddings=1, padding_idx=-1):
+    return (num_embeddings, dy[-1])
+
+
+@tw.op(reference=_embedding_grad_ref, out_shape=_grad_shape, kernel="embedding_grad")
+def embedding_grad(ids, dy, num_embeddings=1, padding_idx=-1):
+    """dtable[v, d] = sum_b (ids[b] == v) * dy[b, d], except the padding row (no opaque function needed)."""
+    if padding_idx >= 0:
+        return lambda v, d: tw.Sum(lambda b: (ids[b] == tw.index_value(v)) * (ids[b] != padding_idx) * dy[b, d])
     return lambda v, d: tw.Sum(lambda b: (ids[b] == tw.index_value(v)) * dy[b, d])
 
 
-def _embedding_seq_grad_ref(ids, dy, num_embeddings=1):
-    return _embedding_grad_ref(ids.reshape(-1), dy.reshape(-1, dy.shape[-1]), num_embeddings)
+def _embedding_seq_grad_ref(ids, dy, num_embeddings=1, padding_idx=-1):
+    return _embedding_grad_ref(ids.reshape(-1), dy.reshape(-1, dy.shape[-1]), num_embeddings, padding_idx)
 
 
-@tw.op(reference=_embedding_seq_grad_ref,
-       out_shape=lambda ids, dy, num_embeddings=1: (num_embeddings, dy[2]), kernel="embedding_grad")
-def embedding_seq_grad(ids, dy, num_embeddings=1):
-    """dtable[v, d] = sum_{b, t} (ids[b, t] == v) * dy[b, t, d]."""
+@tw.op(reference=_embedding_seq_grad_ref, out_shape=_grad_shape, kernel="embedding_grad")
+def embedding_seq_grad(ids, dy, num_embeddings=1, padding_idx=-1):
+    """dtable[v, d] = sum_{b, t} (ids[b, t] == v) * dy[b, t, d], except the padding row."""
+    if padding_idx >= 0:
+        return lambda v, d: tw.Sum(lambda b, t: (ids[b, t] == tw.index_value(v)) * (ids[b, t] != padding_idx)
+                                   * dy[b, t, d])
     return lambda v, d: tw.Sum(lambda b, t: (ids[b, t] == tw.index_value(v)) * dy[b, t, d])
 
 

@@ -6,6 +6,7 @@
 #include "bindings/bindings.h"
 #include "bindings/exec_errors.h"
 #include "bindings/opaque_call.h"
+#include "bindings/tensor_arrays.h"
 #include "exec/link_probe.h"
 #include "exec/runtime.h"
 #include "partition/plan.h"
@@ -102,16 +103,16 @@ void bind_exec(py::module_& m) {
            py::arg("graph"), py::arg("plan"), py::arg("capacity") = 0, py::arg("keep") = std::vector<int>{},
            py::arg("opaque") = std::vector<py::object>{}, py::arg("timeout") = 300.0, py::keep_alive<1, 2>())
       .def("set_tensor",
-           [](Executable& e, int tensor, py::array_t<float, py::array::c_style | py::array::forcecast> a) {
-             e.set_tensor(tensor, a.data());
+           [](Executable& e, int tensor, const py::array& a) {
+             py::array in = tensor_input(e.graph(), tensor, a);
+             e.set_tensor(tensor, in.data());
            })
       .def("get_tensor",
-           [](const Executable& e, int tensor, const std::vector<int64_t>& shape) {
-             auto v = e.get_tensor(tensor);
-             py::array_t<float> out(shape);
-             std::copy(v.begin(), v.end(), out.mutable_data());
+           [](const Executable& e, int tensor, const std::vector<int64_t>&) {
+             py::array out = tensor_output(e.graph(), tensor);
+             e.read_tensor(tensor, out.mutable_data());
              return out;
-           })
+           }, "The tensor in its dtype (the shape argument is the tensor's own, kept for callers).")
       .def("step", &Executable::step, py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("stats", &Executable::stats, py::return_value_policy::copy)
       .def("program", &Executable::program, py::arg("device"), py::return_value_policy::reference_internal)

@@ -12,6 +12,7 @@
 
 #include "bindings/bindings.h"
 #include "bindings/opaque_call.h"
+#include "bindings/tensor_arrays.h"
 #include "exec/swap_runtime.h"
 #include "sim/program_sim.h"
 #include "swap/simulate.h"
@@ -82,14 +83,14 @@ void bind_swapped(py::module_& m) {
            py::arg("keep") = std::vector<int>{}, py::arg("opaque") = std::vector<py::object>{},
            py::arg("timeout") = 300.0, py::keep_alive<1, 2>())
       .def("set_tensor",
-           [](exec::SwapExecutable& e, int tensor, py::array_t<float, py::array::c_style | py::array::forcecast> a) {
-             e.set_tensor(tensor, a.data());
+           [](exec::SwapExecutable& e, int tensor, const py::array& a) {
+             py::array in = bindings::tensor_input(e.graph(), tensor, a);
+             e.set_tensor(tensor, in.data());
            })
       .def("get_tensor",
-           [](const exec::SwapExecutable& e, int tensor, const std::vector<int64_t>& shape) {
-             auto v = e.get_tensor(tensor);
-             py::array_t<float> out(shape);
-             std::copy(v.begin(), v.end(), out.mutable_data());
+           [](const exec::SwapExecutable& e, int tensor, const std::vector<int64_t>&) {
+             py::array out = bindings::tensor_output(e.graph(), tensor);
+             e.read_tensor(tensor, out.mutable_data());
              return out;
            })
       .def("step", &exec::SwapExecutable::step, py::call_guard<py::gil_scoped_release>())

@@ -49,12 +49,11 @@ int64_t plan_block(const std::vector<BufferLife>& lives, std::vector<int64_t>* o
   return top;
 }
 
-float* Arena::allocate(int64_t elements, const std::string& what) {
-  const int64_t bytes = elements * static_cast<int64_t>(sizeof(float));
+std::byte* Arena::allocate(int64_t bytes, const std::string& what) {
   if (planned_ && recording_) {
     // Replay: the same buffers come in the same order every step.
     TW_ASSERT(next_ < records_.size() && records_[next_].bytes == bytes, "a step allocates as the planned one did");
-    float* p = block_.get() + offsets_[next_];
+    std::byte* p = block_.get() + offsets_[next_];
     live_[p] = next_++;
     in_use_ += bytes;
     peak_ = std::max(peak_, in_use_);
@@ -63,7 +62,7 @@ float* Arena::allocate(int64_t elements, const std::string& what) {
   if (capacity_ > 0 && in_use_ + bytes > capacity_) throw OutOfMemory(device_, what, bytes, in_use_, capacity_);
   in_use_ += bytes;
   peak_ = std::max(peak_, in_use_);
-  float* p = new float[std::max<int64_t>(elements, 1)];
+  std::byte* p = new std::byte[static_cast<size_t>(std::max<int64_t>(bytes, 1))];
   if (recording_) {
     live_[p] = records_.size();
     records_.push_back({bytes, clock_++, -1, what});
@@ -71,10 +70,10 @@ float* Arena::allocate(int64_t elements, const std::string& what) {
   return p;
 }
 
-void Arena::release(float* p, int64_t elements) {
+void Arena::release(std::byte* p, int64_t bytes) {
   if (!p) return;
-  in_use_ -= elements * static_cast<int64_t>(sizeof(float));
-  const bool in_block = planned_ && p >= block_.get() && p < block_.get() + std::max<int64_t>(block_bytes_ / 4, 1);
+  in_use_ -= bytes;
+  const bool in_block = planned_ && p >= block_.get() && p < block_.get() + std::max<int64_t>(block_bytes_, 1);
   auto it = live_.find(p);
   if (it != live_.end()) {
     if (!planned_ && recording_) records_[it->second].dies = clock_++;
@@ -91,8 +90,8 @@ void Arena::begin_step() {
 }
 
 void Arena::abort_step() {
-  const float* lo = block_.get();
-  const float* hi = lo + (planned_ ? std::max<int64_t>(block_bytes_ / 4, 1) : 0);
+  const std::byte* lo = block_.get();
+  const std::byte* hi = lo + (planned_ ? std::max<int64_t>(block_bytes_, 1) : 0);
   for (const auto& [p, record] : live_) {
     (void)record;
     if (!(planned_ && p >= lo && p < hi)) delete[] p;
@@ -122,7 +121,7 @@ void Arena::end_step() {
   std::vector<int64_t> at;
   block_bytes_ = plan_block(lives, &at);
   offsets_.resize(at.size());
-  for (size_t i = 0; i < at.size(); ++i) offsets_[i] = at[i] / 4;
+  for (size_t i = 0; i < at.size(); ++i) offsets_[i] = at[i];
   // The block replaces the recorded buffers; what lives outside it (parameters, inputs) stays.
   const int64_t outside = outside_;
   if (capacity_ > 0 && outside + block_bytes_ > capacity_) {
@@ -131,7 +130,7 @@ void Arena::end_step() {
     throw OutOfMemory(device_, "the planned block (largest buffer: " + (largest == records_.end() ? std::string("none") : largest->what) + ")", block_bytes_, outside,
                       capacity_);
   }
-  block_.reset(new float[std::max<int64_t>(block_bytes_ / 4, 1)]);
+  block_.reset(new std::byte[static_cast<size_t>(std::max<int64_t>(block_bytes_, 1))]);
   planned_ = true;
   next_ = 0;
 }

@@ -8,6 +8,7 @@
 // hand out block + offset in the same order. Tensors allocated outside a step (parameters,
 // inputs) keep their own buffers.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <stdexcept>
@@ -37,17 +38,17 @@ struct BufferLife {
 /// `offsets` when given. The arena plans with it and the simulator predicts memory with it.
 int64_t plan_block(const std::vector<BufferLife>& lives, std::vector<int64_t>* offsets = nullptr);
 
-/// Owns float32 buffers of one device and accounts for their bytes.
+/// Owns the buffers of one device (float32 tiles, int64 ids, bool masks) and accounts for their bytes.
 class Arena {
  public:
   /// capacity 0 = unlimited.
   Arena(int device, int64_t capacity) : device_(device), capacity_(capacity) {}
   Arena(const Arena&) = delete;
   Arena& operator=(const Arena&) = delete;
-  /// A buffer of `elements` floats for `what` (a tensor or buffer name, for the error message).
-  float* allocate(int64_t elements, const std::string& what);
-  /// Returns a buffer from allocate(); null is ignored.
-  void release(float* p, int64_t elements);
+  /// A buffer of `bytes` bytes (16-byte aligned) for `what` (a tensor or buffer name, for the error message).
+  std::byte* allocate(int64_t bytes, const std::string& what);
+  /// Returns a buffer of `bytes` bytes from allocate(); null is ignored.
+  void release(std::byte* p, int64_t bytes);
 
   /// Starts recording a step's allocations (the first step), or replaying the plan.
   void begin_step();
@@ -81,10 +82,10 @@ class Arena {
   bool recording_ = false, planned_ = false;
   int64_t clock_ = 0;
   std::vector<Record> records_;
-  std::unordered_map<const float*, size_t> live_;  ///< recorded or replayed buffer -> record
-  std::vector<int64_t> offsets_;                   ///< per record, in floats
+  std::unordered_map<const std::byte*, size_t> live_;  ///< recorded or replayed buffer -> record
+  std::vector<int64_t> offsets_;                   ///< per record, in bytes
   size_t next_ = 0;                                ///< replay position
-  std::unique_ptr<float[]> block_;
+  std::unique_ptr<std::byte[]> block_;
   int64_t block_bytes_ = 0;
   int64_t outside_ = 0;  ///< bytes held outside the step (allocated before it began)
 };

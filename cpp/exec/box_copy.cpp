@@ -63,9 +63,13 @@ void for_each_row(const Box& src_box, const Box& dst_box, const Box& what, Row r
 
 }  // namespace
 
-void copy_box(const float* src, const Box& src_box, float* dst, const Box& dst_box, const Box& what) {
+void copy_box(const void* src, const Box& src_box, void* dst, const Box& dst_box, const Box& what,
+              int64_t element_bytes) {
+  const auto* from = static_cast<const unsigned char*>(src);
+  auto* to = static_cast<unsigned char*>(dst);
+  const auto e = static_cast<size_t>(element_bytes);
   for_each_row(src_box, dst_box, what, [&](int64_t s, int64_t d, int64_t n) {
-    std::memcpy(dst + d, src + s, static_cast<size_t>(n) * sizeof(float));
+    std::memcpy(to + static_cast<size_t>(d) * e, from + static_cast<size_t>(s) * e, static_cast<size_t>(n) * e);
   });
 }
 

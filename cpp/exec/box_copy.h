@@ -1,6 +1,8 @@
 // Strided copies between row-major buffers that hold boxes of one tensor: how fetched regions are
 // assembled in place (Tofu §6 MultiFetch), partial sums accumulated and tiles scattered/gathered.
 #pragma once
+#include <cstdint>
+
 #include "tdl/expr.h"
 #include "tdl/interval.h"
 
@@ -10,10 +12,13 @@ using tdl::Box;
 using tdl::Range;
 
 /// dst[what] = src[what]: `src` holds `src_box`, `dst` holds `dst_box` (row-major, global
-/// coordinates); `what` must lie inside both. A rank-0 box is one element.
-void copy_box(const float* src, const Box& src_box, float* dst, const Box& dst_box, const Box& what);
+/// coordinates, elements of `element_bytes` each: 4 for float32, 8 for int64 ids, 1 for bool
+/// masks); `what` must lie inside both. A rank-0 box is one element.
+void copy_box(const void* src, const Box& src_box, void* dst, const Box& dst_box, const Box& what,
+              int64_t element_bytes = 4);
 
-/// dst[what] = reducer(dst[what], src[what]) (Sum adds; Max, Min, Prod likewise), same conventions.
+/// dst[what] = reducer(dst[what], src[what]) (Sum adds; Max, Min, Prod likewise), same conventions;
+/// float32 only (only computed tensors are combined, and ops compute float32).
 void combine_box(const float* src, const Box& src_box, float* dst, const Box& dst_box, const Box& what,
                  tdl::Reducer reducer);
 

@@ -32,9 +32,9 @@ MailboxCommunicator::MailboxCommunicator(int devices) : Communicator(devices) {
   for (int d = 0; d < devices; ++d) boxes_.push_back(std::make_unique<Mailbox>());
 }
 
-void MailboxCommunicator::send(int self, int peer, int64_t tag, const float* buf, const Box& buf_box,
-                               const Box& what) {
-  const int64_t n = what.volume();
+void MailboxCommunicator::send(int self, int peer, int64_t tag, const void* buf, const Box& buf_box,
+                               const Box& what, int64_t element_bytes) {
+  const int64_t n = what.volume() * element_bytes;  // bytes
   Mailbox& box = *boxes_[peer];
   Buffer msg;
   {
@@ -48,21 +48,21 @@ void MailboxCommunicator::send(int self, int peer, int64_t tag, const float* buf
       msg = std::move(box.spare[best]);
       box.spare.erase(box.spare.begin() + static_cast<std::ptrdiff_t>(best));
     } else {
-      box.bytes += n * static_cast<int64_t>(sizeof(float));
+      box.bytes += n;
     }
   }
-  if (!msg.data) msg.data.reset(new float[std::max<int64_t>(n, 1)]), msg.capacity = n;
-  copy_box(buf, buf_box, msg.data.get(), what, what);  // pack
+  if (!msg.data) msg.data.reset(new std::byte[static_cast<size_t>(std::max<int64_t>(n, 1))]), msg.capacity = n;
+  copy_box(buf, buf_box, msg.data.get(), what, what, element_bytes);  // pack
   {
     std::lock_guard<std::mutex> lock(box.m);
     box.messages[{self, tag}] = std::move(msg);
   }
   box.cv.notify_all();
-  count(self, peer, n * static_cast<int64_t>(sizeof(float)));
+  count(self, peer, n);
 }
 
-void MailboxCommunicator::recv(int self, int peer, int64_t tag, float* buf, const Box& buf_box, const Box& what,
-                               Deadline deadline) {
+void MailboxCommunicator::recv(int self, int peer, int64_t tag, void* buf, const Box& buf_box, const Box& what,
+                               int64_t element_bytes, Deadline deadline) {
   Mailbox& box = *boxes_[self];
   Buffer msg;
   {
@@ -84,7 +84,7 @@ void MailboxCommunicator::recv(int self, int peer, int64_t tag, float* buf, cons
     msg = std::move(it->second);
     box.messages.erase(it);
   }
-  copy_box(msg.data.get(), what, buf, buf_box, what);  // unpack
+  copy_box(msg.data.get(), what, buf, buf_box, what, element_bytes);  // unpack
   std::lock_guard<std::mutex> lock(box.m);
   box.spare.push_back(std::move(msg));
 }

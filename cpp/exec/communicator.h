@@ -11,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -29,14 +30,16 @@ class Communicator {
  public:
   explicit Communicator(int devices);
   virtual ~Communicator() = default;
-  /// Device `self` sends box `what` of its buffer `buf` (which holds `buf_box`, row-major) to
-  /// `peer` under `tag`. Returns once `buf` may be reused; never waits for the receiver.
-  virtual void send(int self, int peer, int64_t tag, const float* buf, const Box& buf_box, const Box& what) = 0;
+  /// Device `self` sends box `what` of its buffer `buf` (which holds `buf_box`, row-major, elements
+  /// of `element_bytes` each) to `peer` under `tag`. Returns once `buf` may be reused; never waits
+  /// for the receiver.
+  virtual void send(int self, int peer, int64_t tag, const void* buf, const Box& buf_box, const Box& what,
+                    int64_t element_bytes) = 0;
   /// Device `self` receives the message `peer` sent under `tag` into box `what` of `buf` (which
-  /// holds `buf_box`). Waits until `deadline`, then throws CommunicationError; throws it at once
-  /// when the communicator was aborted (another device failed).
-  virtual void recv(int self, int peer, int64_t tag, float* buf, const Box& buf_box, const Box& what,
-                    Deadline deadline) = 0;
+  /// holds `buf_box`, elements of `element_bytes`). Waits until `deadline`, then throws
+  /// CommunicationError; throws it at once when the communicator was aborted (another device failed).
+  virtual void recv(int self, int peer, int64_t tag, void* buf, const Box& buf_box, const Box& what,
+                    int64_t element_bytes, Deadline deadline) = 0;
   /// Whether that message has arrived (recv would not wait).
   virtual bool poll(int self, int peer, int64_t tag) = 0;
   /// A device failed: every receive waiting now or later throws CommunicationError naming `device`.
@@ -64,8 +67,9 @@ class Communicator {
 class MailboxCommunicator : public Communicator {
  public:
   explicit MailboxCommunicator(int devices);
-  void send(int self, int peer, int64_t tag, const float* buf, const Box& buf_box, const Box& what) override;
-  void recv(int self, int peer, int64_t tag, float* buf, const Box& buf_box, const Box& what,
+  void send(int self, int peer, int64_t tag, const void* buf, const Box& buf_box, const Box& what,
+            int64_t element_bytes) override;
+  void recv(int self, int peer, int64_t tag, void* buf, const Box& buf_box, const Box& what, int64_t element_bytes,
             Deadline deadline) override;
   bool poll(int self, int peer, int64_t tag) override;
   void abort(int device, const std::string& why) override;
@@ -76,8 +80,8 @@ class MailboxCommunicator : public Communicator {
 
  private:
   struct Buffer {
-    std::unique_ptr<float[]> data;
-    int64_t capacity = 0;  ///< floats
+    std::unique_ptr<std::byte[]> data;
+    int64_t capacity = 0;  ///< bytes
   };
   struct Mailbox {
     std::mutex m;

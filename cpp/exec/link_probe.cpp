@@ -23,14 +23,14 @@ double mailbox_one_way_seconds(int64_t bytes, int rounds, int repeats) {
     const Deadline deadline = Clock::now() + std::chrono::seconds(60);
     std::thread peer([&] {
       for (int i = 0; i < rounds; ++i) {
-        comm.recv(1, 0, 2 * i, b.data(), box, box, deadline);
-        comm.send(1, 0, 2 * i + 1, b.data(), box, box);
+        comm.recv(1, 0, 2 * i, b.data(), box, box, 4, deadline);
+        comm.send(1, 0, 2 * i + 1, b.data(), box, box, 4);
       }
     });
     const auto t0 = Clock::now();
     for (int i = 0; i < rounds; ++i) {
-      comm.send(0, 1, 2 * i, a.data(), box, box);
-      comm.recv(0, 1, 2 * i + 1, a.data(), box, box, deadline);
+      comm.send(0, 1, 2 * i, a.data(), box, box, 4);
+      comm.recv(0, 1, 2 * i + 1, a.data(), box, box, 4, deadline);
     }
     const double s = std::chrono::duration<double>(Clock::now() - t0).count();
     peer.join();

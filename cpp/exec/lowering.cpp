@@ -82,7 +82,7 @@ class ProgramBuilder {
           if (tr.src != d) {
             int64_t tag = next_tag_++;
             fetch_tags_.push_back(tag);
-            Instr in = comm(InstrKind::kSend, op.op, tile_[tr.src][t], tr.what);
+            Instr in = comm(InstrKind::kSend, op.op, tile_[tr.src][t], tr.what, t);
             in.peer = d, in.tag = tag;
             emit(tr.src, in, 1);
           }
@@ -104,11 +104,11 @@ class ProgramBuilder {
         const int t = low_.storage_of[node.inputs[j]];
         for (const Transfer& tr : slot.parts) {
           if (tr.src == d) {
-            Instr in = comm(InstrKind::kCopy, op.op, region[d][j], tr.what);
+            Instr in = comm(InstrKind::kCopy, op.op, region[d][j], tr.what, t);
             in.src = tile_[d][t];
             emit(d, in, 0);
           } else {
-            Instr in = comm(InstrKind::kRecv, op.op, region[d][j], tr.what);
+            Instr in = comm(InstrKind::kRecv, op.op, region[d][j], tr.what, t);
             in.peer = tr.src, in.tag = fetch_tags_[next_fetch++];
             emit(d, in, 1);
           }
@@ -136,9 +136,9 @@ class ProgramBuilder {
         const SlotPlan& slot = dev.slots[j];
         int b = slot.region.empty() ? -1 : slot.use_tile ? tile_[d][low_.storage_of[node.inputs[j]]] : region[d][j];
         in.inputs.push_back(b);
-        if (b >= 0) in.bytes += slot.region.volume() * 4;
+        if (b >= 0) in.bytes += slot.region.volume() * graph::dtype_size(g_.tensor(node.inputs[j]).dtype);
       }
-      in.bytes += dev.computed.volume() * 4;
+      in.bytes += dev.computed.volume() * graph::dtype_size(g_.tensor(node.output).dtype);
       in.flops = op_flops(view, dev.vars);
       emit(d, in, 0);
     }
@@ -148,7 +148,7 @@ class ProgramBuilder {
       for (const Transfer& tr : op.devices[d].reduce_in) {
         int64_t tag = next_tag_++;
         partial_tags.push_back(tag);
-        Instr in = comm(InstrKind::kSend, op.op, computed[tr.src], tr.what);
+        Instr in = comm(InstrKind::kSend, op.op, computed[tr.src], tr.what, out_t);
         in.peer = d, in.tag = tag;
         emit(tr.src, in, 1);
       }
@@ -164,10 +164,10 @@ class ProgramBuilder {
       }
       for (size_t i = 0; i < dev.reduce_in.size(); ++i) {
         const Transfer& tr = dev.reduce_in[i];
-        Instr rv = comm(InstrKind::kRecv, op.op, stages[i], tr.what);
+        Instr rv = comm(InstrKind::kRecv, op.op, stages[i], tr.what, out_t);
         rv.peer = tr.src, rv.tag = partial_tags[next_partial++];
         emit(d, rv, 1);
-        Instr cb = comm(InstrKind::kCombine, op.op, computed[d], tr.what);
+        Instr cb = comm(InstrKind::kCombine, op.op, computed[d], tr.what, out_t);
         cb.src = stages[i], cb.reducer = op.reducer, cb.flops = static_cast<double>(tr.what.volume());
         emit(d, cb, 0);
       }
@@ -180,7 +180,7 @@ class ProgramBuilder {
         if (tr.src != d) {
           int64_t tag = next_tag_++;
           result_tags.push_back(tag);
-          Instr in = comm(InstrKind::kSend, op.op, computed[tr.src], tr.what);
+          Instr in = comm(InstrKind::kSend, op.op, computed[tr.src], tr.what, out_t);
           in.peer = d, in.tag = tag;
           emit(tr.src, in, 1);
         }
@@ -188,11 +188,11 @@ class ProgramBuilder {
     for (int d = 0; d < n; ++d)
       for (const Transfer& tr : op.devices[d].result_in) {
         if (tr.src == d) {
-          Instr in = comm(InstrKind::kCopy, op.op, tile_[d][out_t], tr.what);
+          Instr in = comm(InstrKind::kCopy, op.op, tile_[d][out_t], tr.what, out_t);
           in.src = computed[d];
           emit(d, in, 0);
         } else {
-          Instr in = comm(InstrKind::kRecv, op.op, tile_[d][out_t], tr.what);
+          Instr in = comm(InstrKind::kRecv, op.op, tile_[d][out_t], tr.what, out_t);
           in.peer = tr.src, in.tag = result_tags[next_result++];
           emit(d, in, 1);
         }
@@ -233,10 +233,11 @@ class ProgramBuilder {
     bufs.push_back(std::move(b));
     return static_cast<int>(bufs.size()) - 1;
   }
-  static Instr comm(InstrKind kind, int op, int buffer, const Box& box) {
+  // A transfer, copy or combine of `box` of tensor `tensor` (its dtype sizes the bytes).
+  Instr comm(InstrKind kind, int op, int buffer, const Box& box, int tensor) const {
     Instr in;
     in.kind = kind, in.op = op, in.buffer = buffer, in.box = box;
-    in.bytes = box.volume() * static_cast<int64_t>(sizeof(float));
+    in.bytes = box.volume() * graph::dtype_size(g_.tensor(tensor).dtype);
     return in;
   }
   void emit_alloc(int d, int op, int b) { emit_mem(d, op, b, InstrKind::kAlloc); }
@@ -244,7 +245,8 @@ class ProgramBuilder {
   void emit_mem(int d, int op, int b, InstrKind kind) {
     Instr in;
     in.kind = kind, in.op = op, in.buffer = b;
-    in.bytes = low_.programs[d].buffers[b].elements() * static_cast<int64_t>(sizeof(float));
+    const BufferDesc& buf = low_.programs[d].buffers[b];
+    in.bytes = buf.elements() * graph::dtype_size(buf.dtype);
     emit(d, in, 0);
   }
   // Appends `in` on `stream`; where the stream changes, the new one waits for an event the previous
@@ -294,22 +296,24 @@ std::pair<std::vector<int64_t>, std::vector<int64_t>> predicted_traffic(const gr
     auto reads = cost::device_reads(view, split, plan.parts, steps);
     auto computed = cost::device_outputs(view, split, plan.parts, steps);
     auto classes = cost::partial_classes(split, plan.parts, steps);
+    int64_t element = 0;  // bytes per element of the tensor whose transfers are visited
     auto box_visit = [&](cost::TransferKind, int src, int dst, const Box& cell) {
-      if (src != dst) sent[src] += cell.volume() * static_cast<int64_t>(sizeof(float));
+      if (src != dst) sent[src] += cell.volume() * element;
     };
     // Sent: who sends each box (the enumeration with boxes). Received: the cost model's counts.
     for (size_t j = 0; j < node.inputs.size(); ++j)
       for (int d = 0; d < n; ++d) {
+        element = graph::dtype_size(g.tensor(node.inputs[j]).dtype);
         cost::for_each_fetch(reads[j][d], tiles[node.inputs[j]], d, box_visit);
         if (!reads[j][d].empty())
-          received[d] += (reads[j][d].volume() - tdl::intersect_volume(reads[j][d], tiles[node.inputs[j]][d])) *
-                         static_cast<int64_t>(sizeof(float));
+          received[d] += (reads[j][d].volume() - tdl::intersect_volume(reads[j][d], tiles[node.inputs[j]][d])) * element;
       }
     const auto& out_tiles = tiles[node.output];
+    element = graph::dtype_size(g.tensor(node.output).dtype);
     cost::for_each_conversion(computed, classes, out_tiles, cost::outputs_are_disjoint(split), box_visit);
     std::vector<int64_t> rec;
     cost::output_elements(computed, classes, out_tiles, cost::outputs_are_disjoint(split), &rec);
-    for (int d = 0; d < n && d < static_cast<int>(rec.size()); ++d) received[d] += rec[d] * static_cast<int64_t>(sizeof(float));
+    for (int d = 0; d < n && d < static_cast<int>(rec.size()); ++d) received[d] += rec[d] * element;
   }
   return {sent, received};
 }

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <sstream>
 
+#include "graph/graph.h"
+
 namespace tilewise::exec {
 
 const char* kind_name(InstrKind k) {
@@ -163,7 +165,7 @@ std::string Program::to_json() const {
     s << (i ? ", " : "") << "{\"name\": " << quoted(b.name) << ", \"role\": \"" << role_name(b.role)
       << "\", \"tensor\": " << b.tensor << ", \"box\": " << box_json(b.box)
       << ", \"dtype\": " << quoted(b.dtype) << ", \"resident\": " << (b.resident ? "true" : "false")
-      << ", \"bytes\": " << b.elements() * 4 << "}";
+      << ", \"bytes\": " << b.elements() * graph::dtype_size(b.dtype) << "}";
   }
   s << "], \"instructions\": [";
   for (size_t i = 0; i < instrs.size(); ++i) {

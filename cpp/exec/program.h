@@ -52,7 +52,7 @@ struct BufferDesc {
   int tensor = -1;       ///< the graph tensor it holds a box of
   Box box;               ///< which box, in global coordinates (row-major in the buffer)
   bool resident = false;  ///< allocated outside steps (tiles of tensors without a producer)
-  std::string dtype = "float32";  ///< element type (the thread executor holds float32 only)
+  std::string dtype = "float32";  ///< element type: float32, or int64/int32/bool for ids, labels and masks
   int64_t elements() const { return box.empty() ? 0 : box.volume(); }
 };
 

@@ -34,7 +34,34 @@ std::vector<kernels::Span> spans(const Box& b) {
 
 double since(Clock::time_point t0, Clock::time_point t) { return std::chrono::duration<double>(t - t0).count(); }
 
+// Element i of a buffer of `type` as a double (what the interpreter and float32 copies read).
+double value_at(const void* data, kernels::DType type, int64_t i) {
+  switch (type) {
+    case kernels::DType::kFloat32: return static_cast<const float*>(data)[i];
+    case kernels::DType::kInt64: return static_cast<double>(static_cast<const int64_t*>(data)[i]);
+    case kernels::DType::kInt32: return static_cast<const int32_t*>(data)[i];
+    case kernels::DType::kBool: return static_cast<const uint8_t*>(data)[i] != 0 ? 1.0 : 0.0;
+  }
+  return 0;
+}
+
 }  // namespace
+
+void check_dtypes(const graph::Graph& g) {
+  for (const auto& t : g.tensors()) {
+    kernels::DType type;
+    try {
+      type = kernels::dtype_of(t.dtype);
+    } catch (const std::invalid_argument&) {
+      throw ExecError("the CPU runtime holds float32, int64, int32 and bool tensors; '" + t.name + "' is " + t.dtype);
+    }
+    if (type != kernels::DType::kFloat32 && t.producer >= 0)
+      throw ExecError("op '" + g.op(t.producer).name + "' computes '" + t.name + "' as " + t.dtype +
+                      "; ops compute float32 (int64, int32 and bool tensors are inputs and constants)");
+    if (type != kernels::DType::kFloat32 && (t.role == graph::Role::kParameter || t.role == graph::Role::kOptimizerState))
+      throw ExecError("parameter or optimizer state '" + t.name + "' is " + t.dtype + "; they are float32");
+  }
+}
 
 // ---------------------------------------------------------------------------------------------
 // DeviceRunner
@@ -43,11 +70,15 @@ DeviceRunner::DeviceRunner(const graph::Graph& g, const Lowered& low, int device
                            const std::vector<tdl::OpaqueCall>& opaque)
     : g_(g), low_(low), prog_(low.programs[device]), device_(device), arena_(device, capacity), opaque_(opaque) {
   ptr_.assign(prog_.buffers.size(), nullptr);
+  for (const BufferDesc& buf : prog_.buffers) {
+    dtype_.push_back(kernels::dtype_of(buf.dtype));
+    bytes_.push_back(buf.elements() * kernels::dtype_bytes(dtype_.back()));
+  }
   for (size_t b = 0; b < prog_.buffers.size(); ++b) {
     const BufferDesc& buf = prog_.buffers[b];
     if (!buf.resident) continue;
-    ptr_[b] = arena_.allocate(buf.elements(), buf.name);
-    std::fill(ptr_[b], ptr_[b] + buf.elements(), 0.0f);
+    ptr_[b] = arena_.allocate(bytes_[b], buf.name);
+    std::fill(ptr_[b], ptr_[b] + bytes_[b], std::byte{0});  // all-zero bits: 0 in every dtype
   }
   // Kernel calls: everything but the buffers is known now; a step fills in the pointers.
   calls_.resize(prog_.instrs.size());
@@ -75,10 +106,10 @@ DeviceRunner::DeviceRunner(const graph::Graph& g, const Lowered& low, int device
 }
 
 DeviceRunner::~DeviceRunner() {
-  for (size_t b = 0; b < ptr_.size(); ++b) arena_.release(ptr_[b], prog_.buffers[b].elements());
+  for (size_t b = 0; b < ptr_.size(); ++b) arena_.release(ptr_[b], bytes_[b]);
 }
 
-float* DeviceRunner::tile(int tensor) const {
+std::byte* DeviceRunner::tile(int tensor) const {
   int b = prog_.tile_of[low_.storage_of[tensor]];
   return b < 0 ? nullptr : ptr_[b];
 }
@@ -87,7 +118,7 @@ void DeviceRunner::release_kept() {
   for (int t : low_.kept) {
     int b = prog_.tile_of[t];
     if (b < 0 || !ptr_[b]) continue;
-    arena_.release(ptr_[b], prog_.buffers[b].elements());
+    arena_.release(ptr_[b], bytes_[b]);
     ptr_[b] = nullptr;
   }
 }
@@ -98,12 +129,34 @@ void DeviceRunner::abort_step() {
   arena_.abort_step();
 }
 
+void DeviceRunner::bind_input(kernels::TileCall& call, size_t j, int b) {
+  kernels::TileIn& in = call.inputs[j];
+  in.data = nullptr, in.raw = nullptr, in.dtype = kernels::DType::kFloat32;
+  if (b < 0 || !ptr_[b]) return;
+  const kernels::DType type = dtype_[b];
+  if (type == kernels::DType::kFloat32) {
+    in.data = reinterpret_cast<const float*>(ptr_[b]);
+    in.raw = in.data;
+  } else if (kernels::reads_integers(call.kernel)) {
+    in.raw = ptr_[b], in.dtype = type;
+  } else {
+    // Torch promotes an integer operand of a float op to float: a float32 copy (masks, labels).
+    std::vector<float>& copy = as_float_[j];
+    const int64_t n = prog_.buffers[b].elements();
+    copy.resize(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) copy[i] = static_cast<float>(value_at(ptr_[b], type, i));
+    scratch_bytes_ = std::max(scratch_bytes_, n * 4);
+    in.data = copy.data(), in.raw = in.data;
+  }
+}
+
 void DeviceRunner::compute(const Instr& in, size_t index) {
   const auto& node = g_.op(in.op);
   const DeviceOp& dev = low_.ops[in.op].devices[device_];
   kernels::TileCall& call = calls_[index];
-  for (size_t j = 0; j < node.inputs.size(); ++j) call.inputs[j].data = in.inputs[j] < 0 ? nullptr : ptr_[in.inputs[j]];
-  float* out = ptr_[in.buffer];
+  if (as_float_.size() < node.inputs.size()) as_float_.resize(node.inputs.size());
+  for (size_t j = 0; j < node.inputs.size(); ++j) bind_input(call, j, in.inputs[j]);
+  float* out = reinterpret_cast<float*>(ptr_[in.buffer]);  // ops compute float32 (check_dtypes)
   call.out = out;
   if (kernels::run_native(call)) return;
   native_[in.op] = 0;
@@ -112,9 +165,10 @@ void DeviceRunner::compute(const Instr& in, size_t index) {
   std::vector<tdl::RegionView> views;
   int64_t scratch = 0;
   for (size_t j = 0; j < node.inputs.size(); ++j) {
-    const float* data = call.inputs[j].data;
-    int64_t m = dev.slots[j].region.empty() ? 0 : dev.slots[j].region.volume();
-    in64[j].assign(data ? data : nullptr, data ? data + m : nullptr);
+    const kernels::TileIn& tin = call.inputs[j];
+    const int64_t m = tin.raw && !dev.slots[j].region.empty() ? dev.slots[j].region.volume() : 0;
+    in64[j].resize(static_cast<size_t>(m));
+    for (int64_t i = 0; i < m; ++i) in64[j][i] = value_at(tin.raw, tin.dtype, i);
     scratch += static_cast<int64_t>(in64[j].size()) * 8;
     views.push_back({in64[j].data(), dev.slots[j].region, call.inputs[j].shape});
   }
@@ -130,7 +184,8 @@ void DeviceRunner::execute(size_t i) {
   const Instr& in = prog_.instrs[i];
   const auto& bufs = prog_.buffers;
   if (in.kind == InstrKind::kCompute) compute(in, i);
-  else if (in.kind == InstrKind::kCopy) copy_box(ptr_[in.src], bufs[in.src].box, ptr_[in.buffer], bufs[in.buffer].box, in.box);
+  else if (in.kind == InstrKind::kCopy)
+    copy_box(ptr_[in.src], bufs[in.src].box, ptr_[in.buffer], bufs[in.buffer].box, in.box, element_bytes(in.buffer));
   else TW_ASSERT(false, "execute runs Compute and Copy instructions");
 }
 
@@ -156,16 +211,19 @@ void DeviceRunner::run(Communicator& comm, Deadline deadline, bool profile) {
                         in.kind == InstrKind::kCopy || in.kind == InstrKind::kCombine;
     if (writes && in.buffer >= 0 && bufs[in.buffer].resident) wrote_resident_ = true;  // from here, no undo
     switch (in.kind) {
-      case InstrKind::kAlloc: ptr_[in.buffer] = arena_.allocate(bufs[in.buffer].elements(), bufs[in.buffer].name); break;
+      case InstrKind::kAlloc: ptr_[in.buffer] = arena_.allocate(bytes_[in.buffer], bufs[in.buffer].name); break;
       case InstrKind::kFree:
-        arena_.release(ptr_[in.buffer], bufs[in.buffer].elements());
+        arena_.release(ptr_[in.buffer], bytes_[in.buffer]);
         ptr_[in.buffer] = nullptr;
         break;
       case InstrKind::kCompute: compute(in, i); break;
-      case InstrKind::kSend: comm.send(device_, in.peer, in.tag, ptr_[in.buffer], bufs[in.buffer].box, in.box); break;
+      case InstrKind::kSend:
+        comm.send(device_, in.peer, in.tag, ptr_[in.buffer], bufs[in.buffer].box, in.box, element_bytes(in.buffer));
+        break;
       case InstrKind::kRecv:
         try {
-          comm.recv(device_, in.peer, in.tag, ptr_[in.buffer], bufs[in.buffer].box, in.box, deadline);
+          comm.recv(device_, in.peer, in.tag, ptr_[in.buffer], bufs[in.buffer].box, in.box, element_bytes(in.buffer),
+                    deadline);
         } catch (const CommunicationError& e) {
           throw CommunicationError(e.device, e.peer,
                                    std::string(e.what()) + ", at instruction " + std::to_string(i) + " of its program: " +
@@ -173,9 +231,13 @@ void DeviceRunner::run(Communicator& comm, Deadline deadline, bool profile) {
         }
         break;
       case InstrKind::kCombine:
-        combine_box(ptr_[in.src], bufs[in.src].box, ptr_[in.buffer], bufs[in.buffer].box, in.box, in.reducer);
+        // Partials of computed tensors: float32 (check_dtypes).
+        combine_box(reinterpret_cast<const float*>(ptr_[in.src]), bufs[in.src].box,
+                    reinterpret_cast<float*>(ptr_[in.buffer]), bufs[in.buffer].box, in.box, in.reducer);
         break;
-      case InstrKind::kCopy: copy_box(ptr_[in.src], bufs[in.src].box, ptr_[in.buffer], bufs[in.buffer].box, in.box); break;
+      case InstrKind::kCopy:
+        copy_box(ptr_[in.src], bufs[in.src].box, ptr_[in.buffer], bufs[in.buffer].box, in.box, element_bytes(in.buffer));
+        break;
       case InstrKind::kRecord:
       case InstrKind::kWait:
         break;  // one worker runs the streams in program order: events hold already
@@ -208,9 +270,7 @@ Executable::Executable(const graph::Graph& g, const cost::Placement& plan, int64
     : g_(g), low_(lower(g, plan, keep)), opaque_(std::move(opaque)), timeout_(timeout_seconds) {
   opaque_.resize(g.ops().size());
   const int n = low_.devices;
-  for (const auto& t : g.tensors())
-    if (t.dtype != "float32")
-      throw ExecError("the CPU runtime stores float32 tensors; '" + t.name + "' is " + t.dtype);
+  check_dtypes(g);
   for (const auto& op : g.ops()) {
     TW_ASSERT(low_.ops[op.id].op == op.id, "ops are lowered in id order");
     if (!op.desc->opaque_names.empty() && !opaque_[op.id])
@@ -240,34 +300,43 @@ const Program& Executable::program(int device) const {
   return low_.programs[device];
 }
 
-void Executable::set_tensor(int tensor, const float* data) {
+void Executable::set_tensor(int tensor, const void* data) {
   ExclusiveUse::Guard one(use_, "set_tensor");
   const auto& t = g_.tensor(tensor);
   if (t.producer >= 0)
     throw ExecError("'" + t.name + "' is computed by the graph; only inputs, labels, parameters, "
                     "optimizer state and constants can be set");
   const Box whole = Box::whole(t.shape);
+  const int64_t size = kernels::dtype_bytes(kernels::dtype_of(t.dtype));
   for (int d = 0; d < low_.devices; ++d)
-    if (float* tile = runners_[d]->tile(tensor))
-      copy_box(data, whole, tile, low_.tiles[tensor][d], low_.tiles[tensor][d]);
+    if (std::byte* tile = runners_[d]->tile(tensor))
+      copy_box(data, whole, tile, low_.tiles[tensor][d], low_.tiles[tensor][d], size);
 }
 
-std::vector<float> Executable::get_tensor(int tensor) const {
+void Executable::read_tensor(int tensor, void* out) const {
   ExclusiveUse::Guard one(use_, "get_tensor");
   const auto& t = g_.tensor(tensor);
   int s = low_.storage_of[tensor];
   const Box whole = Box::whole(t.shape);
-  std::vector<float> out(whole.volume(), 0.0f);
+  const int64_t size = kernels::dtype_bytes(kernels::dtype_of(t.dtype));
+  std::fill(static_cast<std::byte*>(out), static_cast<std::byte*>(out) + whole.volume() * size, std::byte{0});
   bool any = false;
   for (int d = 0; d < low_.devices; ++d) {
-    const float* tile = runners_[d]->tile(tensor);
+    const std::byte* tile = runners_[d]->tile(tensor);
     if (!tile) continue;
     any = true;
-    copy_box(tile, low_.tiles[s][d], out.data(), whole, low_.tiles[s][d]);
+    copy_box(tile, low_.tiles[s][d], out, whole, low_.tiles[s][d], size);
   }
   if (!any)
     throw ExecError("'" + t.name + "' is not held after a step (only resident tensors and results "
                     "without consumers are)");
+}
+
+std::vector<float> Executable::get_tensor(int tensor) const {
+  const auto& t = g_.tensor(tensor);
+  if (t.dtype != "float32") throw ExecError("'" + t.name + "' is " + t.dtype + ", not float32: read it with read_tensor");
+  std::vector<float> out(static_cast<size_t>(Box::whole(t.shape).volume()));
+  read_tensor(tensor, out.data());
   return out;
 }
 

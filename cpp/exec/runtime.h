@@ -5,6 +5,7 @@
 // runs one DeviceRunner per rank (its own device's program) with a communicator over MPI.
 #pragma once
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -43,6 +44,10 @@ struct RunStats {
   std::vector<std::vector<std::array<double, 2>>> profile;
 };
 
+/// Throws ExecError unless the runtime can hold every tensor of `g`: float32, and int64, int32 or
+/// bool for tensors no op computes (token ids, labels, masks; ops compute float32).
+void check_dtypes(const graph::Graph& g);
+
 /// One device's state and its program's interpreter.
 class DeviceRunner {
  public:
@@ -56,7 +61,7 @@ class DeviceRunner {
   /// naming the instruction waited on, a kernel's error).
   void run(Communicator& comm, Deadline deadline, bool profile);
   /// The buffer holding `tensor`'s tile here (its storage's), null when not held.
-  float* tile(int tensor) const;
+  std::byte* tile(int tensor) const;
   /// Releases tiles of results kept after the last step (before the next one).
   void release_kept();
   /// After a failed step: drops the buffers the step allocated (the arena takes them back).
@@ -67,7 +72,7 @@ class DeviceRunner {
   /// For executors that place buffers themselves (the swapped executor, swap_runtime.h): puts
   /// buffer `b` at `p` (memory the caller owns; null: not held), and runs one Compute or Copy
   /// instruction (index `i` of the program) on the buffers as placed.
-  void place(int b, float* p) { ptr_[b] = p; }
+  void place(int b, std::byte* p) { ptr_[b] = p; }
   void execute(size_t i);
   Arena& arena() { return arena_; }
   const Program& program() const { return prog_; }
@@ -76,16 +81,26 @@ class DeviceRunner {
   const std::vector<std::array<double, 2>>& profile() const { return profile_; }
   double seconds() const { return seconds_; }
   int64_t scratch_bytes() const { return scratch_bytes_; }
+  /// Bytes of buffer `b` (its elements times its dtype's size).
+  int64_t buffer_bytes(int b) const { return bytes_[b]; }
+  /// Bytes of one element of buffer `b`.
+  int64_t element_bytes(int b) const { return kernels::dtype_bytes(dtype_[b]); }
 
  private:
   void compute(const Instr& in, size_t index);
+  /// Points the call's input j at buffer `b` as the kernel reads it: integer and bool buffers as
+  /// they are for kernels that read integers, else as float32 copies (scratch, reused).
+  void bind_input(kernels::TileCall& call, size_t j, int b);
   const graph::Graph& g_;
   const Lowered& low_;
   const Program& prog_;
   int device_;
   Arena arena_;
   const std::vector<tdl::OpaqueCall>& opaque_;
-  std::vector<float*> ptr_;                    ///< per buffer, null when not held
+  std::vector<std::byte*> ptr_;                ///< per buffer, null when not held
+  std::vector<kernels::DType> dtype_;          ///< per buffer
+  std::vector<int64_t> bytes_;                 ///< per buffer
+  std::vector<std::vector<float>> as_float_;   ///< per op input: float32 copies of integer inputs
   std::vector<kernels::TileCall> calls_;       ///< per instruction (Compute ones), prepared once
   std::vector<char> native_;                   ///< per op
   std::vector<double> op_seconds_;             ///< per op
@@ -115,10 +130,14 @@ class Executable {
   Executable(const Executable&) = delete;
   Executable& operator=(const Executable&) = delete;
 
-  /// Scatters a full float32 array (row-major, the tensor's shape) into the devices' tiles. Only
-  /// tensors that live all iteration (inputs, labels, parameters, optimizer state, constants).
-  void set_tensor(int tensor, const float* data);
-  /// Gathers a tensor from the devices' tiles (resident tensors, or any tensor kept after a step).
+  /// Scatters a full array (row-major, the tensor's shape and dtype: float32, int64, int32 or bool
+  /// as one byte) into the devices' tiles. Only tensors that live all iteration (inputs, labels,
+  /// parameters, optimizer state, constants).
+  void set_tensor(int tensor, const void* data);
+  /// Gathers a tensor from the devices' tiles into `out` (the tensor's bytes, its dtype): resident
+  /// tensors, or any tensor kept after a step.
+  void read_tensor(int tensor, void* out) const;
+  /// read_tensor for a float32 tensor.
   std::vector<float> get_tensor(int tensor) const;
   /// Runs one iteration; optimizer updates are written in place of the tensors they update.
   void step();
@@ -126,6 +145,7 @@ class Executable {
   int devices() const { return low_.devices; }
   const Program& program(int device) const;
   const Lowered& lowered() const { return low_; }
+  const graph::Graph& graph() const { return g_; }
   /// Per-instruction timings in later steps (RunStats::profile).
   void set_profile(bool on) { profile_ = on; }
 

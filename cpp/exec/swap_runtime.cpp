@@ -27,23 +27,21 @@ SwapExecutable::SwapExecutable(const graph::Graph& g, const SwapSchedule& s, int
                                double timeout_seconds)
     : g_(g), low_(lower_swapped(g, s, keep)), opaque_(std::move(opaque)), timeout_(timeout_seconds) {
   opaque_.resize(g.ops().size());
-  for (const auto& t : g.tensors())
-    if (t.dtype != "float32")
-      throw ExecError("the CPU runtime stores float32 tensors; '" + t.name + "' is " + t.dtype);
+  check_dtypes(g);
   for (const auto& op : g.ops())
     if (!op.desc->opaque_names.empty() && !opaque_[op.id])
       throw ExecError("op '" + op.name + "' (" + op.type + ") calls an opaque function and none was given");
   const int64_t pool_bytes = low_.schedule.memory_bytes;
   if (capacity > 0 && pool_bytes > capacity) throw OutOfMemory(0, "the swap plan's pool", pool_bytes, 0, capacity);
   // Zeroed: optimizer state nobody sets starts at zero, as in the other executors.
-  pool_.reset(new float[std::max<int64_t>(pool_bytes / 4, 1)]());
+  pool_.reset(new std::byte[static_cast<size_t>(std::max<int64_t>(pool_bytes, 1))]());
   const Program& prog = low_.low.programs[0];
   const size_t nb = prog.buffers.size();
   host_.resize(nb);
   on_host_.assign(nb, 0);
   left_.assign(nb, 0);
   lives_across_.assign(nb, 0);
-  auto host = [&](int b) { host_[b].assign(prog.buffers[b].elements(), 0.0f); };
+  auto host = [&](int b) { host_[b].assign(static_cast<size_t>(bytes_of(b)), std::byte{0}); };
   for (const auto& t : g.tensors())
     if (t.producer < 0 && prog.tile_of[t.id] >= 0) host(prog.tile_of[t.id]), lives_across_[prog.tile_of[t.id]] = 1;
   stream_instrs_.resize(prog.streams.size());
@@ -97,32 +95,45 @@ int SwapExecutable::buffer_of(int tensor) const {
   return low_.low.programs[0].tile_of[low_.low.storage_of[tensor]];
 }
 
-void SwapExecutable::set_tensor(int tensor, const float* data) {
+int64_t SwapExecutable::bytes_of(int b) const {
+  const BufferDesc& buf = low_.low.programs[0].buffers[b];
+  return buf.elements() * graph::dtype_size(buf.dtype);
+}
+
+void SwapExecutable::set_tensor(int tensor, const void* data) {
   ExclusiveUse::Guard one(use_, "set_tensor");
   const int b = buffer_of(tensor);
   const auto& t = g_.tensor(tensor);
   if (t.producer >= 0 || b < 0)
     throw ExecError("'" + t.name + "' is computed by the graph; only inputs, labels, parameters, "
                     "optimizer state and constants can be set");
-  std::copy(data, data + host_[b].size(), host_[b].begin());
+  std::memcpy(host_[b].data(), data, host_[b].size());
   const int o = low_.home[b].object;
-  if (o >= 0) std::copy(data, data + host_[b].size(), at(low_.schedule.objects[o].first));
+  if (o >= 0) std::memcpy(at(low_.schedule.objects[o].first), data, host_[b].size());
 }
 
 std::vector<float> SwapExecutable::get_tensor(int tensor) const {
+  const auto& t = g_.tensor(tensor);
+  if (t.dtype != "float32") throw ExecError("'" + t.name + "' is " + t.dtype + ", not float32: read it with read_tensor");
+  std::vector<float> out(static_cast<size_t>(tdl::Box::whole(t.shape).volume()));
+  read_tensor(tensor, out.data());
+  return out;
+}
+
+void SwapExecutable::read_tensor(int tensor, void* out) const {
   ExclusiveUse::Guard one(use_, "get_tensor");
   const int b = buffer_of(tensor);
   const auto& t = g_.tensor(tensor);
   const bool canonical = g_.tensor(low_.low.storage_of[tensor]).producer < 0;  // a parameter, input, state
   const int object = b < 0 ? -1 : canonical ? low_.home[b].object : stats_.steps > 0 ? low_.home[b].end_object : -1;
   if (object >= 0) {
-    const float* p = at(low_.schedule.objects[object].first);
-    return std::vector<float>(p, p + low_.low.programs[0].buffers[b].elements());
+    std::memcpy(out, at(low_.schedule.objects[object].first), static_cast<size_t>(bytes_of(b)));
+    return;
   }
   if (b < 0 || host_[b].empty() || !(canonical || (stats_.steps > 0 && on_host_[b])))
     throw ExecError("'" + t.name + "' is not held after a step (only tensors without a producer and results "
                     "without consumers are)");
-  return host_[b];
+  std::memcpy(out, host_[b].data(), host_[b].size());
 }
 
 void SwapExecutable::add_in_use(int64_t bytes) {
@@ -252,7 +263,7 @@ void SwapExecutable::step() {
   for (size_t b = 0; b < prog.buffers.size(); ++b) {
     const int o = low_.home[b].object;
     runner_->place(static_cast<int>(b), o >= 0 ? at(low_.schedule.objects[o].first) : nullptr);
-    if (o >= 0) resident += prog.buffers[b].elements() * static_cast<int64_t>(sizeof(float));
+    if (o >= 0) resident += bytes_of(static_cast<int>(b));
   }
   in_use_ = resident, peak_ = resident, swapped_in_ = 0, swapped_out_ = 0;
   std::fill(on_host_.begin(), on_host_.end(), 0);

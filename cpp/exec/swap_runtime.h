@@ -39,10 +39,13 @@ class SwapExecutable {
   SwapExecutable(const SwapExecutable&) = delete;
   SwapExecutable& operator=(const SwapExecutable&) = delete;
 
-  /// A full float32 array into a tensor without a producer: its host copy, and its pool copy when the
-  /// plan keeps it on the device between iterations.
-  void set_tensor(int tensor, const float* data);
-  /// A tensor without a producer (where its current copy is), or a result of the last step.
+  /// A full array (the tensor's dtype) into a tensor without a producer: its host copy, and its pool
+  /// copy when the plan keeps it on the device between iterations.
+  void set_tensor(int tensor, const void* data);
+  /// A tensor without a producer (where its current copy is), or a result of the last step, into
+  /// `out` (the tensor's bytes).
+  void read_tensor(int tensor, void* out) const;
+  /// read_tensor for a float32 tensor.
   std::vector<float> get_tensor(int tensor) const;
   /// One iteration. A failure (a kernel's error, a stream past its timeout) is rethrown. When no op
   /// had written a tensor that lives across steps (an update in place), the step is undone: the
@@ -54,6 +57,7 @@ class SwapExecutable {
   int devices() const { return 1; }
   const Program& program(int device) const;
   const SwappedLowered& lowered() const { return low_; }
+  const graph::Graph& graph() const { return g_; }
   void set_profile(bool on) { profile_ = on; }
 
  private:
@@ -65,13 +69,14 @@ class SwapExecutable {
   void record(int event);
   void add_in_use(int64_t bytes);
   int buffer_of(int tensor) const;
-  float* at(int64_t offset) const { return pool_.get() + offset / static_cast<int64_t>(sizeof(float)); }
+  std::byte* at(int64_t offset) const { return pool_.get() + offset; }
+  int64_t bytes_of(int b) const;  ///< buffer b's bytes
 
   const graph::Graph& g_;
   SwappedLowered low_;
   std::vector<tdl::OpaqueCall> opaque_;
-  std::unique_ptr<float[]> pool_;
-  std::vector<std::vector<float>> host_;     ///< per buffer: its host copy (empty: never on the host)
+  std::unique_ptr<std::byte[]> pool_;
+  std::vector<std::vector<std::byte>> host_;  ///< per buffer: its host copy (empty: never on the host)
   std::vector<char> on_host_;                ///< per buffer: swapped out in the last step
   std::vector<char> left_;                   ///< per buffer: its stay ended in this step (Free or SwapOut)
   std::vector<char> lives_across_;           ///< per buffer: the storage of a tensor without a producer

@@ -47,10 +47,10 @@ Phase phase_from(const std::string& s) {
 
 int64_t dtype_size(const std::string& dtype) {
   static const std::map<std::string, int64_t> sizes = {
-      {"float32", 4}, {"float64", 8}, {"float16", 2}, {"bfloat16", 2}, {"int64", 8}, {"int32", 4}};
+      {"float32", 4}, {"float64", 8}, {"float16", 2}, {"bfloat16", 2}, {"int64", 8}, {"int32", 4}, {"bool", 1}};
   auto it = sizes.find(dtype);
   if (it == sizes.end())
-    throw GraphError("unknown dtype '" + dtype + "' (valid: float32, float64, float16, bfloat16, int64, int32)");
+    throw GraphError("unknown dtype '" + dtype + "' (valid: float32, float64, float16, bfloat16, int64, int32, bool)");
   return it->second;
 }
 

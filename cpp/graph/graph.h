@@ -29,7 +29,7 @@ struct GraphError : std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
-/// Bytes of one element of a dtype ("float32", "float64", "float16", "int64", "int32").
+/// Bytes of one element of a dtype ("float32", "float64", "float16", "bfloat16", "int64", "int32", "bool").
 int64_t dtype_size(const std::string& dtype);
 
 struct TensorNode {

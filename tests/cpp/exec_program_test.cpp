@@ -77,14 +77,14 @@ TEST(Mailbox, SendsAndReceivesBoxesByTagInAnyOrder) {
   std::vector<float> src(16);
   for (int i = 0; i < 16; ++i) src[i] = static_cast<float>(i);
   const Box top{{{0, 1}, {0, 3}}}, corner{{{2, 3}, {2, 3}}};
-  comm.send(0, 1, 5, src.data(), src_box, top);
-  comm.send(0, 1, 6, src.data(), src_box, corner);
+  comm.send(0, 1, 5, src.data(), src_box, top, 4);
+  comm.send(0, 1, 6, src.data(), src_box, corner, 4);
   EXPECT_TRUE(comm.poll(1, 0, 6));
   EXPECT_FALSE(comm.poll(1, 0, 7));
   std::vector<float> got(16, -1);
   auto later = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  comm.recv(1, 0, 6, got.data(), src_box, corner, later);  // out of order
-  comm.recv(1, 0, 5, got.data(), src_box, top, later);
+  comm.recv(1, 0, 6, got.data(), src_box, corner, 4, later);  // out of order
+  comm.recv(1, 0, 5, got.data(), src_box, top, 4, later);
   for (int i = 0; i < 8; ++i) EXPECT_EQ(got[i], src[i]);
   EXPECT_EQ(got[10], 10);
   EXPECT_EQ(got[15], 15);
@@ -94,15 +94,33 @@ TEST(Mailbox, SendsAndReceivesBoxesByTagInAnyOrder) {
   EXPECT_EQ(comm.bytes_sent()[1], 0);
 }
 
+TEST(Mailbox, MovesInt64AndBoolBoxesBitForBit) {
+  // Token ids (8 bytes) past 2^24, where a float would round, and one-byte masks.
+  MailboxCommunicator comm(2);
+  const Box whole{{{0, 2}, {0, 3}}}, part{{{1, 2}, {1, 2}}};
+  std::vector<int64_t> ids(12), got(12, -1);
+  for (int i = 0; i < 12; ++i) ids[i] = (int64_t{1} << 40) + 3 * i;
+  comm.send(0, 1, 1, ids.data(), whole, part, 8);
+  comm.recv(1, 0, 1, got.data(), whole, part, 8, std::chrono::steady_clock::now() + std::chrono::seconds(5));
+  for (int r = 0; r < 3; ++r)
+    for (int c = 0; c < 4; ++c) EXPECT_EQ(got[r * 4 + c], r >= 1 && c >= 1 && c <= 2 ? ids[r * 4 + c] : -1);
+  EXPECT_EQ(comm.bytes_sent()[0], 4 * 8);
+  std::vector<uint8_t> mask{1, 0, 1, 1, 0, 0, 1, 0, 1, 1, 1, 0}, into(12, 7);
+  comm.send(0, 1, 2, mask.data(), whole, whole, 1);
+  comm.recv(1, 0, 2, into.data(), whole, whole, 1, std::chrono::steady_clock::now() + std::chrono::seconds(5));
+  EXPECT_EQ(into, mask);
+  EXPECT_EQ(comm.bytes_received()[1], 4 * 8 + 12);
+}
+
 TEST(Mailbox, AReceiveWaitsForItsSend) {
   MailboxCommunicator comm(2);
   Box b{{{0, 999}}};
   std::vector<float> src(1000, 3.0f), dst(1000, 0.0f);
   std::thread sender([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    comm.send(1, 0, 0, src.data(), b, b);
+    comm.send(1, 0, 0, src.data(), b, b, 4);
   });
-  comm.recv(0, 1, 0, dst.data(), b, b, std::chrono::steady_clock::now() + std::chrono::seconds(10));
+  comm.recv(0, 1, 0, dst.data(), b, b, 4, std::chrono::steady_clock::now() + std::chrono::seconds(10));
   sender.join();
   EXPECT_EQ(dst[999], 3.0f);
 }
@@ -112,7 +130,7 @@ TEST(Mailbox, DeadlinesAndAbortsRaiseCommunicationErrors) {
   Box b{{{0, 3}}};
   std::vector<float> dst(4);
   try {
-    comm.recv(2, 1, 9, dst.data(), b, b, std::chrono::steady_clock::now() + std::chrono::milliseconds(10));
+    comm.recv(2, 1, 9, dst.data(), b, b, 4, std::chrono::steady_clock::now() + std::chrono::milliseconds(10));
     FAIL() << "no error";
   } catch (const CommunicationError& e) {
     EXPECT_EQ(e.device, 2);
@@ -124,7 +142,7 @@ TEST(Mailbox, DeadlinesAndAbortsRaiseCommunicationErrors) {
     comm.abort(0, "out of memory");
   });
   try {
-    comm.recv(2, 0, 1, dst.data(), b, b, std::chrono::steady_clock::now() + std::chrono::seconds(30));
+    comm.recv(2, 0, 1, dst.data(), b, b, 4, std::chrono::steady_clock::now() + std::chrono::seconds(30));
     FAIL() << "no error";
   } catch (const CommunicationError& e) {
     EXPECT_EQ(e.peer, 0);
@@ -133,8 +151,8 @@ TEST(Mailbox, DeadlinesAndAbortsRaiseCommunicationErrors) {
   failing.join();
   comm.reset();
   std::vector<float> src(4, 1.0f);
-  comm.send(1, 2, 1, src.data(), b, b);
-  comm.recv(2, 1, 1, dst.data(), b, b, std::chrono::steady_clock::now() + std::chrono::seconds(1));
+  comm.send(1, 2, 1, src.data(), b, b, 4);
+  comm.recv(2, 1, 1, dst.data(), b, b, 4, std::chrono::steady_clock::now() + std::chrono::seconds(1));
   EXPECT_EQ(dst[3], 1.0f);
 }
 

@@ -3,8 +3,8 @@ and on the regions torch.export wraps in higher-order ops.
 
 Each model is imported and run through ``tw.run_reference`` (the float64 interpreter) on the
 model's own weights; every output must match the float64 torch forward to 1e-5 relative. Token
-ids are int64 graph inputs: the interpreter reads them as numbers, so the forward is checked
-here; running them through the runtime waits for int64 buffers (issue 14).
+ids are int64 graph inputs; training these models through the compiled runtime beside torch is
+test_hf_training.py.
 """
 
 from __future__ import annotations
@@ -143,8 +143,8 @@ def test_vit():
 
 
 def test_llama_training_graph_with_torch_loss_and_optimizer():
-    """A training graph from torch's loss and optimizer: loss and every parameter's gradient as torch's.
-    (Through the runtime this waits for int64 ids: "the CPU runtime stores float32 tensors".)"""
+    """A training graph from torch's loss and optimizer: loss and every parameter's gradient as torch's
+    (float64 interpreter; the compiled runtime: test_hf_training.py)."""
     import numpy as np
     import torch.nn.functional as F
 

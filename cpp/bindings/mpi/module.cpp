@@ -6,8 +6,11 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cstring>
+
 #include "bindings/exec_errors.h"
 #include "bindings/opaque_call.h"
+#include "bindings/tensor_arrays.h"
 #include "exec/arena.h"
 #include "exec/errors.h"
 #include "exec/mpi/mpi_executable.h"
@@ -17,16 +20,6 @@
 namespace py = pybind11;
 using namespace tilewise;
 using exec::mpi::MpiExecutable;
-
-namespace {
-
-py::array_t<float> to_array(const std::vector<float>& v, const std::vector<int64_t>& shape) {
-  py::array_t<float> out(shape);
-  std::copy(v.begin(), v.end(), out.mutable_data());
-  return out;
-}
-
-}  // namespace
 
 PYBIND11_MODULE(_mpi, m) {
   m.doc() = "The MPI executor of tilewise: one rank per device (cpp/exec/mpi).";
@@ -72,28 +65,32 @@ PYBIND11_MODULE(_mpi, m) {
            py::arg("graph"), py::arg("plan"), py::arg("capacity") = 0, py::arg("keep") = std::vector<int>{},
            py::arg("opaque") = std::vector<py::object>{}, py::arg("timeout") = 300.0, py::keep_alive<1, 2>())
       .def("set_tensor",
-           [](MpiExecutable& e, int tensor, py::array_t<float, py::array::c_style | py::array::forcecast> a) {
-             e.set_tensor(tensor, a.data());
+           [](MpiExecutable& e, int tensor, const py::array& a) {
+             py::array in = bindings::tensor_input(e.graph(), tensor, a);
+             e.set_tensor(tensor, in.data());
            })
       .def("get_tensor",
-           [](const MpiExecutable& e, int tensor, const std::vector<int64_t>& shape) {
-             std::vector<float> v;
+           [](const MpiExecutable& e, int tensor, const std::vector<int64_t>&) {
+             py::array out = bindings::tensor_output(e.graph(), tensor);
+             void* into = out.mutable_data();
              {
                py::gil_scoped_release nogil;
-               v = e.get_tensor(tensor);
+               e.read_tensor(tensor, into);
              }
-             return to_array(v, shape);
+             return out;
            },
            "Collective: the full tensor on every rank.")
       .def("gather_tensor",
-           [](const MpiExecutable& e, int tensor, const std::vector<int64_t>& shape) -> py::object {
-             std::vector<float> v;
+           [](const MpiExecutable& e, int tensor, const std::vector<int64_t>&) -> py::object {
+             std::vector<std::byte> v;
              {
                py::gil_scoped_release nogil;
-               v = e.gather_tensor(tensor);
+               v = e.gather_bytes(tensor);
              }
              if (e.rank() != 0) return py::none();
-             return to_array(v, shape);
+             py::array out = bindings::tensor_output(e.graph(), tensor);
+             std::memcpy(out.mutable_data(), v.data(), v.size());
+             return out;
            },
            "Collective: the full tensor on rank 0, None on the other ranks.")
       .def("step", &MpiExecutable::step, py::call_guard<py::gil_scoped_release>())

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <thread>
 
 #include "exec/box_copy.h"
@@ -21,6 +22,15 @@ void check(int rc, const char* what) {
   int len = 0;
   MPI_Error_string(rc, text, &len);
   throw ExecError(std::string(what) + " failed: " + std::string(text, static_cast<size_t>(len)));
+}
+
+// The MPI type moving elements of `bytes` bytes bit for bit (float32 and int32: 4, int64: 8, bool: 1).
+MPI_Datatype element_type(int64_t bytes) {
+  switch (bytes) {
+    case 1: return MPI_UINT8_T;
+    case 8: return MPI_UINT64_T;
+    default: return MPI_UINT32_T;
+  }
 }
 
 bool initialized() {
@@ -120,9 +130,10 @@ void MpiCommunicator::progress() {
   }
 }
 
-void MpiCommunicator::send(int self, int peer, int64_t tag, const float* buf, const Box& buf_box, const Box& what) {
+void MpiCommunicator::send(int self, int peer, int64_t tag, const void* buf, const Box& buf_box, const Box& what,
+                           int64_t element_bytes) {
   progress();
-  const int64_t n = what.volume();
+  const int64_t elements = what.volume(), n = elements * element_bytes;  // n: bytes
   // A recycled buffer large enough (the smallest such), else a new one.
   size_t best = spare_.size();
   for (size_t i = 0; i < spare_.size(); ++i)
@@ -135,29 +146,32 @@ void MpiCommunicator::send(int self, int peer, int64_t tag, const float* buf, co
     spare_.erase(spare_.begin() + static_cast<std::ptrdiff_t>(best));
   }
   p.data.resize(static_cast<size_t>(std::max<int64_t>(n, 1)));
-  if (n > 0) copy_box(buf, buf_box, p.data.data(), what, what);  // pack
-  if (n > INT32_MAX) throw ExecError("a message of more than 2^31 floats");
-  check(MPI_Isend(p.data.data(), static_cast<int>(n), MPI_FLOAT, peer, mpi_tag(tag), comm_, &p.request), "MPI_Isend");
+  if (n > 0) copy_box(buf, buf_box, p.data.data(), what, what, element_bytes);  // pack
+  if (elements > INT32_MAX) throw ExecError("a message of more than 2^31 elements");
+  check(MPI_Isend(p.data.data(), static_cast<int>(elements), element_type(element_bytes), peer, mpi_tag(tag), comm_,
+                  &p.request),
+        "MPI_Isend");
   pending_.push_back(std::move(p));
-  count(self, peer, n * static_cast<int64_t>(sizeof(float)));
+  count(self, peer, n);
 }
 
-void MpiCommunicator::recv(int self, int peer, int64_t tag, float* buf, const Box& buf_box, const Box& what,
-                           Deadline deadline) {
+void MpiCommunicator::recv(int self, int peer, int64_t tag, void* buf, const Box& buf_box, const Box& what,
+                           int64_t element_bytes, Deadline deadline) {
   if (aborted_)
     throw CommunicationError(self, failed_device_,
                              "device " + std::to_string(self) + ": device " + std::to_string(failed_device_) +
                                  " failed (" + why_ + ") while it waited on device " + std::to_string(peer));
-  const int64_t n = what.volume();
+  const int64_t elements = what.volume(), n = elements * element_bytes;
   // The whole buffer: straight into it; a box of it: into staging, then unpacked.
-  const bool direct = n == buf_box.volume();
-  float* into = buf;
+  const bool direct = elements == buf_box.volume();
+  void* into = buf;
   if (!direct) {
     if (static_cast<int64_t>(staging_.size()) < n) staging_.resize(static_cast<size_t>(n));
     into = staging_.data();
   }
   MPI_Request req;
-  check(MPI_Irecv(into, static_cast<int>(n), MPI_FLOAT, peer, mpi_tag(tag), comm_, &req), "MPI_Irecv");
+  check(MPI_Irecv(into, static_cast<int>(elements), element_type(element_bytes), peer, mpi_tag(tag), comm_, &req),
+        "MPI_Irecv");
   int done = 0;
   int spins = 0;
   while (true) {
@@ -175,8 +189,8 @@ void MpiCommunicator::recv(int self, int peer, int64_t tag, float* buf, const Bo
     // Spin briefly, then yield the core (ranks may be oversubscribed).
     if (++spins > 1000) std::this_thread::yield();
   }
-  if (!direct) copy_box(into, what, buf, buf_box, what);  // unpack
-  count(peer, self, n * static_cast<int64_t>(sizeof(float)));
+  if (!direct) copy_box(into, what, buf, buf_box, what, element_bytes);  // unpack
+  count(peer, self, n);
 }
 
 bool MpiCommunicator::poll(int, int peer, int64_t tag) {
@@ -213,9 +227,9 @@ void MpiCommunicator::flush(int self, Deadline deadline) {
 
 int64_t MpiCommunicator::buffer_bytes() const {
   int64_t b = 0;
-  for (const auto& p : pending_) b += static_cast<int64_t>(p.data.capacity() * sizeof(float));
-  for (const auto& s : spare_) b += static_cast<int64_t>(s.capacity() * sizeof(float));
-  return b + static_cast<int64_t>(staging_.capacity() * sizeof(float));
+  for (const auto& p : pending_) b += static_cast<int64_t>(p.data.capacity());
+  for (const auto& s : spare_) b += static_cast<int64_t>(s.capacity());
+  return b + static_cast<int64_t>(staging_.capacity());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -231,9 +245,7 @@ MpiExecutable::MpiExecutable(const graph::Graph& g, const cost::Placement& plan,
   if (ranks != n)
     throw ExecError("the plan is for " + std::to_string(n) + " devices but MPI runs " + std::to_string(ranks) +
                     " ranks (one rank per device: mpirun -np " + std::to_string(n) + ")");
-  for (const auto& t : g.tensors())
-    if (t.dtype != "float32")
-      throw ExecError("the CPU runtime stores float32 tensors; '" + t.name + "' is " + t.dtype);
+  check_dtypes(g);
   for (const auto& op : g.ops())
     if (!op.desc->opaque_names.empty() && !opaque_[op.id])
       throw ExecError("op '" + op.name + "' (" + op.type + ") calls an opaque function and none was given");
@@ -262,22 +274,34 @@ const Program& MpiExecutable::program(int device) const {
   return low_.programs[device];
 }
 
-void MpiExecutable::set_tensor(int tensor, const float* data) {
+void MpiExecutable::set_tensor(int tensor, const void* data) {
   ExclusiveUse::Guard one(use_, "set_tensor");
   const auto& t = g_.tensor(tensor);
   if (t.producer >= 0)
     throw ExecError("'" + t.name + "' is computed by the graph; only inputs, labels, parameters, "
                     "optimizer state and constants can be set");
-  if (float* tile = runner_->tile(tensor))
-    copy_box(data, Box::whole(t.shape), tile, low_.tiles[tensor][rank_], low_.tiles[tensor][rank_]);
+  if (std::byte* tile = runner_->tile(tensor))
+    copy_box(data, Box::whole(t.shape), tile, low_.tiles[tensor][rank_], low_.tiles[tensor][rank_],
+             graph::dtype_size(t.dtype));
 }
 
 std::vector<float> MpiExecutable::gather_tensor(int tensor) const {
   const auto& t = g_.tensor(tensor);
+  if (t.dtype != "float32") throw ExecError("'" + t.name + "' is " + t.dtype + ", not float32: use gather_bytes");
+  std::vector<std::byte> bytes = gather_bytes(tensor);
+  std::vector<float> out(bytes.size() / sizeof(float));
+  if (!bytes.empty()) std::memcpy(out.data(), bytes.data(), bytes.size());
+  return out;
+}
+
+std::vector<std::byte> MpiExecutable::gather_bytes(int tensor) const {
+  const auto& t = g_.tensor(tensor);
   const int s = low_.storage_of[tensor];
   const Box whole = Box::whole(t.shape);
+  const int64_t size = graph::dtype_size(t.dtype);
+  const MPI_Datatype type = element_type(size);
   if (failed_) throw ExecError("a step or a gather of this executable failed: its ranks are out of step");
-  const float* mine = runner_->tile(tensor);
+  const std::byte* mine = runner_->tile(tensor);
   const int tag = 1;
   const Deadline deadline = bookkeeping_deadline();
   const std::string what = "gathering '" + t.name + "' on rank 0";
@@ -285,27 +309,27 @@ std::vector<float> MpiExecutable::gather_tensor(int tensor) const {
   if (rank_ != 0) {
     // The tile, or an empty message when this device does not hold it.
     const int64_t n = mine ? low_.tiles[s][rank_].volume() : 0;
-    check(MPI_Isend(mine, static_cast<int>(n), MPI_FLOAT, 0, tag, coll_, &req), "MPI_Isend");
+    check(MPI_Isend(mine, static_cast<int>(n), type, 0, tag, coll_, &req), "MPI_Isend");
     collective_wait(req, deadline, what);
     return {};
   }
-  std::vector<float> out(static_cast<size_t>(whole.volume()), 0.0f);
+  std::vector<std::byte> out(static_cast<size_t>(whole.volume() * size), std::byte{0});
   bool any = false;
   if (mine) {
     any = true;
-    copy_box(mine, low_.tiles[s][0], out.data(), whole, low_.tiles[s][0]);
+    copy_box(mine, low_.tiles[s][0], out.data(), whole, low_.tiles[s][0], size);
   }
-  std::vector<float> tile;
+  std::vector<std::byte> tile;
   for (int d = 1; d < low_.devices; ++d) {
     const Box& box = low_.tiles[s][d];
-    tile.resize(static_cast<size_t>(std::max<int64_t>(box.volume(), 1)));
-    check(MPI_Irecv(tile.data(), static_cast<int>(box.volume()), MPI_FLOAT, d, tag, coll_, &req), "MPI_Irecv");
+    tile.resize(static_cast<size_t>(std::max<int64_t>(box.volume() * size, 1)));
+    check(MPI_Irecv(tile.data(), static_cast<int>(box.volume()), type, d, tag, coll_, &req), "MPI_Irecv");
     MPI_Status st = collective_wait(req, deadline, what + " (from rank " + std::to_string(d) + ")");
     int got = 0;
-    MPI_Get_count(&st, MPI_FLOAT, &got);
+    MPI_Get_count(&st, type, &got);
     if (got == 0) continue;
     any = true;
-    copy_box(tile.data(), box, out.data(), whole, box);
+    copy_box(tile.data(), box, out.data(), whole, box, size);
   }
   if (!any)
     throw ExecError("'" + t.name + "' is not held after a step (only resident tensors and results "
@@ -326,13 +350,23 @@ MPI_Status MpiExecutable::collective_wait(MPI_Request& req, Deadline deadline, c
   }
 }
 
-std::vector<float> MpiExecutable::get_tensor(int tensor) const {
+void MpiExecutable::read_tensor(int tensor, void* out) const {
   ExclusiveUse::Guard one(use_, "get_tensor");
-  std::vector<float> out = gather_tensor(tensor);
-  out.resize(static_cast<size_t>(Box::whole(g_.tensor(tensor).shape).volume()));
+  const auto& t = g_.tensor(tensor);
+  const int64_t size = graph::dtype_size(t.dtype), elements = Box::whole(t.shape).volume();
+  std::vector<std::byte> bytes = gather_bytes(tensor);
+  bytes.resize(static_cast<size_t>(elements * size));
   MPI_Request req;
-  check(MPI_Ibcast(out.data(), static_cast<int>(out.size()), MPI_FLOAT, 0, coll_, &req), "MPI_Ibcast");
-  collective_wait(req, bookkeeping_deadline(), "broadcasting '" + g_.tensor(tensor).name + "' from rank 0");
+  check(MPI_Ibcast(bytes.data(), static_cast<int>(elements), element_type(size), 0, coll_, &req), "MPI_Ibcast");
+  collective_wait(req, bookkeeping_deadline(), "broadcasting '" + t.name + "' from rank 0");
+  if (!bytes.empty()) std::memcpy(out, bytes.data(), bytes.size());
+}
+
+std::vector<float> MpiExecutable::get_tensor(int tensor) const {
+  const auto& t = g_.tensor(tensor);
+  if (t.dtype != "float32") throw ExecError("'" + t.name + "' is " + t.dtype + ", not float32: read it with read_tensor");
+  std::vector<float> out(static_cast<size_t>(Box::whole(t.shape).volume()));
+  read_tensor(tensor, out.data());
   return out;
 }
 
@@ -412,11 +446,11 @@ double one_way_seconds(int64_t bytes, int rounds, int repeats) {
     const auto t0 = Clock::now();
     for (int i = 0; i < std::max(rounds, 1); ++i, tag += 2) {
       if (me == 0) {
-        comm.send(0, 1, tag, buf.data(), box, box);
-        comm.recv(0, 1, tag + 1, buf.data(), box, box, deadline);
+        comm.send(0, 1, tag, buf.data(), box, box, 4);
+        comm.recv(0, 1, tag + 1, buf.data(), box, box, 4, deadline);
       } else if (me == 1) {
-        comm.recv(1, 0, tag, buf.data(), box, box, deadline);
-        comm.send(1, 0, tag + 1, buf.data(), box, box);
+        comm.recv(1, 0, tag, buf.data(), box, box, 4, deadline);
+        comm.send(1, 0, tag + 1, buf.data(), box, box, 4);
       }
     }
     if (me <= 1) comm.flush(me, deadline);

@@ -6,6 +6,7 @@
 #pragma once
 #include <mpi.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -41,8 +42,9 @@ class MpiCommunicator : public Communicator {
  public:
   explicit MpiCommunicator(MPI_Comm comm);
   ~MpiCommunicator() override;
-  void send(int self, int peer, int64_t tag, const float* buf, const Box& buf_box, const Box& what) override;
-  void recv(int self, int peer, int64_t tag, float* buf, const Box& buf_box, const Box& what,
+  void send(int self, int peer, int64_t tag, const void* buf, const Box& buf_box, const Box& what,
+            int64_t element_bytes) override;
+  void recv(int self, int peer, int64_t tag, void* buf, const Box& buf_box, const Box& what, int64_t element_bytes,
             Deadline deadline) override;
   bool poll(int self, int peer, int64_t tag) override;
   void abort(int device, const std::string& why) override;
@@ -57,13 +59,13 @@ class MpiCommunicator : public Communicator {
   void progress();  ///< completes finished sends, recycling their buffers
   struct Pending {
     MPI_Request request;
-    std::vector<float> data;
+    std::vector<std::byte> data;
   };
   MPI_Comm comm_;
   int tag_ub_ = 32767;
   std::vector<Pending> pending_;
-  std::vector<std::vector<float>> spare_;
-  std::vector<float> staging_;
+  std::vector<std::vector<std::byte>> spare_;
+  std::vector<std::byte> staging_;
   bool aborted_ = false;
   int failed_device_ = -1;
   std::string why_;
@@ -81,17 +83,23 @@ class MpiExecutable {
   MpiExecutable(const MpiExecutable&) = delete;
   MpiExecutable& operator=(const MpiExecutable&) = delete;
 
-  /// The full array (row-major, given on every rank): this rank copies its device's tile of it.
-  void set_tensor(int tensor, const float* data);
-  /// Gathers the tensor on rank 0 (collective). Returns it on rank 0, an empty vector elsewhere.
+  /// The full array (row-major, the tensor's dtype, given on every rank): this rank copies its
+  /// device's tile of it.
+  void set_tensor(int tensor, const void* data);
+  /// Gathers the tensor's bytes on rank 0 (collective). Returns them on rank 0, nothing elsewhere.
+  std::vector<std::byte> gather_bytes(int tensor) const;
+  /// gather_bytes of a float32 tensor.
   std::vector<float> gather_tensor(int tensor) const;
-  /// Gathers on rank 0 and broadcasts: the full tensor on every rank (collective).
+  /// Gathers on rank 0 and broadcasts: the full tensor on every rank, into `out` (collective).
+  void read_tensor(int tensor, void* out) const;
+  /// read_tensor of a float32 tensor.
   std::vector<float> get_tensor(int tensor) const;
   /// Runs this rank's program once; then (collective) gathers every device's statistics.
   void step();
   const RunStats& stats() const { return stats_; }
   int devices() const { return low_.devices; }
   int rank() const { return rank_; }
+  const graph::Graph& graph() const { return g_; }
   const Program& program(int device) const;
   void set_profile(bool on) { profile_ = on; }
 

@@ -1,7 +1,7 @@
 // Embedding lookups and their table gradients. The op library describes a lookup through an
 // opaque function (the only data-dependent indexing in TDL), which the interpreter evaluates per
 // id over the whole table; here a lookup copies one row segment per id, and the gradient adds each
-// dy row into the row its id names. Ids are integer-valued floats until buffers carry dtypes.
+// dy row into the row its id names. Ids are int64 (or int32, or whole float32 numbers).
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -12,16 +12,34 @@
 namespace tilewise::kernels::tile {
 namespace {
 
-// The id at full-tensor coordinates `at` of the ids input, checked against the table's rows.
+// The value at full-tensor coordinates `at` of an ids input: int64 and int32 ids as they are, bool
+// as 0/1, float32 ids (graphs built with float ids) when they are whole numbers (else -1: no row).
+int64_t id_at(const TileIn& ids, const std::vector<int64_t>& at) {
+  int64_t off = 0;
+  for (size_t d = 0; d < at.size(); ++d) off = off * ids.region[d].size() + (at[d] - ids.region[d].lo);
+  switch (ids.dtype) {
+    case DType::kInt64: return static_cast<const int64_t*>(ids.raw)[off];
+    case DType::kInt32: return static_cast<const int32_t*>(ids.raw)[off];
+    case DType::kBool: return static_cast<const uint8_t*>(ids.raw)[off] != 0;
+    case DType::kFloat32: break;
+  }
+  const float v = ids.data[off];
+  if (!(v >= 0.0f) || v != std::floor(v) || v >= 9.2e18f) return -1;
+  return static_cast<int64_t>(v);
+}
+
+// The id at `at`, checked against the table's rows: an id naming no row fails the step (torch's
+// IndexError), it never reads another row.
 int64_t checked_id(const TileCall& call, const TileIn& ids, const std::vector<int64_t>& at, int64_t rows) {
-  const float v = *element(ids, at);
-  if (!(v >= 0.0f) || v >= static_cast<float>(rows) || v != std::floor(v)) {
+  const int64_t v = id_at(ids, at);
+  if (v < 0 || v >= rows) {
     std::string where;
     for (int64_t a : at) where += (where.empty() ? "" : ", ") + std::to_string(a);
-    throw InvalidInput("op '" + call.type + "': id " + std::to_string(v) + " at [" + where +
+    const std::string shown = ids.dtype == DType::kFloat32 ? std::to_string(*element(ids, at)) : std::to_string(v);
+    throw InvalidInput("op '" + call.type + "': id " + shown + " at [" + where +
                        "] is not a row of the table (0 .. " + std::to_string(rows - 1) + ")");
   }
-  return static_cast<int64_t>(v);
+  return v;
 }
 
 // out[p..., d] = table[ids[p...], d] for the positions p (roles before the last) and the columns d.
@@ -60,8 +78,9 @@ bool lookup(const TileCall& call) {
 }
 
 // dtable[v, d] = sum over positions p in this device's range of (ids[p] == v) dy[p, d]: roles v, d,
-// then the positions. An id that names no row of this block adds nothing, as in the description.
-bool lookup_grad(const TileCall& call) {
+// then the positions. An id that names no row of this block adds nothing, as in the description;
+// nor does the padding id (torch's padding_idx: that row gets no gradient; -1: none).
+bool lookup_grad(const TileCall& call, int64_t padding) {
   const int np = static_cast<int>(call.vars.size()) - 2;
   if (call.inputs.size() != 2 || np < 1 || call.output_vars.size() != 2 || call.output_vars[0] != 0 ||
       call.output_vars[1] != 1)
@@ -80,8 +99,8 @@ bool lookup_grad(const TileCall& call) {
   std::vector<int64_t> at(np), at_dy(np + 1);
   for (int p = 0; p < np; ++p) at[p] = call.vars[2 + p].lo;
   while (true) {
-    const float id = *element(ids, at);
-    if (id >= static_cast<float>(v.lo) && id <= static_cast<float>(v.hi) && id == std::floor(id)) {
+    const int64_t id = id_at(ids, at);
+    if (id >= v.lo && id <= v.hi && id != padding) {
       std::copy(at.begin(), at.end(), at_dy.begin());
       at_dy[np] = d.lo;
       const float* src = element(dy, at_dy);
@@ -99,6 +118,9 @@ bool lookup_grad(const TileCall& call) {
 }  // namespace
 
 bool embedding(const TileCall& call, const Attrs&) { return lookup(call); }
-bool embedding_grad(const TileCall& call, const Attrs&) { return lookup_grad(call); }
+bool embedding_grad(const TileCall& call, const Attrs& attrs) {
+  const int64_t padding = attrs.integer("padding_idx", -1);
+  return attrs.ok() && lookup_grad(call, padding);
+}
 
 }  // namespace tilewise::kernels::tile

@@ -85,7 +85,7 @@ bool holds(const TileIn& in, const std::vector<Span>& want) {
     int64_t lo = std::max<int64_t>(want[d].lo, 0), hi = std::min<int64_t>(want[d].hi, in.shape[d] - 1);
     if (in.region[d].lo > lo || in.region[d].hi < hi) return false;
   }
-  return in.data != nullptr;
+  return in.dtype == DType::kFloat32 ? in.data != nullptr : in.raw != nullptr;
 }
 
 std::vector<Span> box_of(const TileCall& call, const std::vector<int>& dim_vars) {
@@ -351,18 +351,49 @@ bool well_formed(const TileCall& call) {
       if (r.size() == 0) empty = true;
       else if (r.lo < 0 || r.hi >= in.shape[d]) return false;
     }
-    if (!empty && in.data == nullptr) return false;
+    if (!empty && (in.dtype == DType::kFloat32 ? in.data == nullptr : in.raw == nullptr)) return false;
   }
   return true;
 }
 
 }  // namespace
 
+DType dtype_of(const std::string& name) {
+  for (DType t : {DType::kFloat32, DType::kInt64, DType::kInt32, DType::kBool})
+    if (name == dtype_name(t)) return t;
+  throw std::invalid_argument("the runtime holds float32, int64, int32 and bool tensors, not " + name);
+}
+
+const char* dtype_name(DType t) {
+  switch (t) {
+    case DType::kFloat32: return "float32";
+    case DType::kInt64: return "int64";
+    case DType::kInt32: return "int32";
+    case DType::kBool: return "bool";
+  }
+  return "?";
+}
+
+int64_t dtype_bytes(DType t) {
+  switch (t) {
+    case DType::kFloat32: return 4;
+    case DType::kInt64: return 8;
+    case DType::kInt32: return 4;
+    case DType::kBool: return 1;
+  }
+  return 0;
+}
+
+bool reads_integers(const std::string& kernel) { return kernel == "embedding" || kernel == "embedding_grad"; }
+
 bool run_native(const TileCall& call) {
   if (call.kernel.empty()) return false;
   const auto& table = kernel_table();
   auto it = table.find(call.kernel);
   if (it == table.end() || !roles_fit(it->second.roles, call.vars.size()) || !well_formed(call)) return false;
+  if (!reads_integers(call.kernel))
+    for (const TileIn& in : call.inputs)
+      if (in.dtype != DType::kFloat32) return false;
   tile::Attrs attrs(call.attrs);
   if (!attrs.ok()) return false;
   try {

@@ -19,13 +19,24 @@ struct Span {
   int64_t size() const { return hi < lo ? 0 : hi - lo + 1; }
 };
 
-/// A row-major float32 buffer holding the box `region` (one Span per dimension) of an input
-/// tensor whose full shape is `shape`. Elements of the box outside the tensor never occur; reads
-/// the op makes outside the tensor are 0 (TDL semantics: padding) and lie outside `region`.
+/// Element types of the tensors the runtime holds. Ops compute float32; int64, int32 and bool
+/// tensors (token ids, labels, masks) are inputs and constants that ops read.
+enum class DType : uint8_t { kFloat32, kInt64, kInt32, kBool };
+
+/// The DType of a graph dtype name; std::invalid_argument naming the valid ones otherwise.
+DType dtype_of(const std::string& name);
+const char* dtype_name(DType t);
+int64_t dtype_bytes(DType t);
+
+/// A row-major buffer holding the box `region` (one Span per dimension) of an input tensor whose
+/// full shape is `shape`. Elements of the box outside the tensor never occur; reads the op makes
+/// outside the tensor are 0 (TDL semantics: padding) and lie outside `region`.
 struct TileIn {
-  const float* data = nullptr;
+  const float* data = nullptr;  ///< the elements when `dtype` is float32, else null
   std::vector<Span> region;
   std::vector<int64_t> shape;
+  DType dtype = DType::kFloat32;
+  const void* raw = nullptr;  ///< the elements when `dtype` is not float32 (reads_integers kernels)
 };
 
 /// One device's share of one op.
@@ -67,6 +78,11 @@ struct KernelInfo {
   /// "reduction", "norm", "layout", "embedding" by bytes read and written.
   std::string kind;
 };
+
+/// Whether `kernel` reads integer and boolean inputs as they are (the embedding lookups read
+/// int64 ids exactly). Every other kernel reads float32 only: the runtime hands it float32 copies of
+/// such inputs (torch's promotion of an integer operand), and run_native declines them otherwise.
+bool reads_integers(const std::string& kernel);
 
 /// Every native kernel, by name.
 std::vector<KernelInfo> native_kernels();

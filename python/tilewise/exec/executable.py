@@ -220,10 +220,10 @@ class Executable:
 
     def set(self, tensor: GTensor | str, value) -> None:
         """Scatter a value into the devices' tiles (tensors without a producer only). ``value``: an
-        array-like or a torch tensor (detached and copied to the host; integer ids become float32,
-        exact below 2^24)."""
+        array-like or a torch tensor (detached and copied to the host), converted to the tensor's
+        dtype: float32, or int64/int32 (token ids, class labels: whole numbers) or bool (masks: 0/1)."""
         t = self.graph.tensor(tensor) if isinstance(tensor, str) else tensor
-        value = _as_array(value, t.name)
+        value = _as_array(value, t.name, t.dtype)
         if value.shape != tuple(t.shape):
             raise ValueError(f"'{t.name}' has shape {tuple(t.shape)}; got an array of shape {value.shape}")
         self._core.set_tensor(t.id, value)
@@ -258,7 +258,7 @@ class Executable:
             if name not in wanted:
                 continue
             t = wanted[name]
-            array = _as_array(value, name)
+            array = _as_array(value, name, t.dtype)
             if array.shape != tuple(t.shape):
                 raise ExecError(f"load_state_dict: '{name}' has shape {tuple(t.shape)} in the graph; got "
                                 f"{array.shape}")
@@ -381,14 +381,41 @@ def program_events(prog: Program, device: int, timings, label: str) -> list[dict
     return events
 
 
-def _as_array(value, name: str) -> np.ndarray:
-    """A float32 NumPy array from an array-like or a torch tensor (without importing torch)."""
+_NUMPY_DTYPES = {"float32": np.float32, "int64": np.int64, "int32": np.int32, "bool": np.bool_}
+
+
+def _as_array(value, name: str, dtype: str = "float32") -> np.ndarray:
+    """A NumPy array of ``dtype`` from an array-like or a torch tensor (without importing torch).
+    Integer tensors take whole numbers in their range, bool tensors 0/1 (or bools); anything else is
+    an ExecError naming the tensor, never a silent rounding or wrap-around."""
     if hasattr(value, "detach") and hasattr(value, "cpu"):  # a torch tensor, perhaps requiring grad
         value = value.detach().cpu().numpy()
+    if dtype not in _NUMPY_DTYPES:
+        raise ExecError(f"'{name}' is {dtype}; the runtime holds float32, int64, int32 and bool tensors")
     try:
-        return np.asarray(value, dtype=np.float32)
+        array = np.asarray(value)
+        if dtype == "float32":
+            return np.asarray(array, dtype=np.float32)
     except (TypeError, ValueError) as e:
         raise TypeError(f"'{name}': expected an array-like of numbers, got {type(value).__name__} ({e})") from None
+    if array.dtype.kind not in "biuf":
+        raise TypeError(f"'{name}': expected an array-like of numbers, got {array.dtype} values")
+    target = np.dtype(_NUMPY_DTYPES[dtype])
+    if array.dtype == target:
+        return array
+    if dtype == "bool":
+        if array.size and not np.isin(array, (0, 1)).all():
+            raise ExecError(f"'{name}' is a bool mask: values must be 0 or 1 (or bools)")
+        return array.astype(np.bool_)
+    info = np.iinfo(target)
+    if array.dtype.kind == "f":
+        whole = np.isfinite(array) & (array == np.floor(array))
+        if not whole.all():
+            bad = float(array[~whole].flat[0])
+            raise ExecError(f"'{name}' is {dtype}: {bad} is not a whole number")
+    if array.size and (array.min() < info.min or array.max() > info.max):
+        raise ExecError(f"'{name}' is {dtype}: values must lie in [{info.min}, {info.max}]")
+    return array.astype(target)
 
 
 def write_trace(events: list[dict], path) -> dict:

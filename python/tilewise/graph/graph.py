@@ -470,7 +470,7 @@ class _Unroll:
 
 # ----- loading: a graph file is validated, not trusted --------------------------------------------
 
-_DTYPES = ("float32", "float64", "float16", "bfloat16", "int64", "int32")
+_DTYPES = ("float32", "float64", "float16", "bfloat16", "int64", "int32", "bool")
 _UPDATABLE = ("parameter", "optimizer_state")  # what an optimizer update may replace
 _LEAF_ROLES = ("input", "label", "parameter", "constant", "optimizer_state")  # what Graph makes without an op
 _INT64_MAX = 2**63 - 1

@@ -3,6 +3,7 @@
 // crash) where no GPU or driver is present. On a GPU the device tests allocate for real.
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <random>
 #include <vector>
 
@@ -40,22 +41,22 @@ TEST(CudaDeviceArena, PlanEqualsTheCpuArenasPlan) {
   Arena cpu(0, 0);
   cpu.begin_step();
   std::vector<BufferLife> lives;
-  std::vector<std::pair<float*, size_t>> live;  // buffer, index in lives
+  std::vector<std::pair<std::byte*, size_t>> live;  // buffer, index in lives
   int64_t clock = 0;
   for (int i = 0; i < 300; ++i) {
     if (!live.empty() && rng() % 3 == 0) {
       const size_t k = rng() % live.size();
-      cpu.release(live[k].first, lives[live[k].second].bytes / 4);
+      cpu.release(live[k].first, lives[live[k].second].bytes);
       lives[live[k].second].dies = clock++;
       live.erase(live.begin() + static_cast<long>(k));
       continue;
     }
     const int64_t n = 1 + static_cast<int64_t>(rng() % 1000);
-    live.push_back({cpu.allocate(n, "b"), lives.size()});
+    live.push_back({cpu.allocate(n * 4, "b"), lives.size()});
     lives.push_back({n * 4, clock++, -1});
   }
   for (const auto& [p, k] : live) {
-    cpu.release(p, lives[k].bytes / 4);
+    cpu.release(p, lives[k].bytes);
     lives[k].dies = clock++;
   }
   cpu.end_step();

@@ -27,11 +27,11 @@ from ...graph.graph import Graph, GTensor
 
 _DTYPES = {"float32": "float32", "float64": "float64", "float16": "float16", "bfloat16": "float16",
            "int64": "int64", "int32": "int32", "int16": "int32", "int8": "int32", "uint8": "int32",
-           "bool": "int32"}
+           "bool": "bool"}
 
 
 def dtype_name(dtype) -> str:
-    """The graph dtype for a torch dtype (bool and small ints are stored as int32)."""
+    """The graph dtype for a torch dtype (small ints are stored as int32; bool as bool, one byte)."""
     return _DTYPES.get(str(dtype).replace("torch.", ""), "float32")
 
 

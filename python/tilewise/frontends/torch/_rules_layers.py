@@ -279,26 +279,34 @@ def _other_dropout(ctx, a):
 
 @rule(aten.embedding.default)
 def _embedding(ctx, a):
-    """embedding / embedding_seq; constant ids 0..n-1 -> slice_axis, constant equal ids -> select + expand"""
+    """embedding / embedding_seq (padding_idx: that row gets no gradient); constant ids 0..n-1 -> slice_axis,
+    constant equal ids -> select + expand"""
     table, ids = a.weight, a.indices
     out = ctx.out_shape
+    padding = int(getattr(a, "padding_idx", -1))
+    if getattr(a, "scale_grad_by_freq", False):
+        raise Unsupported("scale_grad_by_freq=True (gradients scaled by id counts) is not supported")
+    if padding < 0 and padding != -1:
+        padding += ctx.shape(table)[0]
     if isinstance(ids, Const) and ids.value is not None:
         flat = ids.value.reshape(-1).to(torch.int64)
         n, v = flat.numel(), ctx.shape(table)[0]
-        if n and bool((flat == torch.arange(int(flat[0]), int(flat[0]) + n)).all()):
+        holds_padding = padding >= 0 and bool((flat == padding).any())
+        if n and not holds_padding and bool((flat == torch.arange(int(flat[0]), int(flat[0]) + n)).all()):
             start = int(flat[0])
             rows = ctx.emit(T.slice_axis, table, axis=0, start=start, stop=start + n)
             return ctx.view(rows, out)
-        if n and bool((flat == flat[0]).all()) and 0 <= int(flat[0]) < v:
+        if n and not holds_padding and bool((flat == flat[0]).all()) and 0 <= int(flat[0]) < v:
             row = ctx.emit(T.select, table, axis=0, index=int(flat[0]))
             return ctx.emit(T.expand, row, shape=out, bcast=())
+    attrs = {"padding_idx": padding} if padding >= 0 else {}
     rank = len(ctx.shape(ids))
     if rank == 1:
-        return ctx.emit(T.embedding, table, ids)
+        return ctx.emit(T.embedding, table, ids, **attrs)
     if rank == 2:
-        return ctx.emit(T.embedding_seq, table, ids)
+        return ctx.emit(T.embedding_seq, table, ids, **attrs)
     flat_ids = ctx.view(ids, (prod(ctx.shape(ids)),))
-    return ctx.view(ctx.emit(T.embedding, table, flat_ids), out)
+    return ctx.view(ctx.emit(T.embedding, table, flat_ids, **attrs), out)
 
 
 # ---------------------------------------------------------------- attention
