@@ -1,5 +1,6 @@
-"""The MPI backend (tilewise._mpi, cpp/exec/mpi): mpirun -np 2 and -np 4 train the MLP and a small
-Wide ResNet for 3 steps with tofu and kcuts plans (tests/python/mpi_scripts/train_mpi.py); losses
+"""The MPI backend (tilewise._mpi, cpp/exec/mpi): mpirun -np 2 and -np 4 train the MLP, a small
+Wide ResNet, the zoo transformer (int64 token ids) and an MLP with a bool mask for 3 steps with tofu
+and kcuts plans (tests/python/mpi_scripts/train_mpi.py); losses
 and parameters equal the thread executor's in this process, and every rank's bytes sent and
 received equal the plan's prediction for its device. Skipped where mpirun or tilewise._mpi is absent."""
 import importlib.util

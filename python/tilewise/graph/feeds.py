@@ -27,7 +27,8 @@ def _one_hot_label(t: GTensor) -> bool:
 
 
 def example_feeds(graph: Graph, seed: int = 0) -> dict[str, np.ndarray]:
-    """A float32 array for every tensor a step of ``graph`` is fed (inputs, labels, constants)."""
+    """An array for every tensor a step of ``graph`` is fed (inputs, labels, constants), in its dtype:
+    ids inside their tables (int64 or float32 as the graph declares), 0/1 masks, normal values."""
     rng = np.random.default_rng(seed)
     out = {}
     for t in graph.tensors:
@@ -36,10 +37,15 @@ def example_feeds(graph: Graph, seed: int = 0) -> dict[str, np.ndarray]:
         shape = tuple(t.shape)
         limit = _id_limit(t)
         if limit is not None:
-            out[t.name] = rng.integers(0, max(limit, 1), shape).astype(np.float32)
+            ids = rng.integers(0, max(limit, 1), shape)
+            out[t.name] = ids.astype(np.float32 if t.dtype.startswith("float") else t.dtype)
         elif _one_hot_label(t) and shape:
             classes = shape[-1]
             out[t.name] = np.eye(classes, dtype=np.float32)[rng.integers(0, classes, shape[:-1])]
+        elif t.dtype == "bool":
+            out[t.name] = rng.uniform(size=shape) < 0.9
+        elif t.dtype in ("int64", "int32"):
+            out[t.name] = rng.integers(0, 2, shape).astype(t.dtype)
         elif t.name.endswith("mask"):
             out[t.name] = ((rng.uniform(size=shape) < 0.9) / 0.9).astype(np.float32)
         else:

@@ -41,7 +41,7 @@ def make_optimizer(optimizer):
 
 def build(model: Callable, inputs: Sequence[tuple], *, label: tuple | None, loss: str | Callable, train: bool,
           optimizer=None, name: str = "model") -> Graph:
-    """Graph of ``model`` applied to ``inputs`` = [(name, shape), ...].
+    """Graph of ``model`` applied to ``inputs`` = [(name, shape), ...] or [(name, shape, dtype), ...].
 
     ``label`` is the label shape for the loss (role "label"); ``loss`` a key of LOSSES or
     ``fn(output, label) -> 0-d tensor``.
@@ -50,7 +50,7 @@ def build(model: Callable, inputs: Sequence[tuple], *, label: tuple | None, loss
     if train and has_autodiff():
         return _trace(model, inputs, label, loss_fn, optimizer, name)
     g = Graph(name)
-    xs = [g.input(n, s) for n, s in inputs]
+    xs = [g.input(*spec) for spec in inputs]
     out = model(*xs)
     if train:
         loss_fn(out, g.label("label", label))
@@ -58,6 +58,6 @@ def build(model: Callable, inputs: Sequence[tuple], *, label: tuple | None, loss
 
 
 def _trace(model, inputs, label, loss_fn, optimizer, name) -> Graph:
-    phs = [placeholder(s, name=n) for n, s in inputs]
+    phs = [placeholder(spec[1], name=spec[0], dtype=spec[2] if len(spec) > 2 else "float32") for spec in inputs]
     return trace(model, *phs, loss=loss_fn, label=placeholder(label, name="label"),
                  optimizer=make_optimizer(optimizer), name=name)

@@ -96,13 +96,13 @@ class BertModel(nn.Module):
 def transformer(layers: int = 12, hidden: int = 768, heads: int = 12, seq: int = 128, batch: int = 8,
                 vocab: int = 30522, classes: int | None = 2, dropout: float = 0.1, *, train: bool = True,
                 optimizer=None):
-    """BERT-style encoder on (batch, seq) token ids and token-type ids (integer-valued inputs).
+    """BERT-style encoder on (batch, seq) int64 token ids and token-type ids.
 
     ``classes``: cross-entropy on a Linear head over the pooled output; None: no head (BertModel's
     parameters exactly) and an MSE loss on the pooled output.
     """
     model = BertModel(layers, hidden, heads, vocab, dropout=dropout, classes=classes)
     out = classes or hidden
-    return build(model, [("ids", (batch, seq)), ("token_type_ids", (batch, seq))], label=(batch, out),
+    return build(model, [("ids", (batch, seq), "int64"), ("token_type_ids", (batch, seq), "int64")], label=(batch, out),
                  loss="cross_entropy" if classes else "mse", train=train, optimizer=optimizer,
                  name=f"transformer-{layers}-{hidden}-{heads}")

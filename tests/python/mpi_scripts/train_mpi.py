@@ -13,18 +13,37 @@ import numpy as np
 
 import tilewise as tw
 
+
+def masked_mlp():
+    """A bool mask input (masked_fill) between two linears, trained with Adam."""
+    import tdl_ops
+
+    class Masked(tw.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1, self.fc2 = tw.nn.Linear(16, 16), tw.nn.Linear(16, 4)
+
+        def forward(self, x, mask):
+            return self.fc2(tdl_ops.masked_fill(self.fc1(x), mask, value=-1.0))
+
+    return tw.trace(Masked(), tw.placeholder((8, 16), name="x"), tw.placeholder((8, 16), name="mask", dtype="bool"),
+                    loss=tw.ops.mse_loss, optimizer=tw.optim.Adam(lr=0.01), name="masked-mlp")
+
+
 MODELS = {
     "mlp": lambda: tw.models.mlp(layers=2, hidden=16, batch=8),
     "wresnet": lambda: tw.models.wresnet(50, 1, batch=2, image=32, classes=10),
+    # int64 token ids (embedding lookups split across ranks) and a bool mask
+    "transformer": lambda: tw.models.transformer(2, 32, 4, seq=16, batch=4, vocab=100),
+    "masked": masked_mlp,
 }
 ALGORITHMS = ("tofu", "kcuts")
 STEPS = 3
 
 
 def feeds(g, step):
-    rng = np.random.default_rng(100 + step)
-    return {t.name: rng.standard_normal(t.shape).astype(np.float32) for t in g.tensors
-            if t.producer is None and t.role in ("input", "label", "constant")}
+    """The same arrays on every rank, each in its tensor's dtype (ids inside their tables, 0/1 masks)."""
+    return tw.graph.feeds.example_feeds(g, seed=100 + step)
 
 
 def main(out: pathlib.Path) -> None:
