@@ -267,3 +267,36 @@ def test_cli_runs_a_saved_graph_with_a_saved_plan(capsys, tmp_path):
     assert "not a tilewise plan" in capsys.readouterr().err
     assert main(["run", str(tmp_path / "missing.json")]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_feeds_are_checked_whole_before_any_is_set():
+    """A bad feed after good ones leaves the good ones unset (the executable as it was); ids are
+    int64 and masks bool in the runtime, converted only when the values allow it."""
+    import tdl_ops
+
+    class Masked(tw.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb, self.fc = tw.nn.Embedding(10, 4), tw.nn.Linear(4, 2)
+
+        def forward(self, ids, mask):
+            return self.fc(tdl_ops.masked_fill(self.emb(ids), mask, value=0.0))
+
+    g = tw.trace(Masked(), tw.placeholder((3,), name="ids", dtype="int64"),
+                 tw.placeholder((3, 4), name="mask", dtype="bool"), loss=tw.ops.mse_loss)
+    exe = tw.compile(g, tw.partition(g, devices=2)).initialize(seed=0)
+    good = {"ids": np.array([1, 2, 3]), "mask": np.zeros((3, 4), bool), "label": np.ones((3, 2), np.float32)}
+    first = exe.step(good)["loss"]
+    before = exe.get("ids").copy()
+    assert before.dtype == np.int64 and exe.get("mask").dtype == np.bool_
+    for bad, message in [({"ids": np.array([4, 5, 6]), "mask": np.full((3, 4), 2)}, "values must be 0 or 1"),
+                         ({"ids": np.array([4.0, 5.0, 6.5])}, "6.5 is not a whole number"),
+                         ({"ids": np.array([4, 5, 2**40]), "label": np.ones((3, 3))}, r"shape \(3, 2\)"),
+                         ({"ids": np.array([4, 5, 6]), "mask": np.array(["a"] * 12).reshape(3, 4)}, "numbers")]:
+        with pytest.raises((tw.ExecError, ValueError, TypeError), match=message):
+            exe.step(bad)
+        np.testing.assert_array_equal(exe.get("ids"), before)  # the good feed before the bad one: not set
+    # Float ids that are whole numbers and 0/1 masks of any kind convert: the first step again (no optimizer).
+    assert exe.step({"ids": np.array([1.0, 2.0, 3.0]), "mask": np.zeros((3, 4))})["loss"] == first
+    with pytest.raises(tw.ExecError, match="id 12 at"):
+        exe.step({"ids": np.array([1, 12, 3])})

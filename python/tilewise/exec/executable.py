@@ -223,11 +223,15 @@ class Executable:
         array-like or a torch tensor (detached and copied to the host), converted to the tensor's
         dtype: float32, or int64/int32 (token ids, class labels: whole numbers) or bool (masks: 0/1)."""
         t = self.graph.tensor(tensor) if isinstance(tensor, str) else tensor
+        self._core.set_tensor(t.id, self._checked(t, value))
+        self._fed.add(t.name)
+
+    def _checked(self, t: GTensor, value) -> np.ndarray:
+        """``value`` as the array ``t`` holds (dtype and shape), or an error naming ``t``."""
         value = _as_array(value, t.name, t.dtype)
         if value.shape != tuple(t.shape):
             raise ValueError(f"'{t.name}' has shape {tuple(t.shape)}; got an array of shape {value.shape}")
-        self._core.set_tensor(t.id, value)
-        self._fed.add(t.name)
+        return value
 
     def state_dict(self) -> dict[str, np.ndarray]:
         """Parameters and constants (frozen buffers, running statistics) by name, as
@@ -271,6 +275,8 @@ class Executable:
     def step(self, feeds: Mapping | None = None) -> dict[str, np.ndarray]:
         """One training iteration: feeds (inputs, labels; parameters too) by name or GTensor.
         Returns the graph's named outputs (e.g. ``loss``, ``output``) as NumPy arrays."""
+        # Every feed is checked before any is set: a bad one leaves the executable as it was.
+        checked = []
         for k, v in (feeds or {}).items():
             name = k.name if isinstance(k, GTensor) else k
             if self.graph._g.find_tensor(name) < 0:
@@ -279,7 +285,10 @@ class Executable:
             if t.producer is not None:
                 raise ValueError(f"'{name}' is computed by op '{t.producer.name}'; "
                                  "feed only tensors without a producer")
-            self.set(t, v)
+            checked.append((t, self._checked(t, v)))
+        for t, array in checked:
+            self._core.set_tensor(t.id, array)
+            self._fed.add(t.name)
         missing = [t.name for t in self._resident() if t.name not in self._fed and t.role != "optimizer_state"]
         if missing:
             raise ValueError(f"not fed yet: {', '.join(missing[:8])}{' ...' if len(missing) > 8 else ''} "
