@@ -82,6 +82,7 @@ void bind_exec(py::module_& m) {
       .def_readonly("bytes_received", &RunStats::bytes_received)
       .def_readonly("bytes_sent", &RunStats::bytes_sent)
       .def_readonly("scratch_bytes", &RunStats::scratch_bytes)
+      .def_readonly("undo_bytes", &RunStats::undo_bytes)
       .def_readonly("device_seconds", &RunStats::device_seconds)
       .def_readonly("message_bytes", &RunStats::message_bytes)
       .def_readonly("profile", &RunStats::profile)
@@ -117,6 +118,8 @@ void bind_exec(py::module_& m) {
       .def_property_readonly("stats", &Executable::stats, py::return_value_policy::copy)
       .def("program", &Executable::program, py::arg("device"), py::return_value_policy::reference_internal)
       .def("set_profile", &Executable::set_profile, py::arg("on"))
+      .def("set_atomic", &Executable::set_atomic, py::arg("on"))
+      .def("restore_updates", &Executable::restore_updates)
       .def_property_readonly("devices", &Executable::devices);
 }
 

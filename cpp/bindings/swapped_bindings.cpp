@@ -64,7 +64,7 @@ void bind_swapped(py::module_& m) {
         for (size_t b = 0; b < p.buffers.size(); ++b) {
           const auto& buf = p.buffers[b];
           out.emplace_back(static_cast<int>(b), buf.name, exec::role_name(buf.role), buf.tensor, op_of[b],
-                           buf.elements() * static_cast<int64_t>(sizeof(float)));
+                           buf.bytes());
         }
         return out;
       },

@@ -246,7 +246,7 @@ class ProgramBuilder {
     Instr in;
     in.kind = kind, in.op = op, in.buffer = b;
     const BufferDesc& buf = low_.programs[d].buffers[b];
-    in.bytes = buf.elements() * graph::dtype_size(buf.dtype);
+    in.bytes = buf.bytes();
     emit(d, in, 0);
   }
   // Appends `in` on `stream`; where the stream changes, the new one waits for an event the previous

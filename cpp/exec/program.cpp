@@ -8,6 +8,8 @@
 
 namespace tilewise::exec {
 
+int64_t BufferDesc::bytes() const { return elements() * graph::dtype_size(dtype); }
+
 const char* kind_name(InstrKind k) {
   switch (k) {
     case InstrKind::kAlloc: return "alloc";
@@ -165,7 +167,7 @@ std::string Program::to_json() const {
     s << (i ? ", " : "") << "{\"name\": " << quoted(b.name) << ", \"role\": \"" << role_name(b.role)
       << "\", \"tensor\": " << b.tensor << ", \"box\": " << box_json(b.box)
       << ", \"dtype\": " << quoted(b.dtype) << ", \"resident\": " << (b.resident ? "true" : "false")
-      << ", \"bytes\": " << b.elements() * graph::dtype_size(b.dtype) << "}";
+      << ", \"bytes\": " << b.bytes() << "}";
   }
   s << "], \"instructions\": [";
   for (size_t i = 0; i < instrs.size(); ++i) {

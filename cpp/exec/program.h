@@ -54,6 +54,7 @@ struct BufferDesc {
   bool resident = false;  ///< allocated outside steps (tiles of tensors without a producer)
   std::string dtype = "float32";  ///< element type: float32, or int64/int32/bool for ids, labels and masks
   int64_t elements() const { return box.empty() ? 0 : box.volume(); }
+  int64_t bytes() const;  ///< elements() times the size of `dtype`
 };
 
 struct Instr {

@@ -123,7 +123,20 @@ void DeviceRunner::release_kept() {
   }
 }
 
+int64_t DeviceRunner::undo_bytes() const {
+  int64_t total = 0;
+  for (const auto& copy : saved_) total += static_cast<int64_t>(copy.capacity());
+  return total;
+}
+
+void DeviceRunner::restore_updates() {
+  for (size_t b = 0; b < saved_now_.size(); ++b)
+    if (saved_now_[b] && ptr_[b]) std::copy(saved_[b].begin(), saved_[b].end(), ptr_[b]);
+  std::fill(saved_now_.begin(), saved_now_.end(), 0);
+}
+
 void DeviceRunner::abort_step() {
+  restore_updates();
   for (size_t b = 0; b < ptr_.size(); ++b)
     if (!prog_.buffers[b].resident) ptr_[b] = nullptr;
   arena_.abort_step();
@@ -197,6 +210,10 @@ void DeviceRunner::run(Communicator& comm, Deadline deadline, bool profile) {
   else profile_.clear();
   const auto& bufs = prog_.buffers;
   wrote_resident_ = false;
+  if (atomic_) {
+    saved_.resize(prog_.buffers.size());
+    saved_now_.assign(prog_.buffers.size(), 0);
+  }
   int current_op = -1;
   auto op_start = start;
   for (size_t i = 0; i < prog_.instrs.size(); ++i) {
@@ -209,7 +226,13 @@ void DeviceRunner::run(Communicator& comm, Deadline deadline, bool profile) {
     const auto t0 = profile ? Clock::now() : start;
     const bool writes = in.kind == InstrKind::kCompute || in.kind == InstrKind::kRecv ||
                         in.kind == InstrKind::kCopy || in.kind == InstrKind::kCombine;
-    if (writes && in.buffer >= 0 && bufs[in.buffer].resident) wrote_resident_ = true;  // from here, no undo
+    if (writes && in.buffer >= 0 && bufs[in.buffer].resident) {
+      wrote_resident_ = true;  // from here, undone only from a saved copy
+      if (atomic_ && !saved_now_[in.buffer]) {
+        saved_[in.buffer].assign(ptr_[in.buffer], ptr_[in.buffer] + bytes_[in.buffer]);
+        saved_now_[in.buffer] = 1;
+      }
+    }
     switch (in.kind) {
       case InstrKind::kAlloc: ptr_[in.buffer] = arena_.allocate(bytes_[in.buffer], bufs[in.buffer].name); break;
       case InstrKind::kFree:
@@ -406,10 +429,11 @@ void Executable::step() {
   kernels::set_blas_threads(blas_before);
   stats_.step_seconds = since(start, Clock::now());
   if (pool_->error) {
-    // Undone when no device had written a tensor that lives across steps (a bad id is found in the
-    // forward pass, before any update): the executable stays usable, parameters as they were.
+    // Undone when every device can: none had written a tensor that lives across steps (a bad id is
+    // found in the forward pass, before any update), or steps are atomic (set_atomic: copies of the
+    // updated tensors). The executable stays usable, parameters as they were.
     bool wrote = false;
-    for (auto& r : runners_) wrote = wrote || r->wrote_resident();
+    for (auto& r : runners_) wrote = wrote || !r->can_undo();
     if (wrote) {
       failed_ = true;
     } else {
@@ -436,12 +460,14 @@ void Executable::step() {
   for (int64_t b : stats_.bytes_received) stats_.bytes_moved += b;
   stats_.peak_bytes.clear();
   stats_.scratch_bytes.clear();
+  stats_.undo_bytes.clear();
   stats_.device_seconds.clear();
   stats_.profile.clear();
   std::fill(stats_.op_native.begin(), stats_.op_native.end(), 1);
   for (auto& r : runners_) {
     stats_.peak_bytes.push_back(r->arena().footprint());
     stats_.scratch_bytes.push_back(r->scratch_bytes());
+    stats_.undo_bytes.push_back(r->undo_bytes());
     stats_.device_seconds.push_back(r->seconds());
     for (size_t o = 0; o < stats_.op_native.size(); ++o) stats_.op_native[o] = stats_.op_native[o] && r->native()[o];
     if (profile_) stats_.profile.push_back(r->profile());

@@ -31,6 +31,7 @@ struct RunStats {
   std::vector<int64_t> peak_bytes;         ///< per device: resident tensors + the planned block (the
                                            ///< first step: the dynamic peak, before planning)
   std::vector<int64_t> scratch_bytes;      ///< per device: largest interpreter scratch (float64 copies) of a step
+  std::vector<int64_t> undo_bytes;         ///< per device: copies kept to undo a failed atomic step (outside the arenas)
   std::vector<double> device_seconds;      ///< per device: its program's wall time, last step
   std::vector<double> op_seconds;          ///< per op, last step (device 0's wall time in the op's instructions)
   std::vector<char> op_native;             ///< per op: 1 = native kernel on every active device, 0 = interpreter
@@ -64,11 +65,23 @@ class DeviceRunner {
   std::byte* tile(int tensor) const;
   /// Releases tiles of results kept after the last step (before the next one).
   void release_kept();
-  /// After a failed step: drops the buffers the step allocated (the arena takes them back).
+  /// After a failed step: drops the buffers the step allocated (the arena takes them back) and, for
+  /// an atomic step, restores the buffers it updated in place.
   void abort_step();
   /// Whether the last run wrote into a buffer that lives across steps (a parameter or optimizer
-  /// state updated in place): then a failed step cannot be undone.
+  /// state updated in place).
   bool wrote_resident() const { return wrote_resident_; }
+  /// Atomic steps: before a step first writes a buffer that lives across steps, its bytes are
+  /// saved (a copy per such buffer, outside the arena, made once and reused), and abort_step()
+  /// puts them back, so a step failing anywhere, updates included, leaves the device as it was.
+  void set_atomic(bool on) { atomic_ = on; }
+  /// Whether abort_step() restores everything the last run changed.
+  bool can_undo() const { return atomic_ || !wrote_resident_; }
+  /// Bytes held for undoing (the copies of updated buffers).
+  int64_t undo_bytes() const;
+  /// An atomic step: puts back the buffers the last run updated in place (abort_step does it too;
+  /// this alone is for a step whose program completed but that failed afterwards).
+  void restore_updates();
   /// For executors that place buffers themselves (the swapped executor, swap_runtime.h): puts
   /// buffer `b` at `p` (memory the caller owns; null: not held), and runs one Compute or Copy
   /// instruction (index `i` of the program) on the buffers as placed.
@@ -108,6 +121,9 @@ class DeviceRunner {
   double seconds_ = 0;
   int64_t scratch_bytes_ = 0;
   bool wrote_resident_ = false;
+  bool atomic_ = false;
+  std::vector<std::vector<std::byte>> saved_;  ///< per buffer: its bytes before this step wrote it
+  std::vector<char> saved_now_;                ///< per buffer: saved_ holds this step's copy
 };
 
 /// The thread executor: one persistent worker thread per device (device 0 on the caller's thread),
@@ -148,6 +164,15 @@ class Executable {
   const graph::Graph& graph() const { return g_; }
   /// Per-instruction timings in later steps (RunStats::profile).
   void set_profile(bool on) { profile_ = on; }
+  /// Atomic steps (DeviceRunner::set_atomic): a step failing anywhere leaves every device as it was.
+  void set_atomic(bool on) {
+    for (auto& r : runners_) r->set_atomic(on);
+  }
+  /// After a step that completed but whose results could not be read: puts back its in-place
+  /// updates (atomic steps only; until the next step).
+  void restore_updates() {
+    for (auto& r : runners_) r->restore_updates();
+  }
 
  private:
   void run_device(int d);

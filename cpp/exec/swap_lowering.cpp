@@ -109,7 +109,7 @@ SwappedLowered lower_swapped(const graph::Graph& g, const SwapSchedule& s, const
       misfit("object " + str(o) + " [" + str(off) + ", " + str(off + bytes) + ") is not inside the pool of " +
              str(s.memory_bytes) + " bytes");
   }
-  auto bytes_of = [&](int b) { return base.buffers[b].elements() * graph::dtype_size(base.buffers[b].dtype); };
+  auto bytes_of = [&](int b) { return base.buffers[b].bytes(); };
   auto check_place = [&](const char* what, int index, int buffer, int object) {
     if (buffer < 0 || buffer >= nb) misfit(std::string(what) + " " + str(index) + ": buffer " + str(buffer) + " out of range");
     if (object < 0 || object >= nobj) misfit(std::string(what) + " " + str(index) + ": object " + str(object) + " out of range");

@@ -97,7 +97,7 @@ int SwapExecutable::buffer_of(int tensor) const {
 
 int64_t SwapExecutable::bytes_of(int b) const {
   const BufferDesc& buf = low_.low.programs[0].buffers[b];
-  return buf.elements() * graph::dtype_size(buf.dtype);
+  return buf.bytes();
 }
 
 void SwapExecutable::set_tensor(int tensor, const void* data) {

@@ -82,7 +82,7 @@ double instruction_seconds(const graph::Graph& g, const exec::Instr& in, const C
 int64_t program_peak_memory(const exec::Program& prog) {
   int64_t resident = 0;
   for (const auto& b : prog.buffers)
-    if (b.resident) resident += b.elements() * static_cast<int64_t>(sizeof(float));
+    if (b.resident) resident += b.bytes();
   // The arena's clock: one tick per allocation or release in the step, in program order.
   std::vector<exec::BufferLife> lives;
   std::unordered_map<int, size_t> live;
@@ -90,7 +90,7 @@ int64_t program_peak_memory(const exec::Program& prog) {
   for (const auto& in : prog.instrs) {
     if (in.kind == InstrKind::kAlloc) {
       live[in.buffer] = lives.size();
-      lives.push_back({prog.buffers[in.buffer].elements() * static_cast<int64_t>(sizeof(float)), clock++, -1});
+      lives.push_back({prog.buffers[in.buffer].bytes(), clock++, -1});
     } else if (in.kind == InstrKind::kFree) {
       auto it = live.find(in.buffer);
       if (it != live.end()) lives[it->second].dies = clock++, live.erase(it);

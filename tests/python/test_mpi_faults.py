@@ -4,8 +4,9 @@ Under ``mpirun -np 2`` and ``-np 4`` every rank trains an MLP step after step
 (tests/python/mpi_scripts/fault_mpi.py, step deadline 3 s); the test stops (SIGSTOP) or kills
 (SIGKILL) the last rank from outside once every rank has stepped:
 
-- stopped: every other rank raises tw.CommunicationError within the deadline + 5 s of the signal
-  (Debian's OpenMPI 4.1 then ends the job: the survivors leave with an error);
+- stopped: every other rank raises tw.CommunicationError within the deadline + 5 s of the signal,
+  its parameters as before the failed step (``atomic=True``), and (Debian's OpenMPI 4.1 then
+  ends the job) leaves with an error;
 - killed: the launcher ends the job within the deadline + 5 s, with a non-zero exit status.
 
 Either way no rank process is left running. ``TILEWISE_FAULT_RUNS=20`` repeats each case (the
@@ -67,6 +68,7 @@ def _run_once(ranks: int, sig: int, out: pathlib.Path) -> None:
                 record = json.loads(path.read_text())
                 assert record["at"] - signalled <= DEADLINE + 5, record
                 assert "deadline" in record["message"], record  # a receive, a send or a gather waited
+                assert record["restored"], f"rank {r}: parameters changed by the failed step: {record}"
         else:
             assert ended <= DEADLINE + 5, f"the job took {ended:.1f} s to end after rank {victim} was killed:\n{log}"
         wait = time.monotonic()

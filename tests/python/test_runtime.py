@@ -300,3 +300,42 @@ def test_feeds_are_checked_whole_before_any_is_set():
     assert exe.step({"ids": np.array([1.0, 2.0, 3.0]), "mask": np.zeros((3, 4))})["loss"] == first
     with pytest.raises(tw.ExecError, match="id 12 at"):
         exe.step({"ids": np.array([1, 12, 3])})
+
+
+def _update_then_lookup():
+    """A parameter updated in place (x2) before a lookup by ids: a bad id fails the step after the update."""
+    import tdl_ops
+
+    g = tw.Graph("update-then-lookup")
+    a = g.parameter("a", (4,))
+    table = g.parameter("table", (5, 3))
+    ids = g.input("ids", (2,), "int64")
+    with g.phase("update"):
+        g.mark_update(tdl_ops.scale(a, alpha=2.0), of=a)
+    tdl_ops.embedding(table, ids)
+    return g
+
+
+@pytest.mark.parametrize("devices", [1, 2])
+def test_an_atomic_step_failing_after_an_update_leaves_the_parameters(devices):
+    g = _update_then_lookup()
+    plan = tw.partition(g, devices=devices, algorithm="tofu")
+    good, bad = {"ids": np.array([0, 4])}, {"ids": np.array([0, 7])}
+    plain = tw.compile(g, plan).initialize(seed=3)
+    with pytest.raises(tw.ExecError, match="id 7 at"):
+        plain.step(bad)
+    with pytest.raises(tw.ExecError, match="failed after updating parameters"):
+        plain.step(good)  # without atomic steps the update cannot be taken back
+    exe = tw.compile(g, plan, atomic=True).initialize(seed=3)
+    ref = tw.compile(g, plan).initialize(seed=3)
+    exe.step(good), ref.step(good)
+    before = exe.parameters()
+    for _ in range(2):
+        with pytest.raises(tw.ExecError, match="id 7 at"):
+            exe.step(bad)
+        after = exe.parameters()
+        assert all(np.array_equal(before[k], after[k]) for k in before), "the failed step's update was undone"
+    assert sum(exe.stats.undo_bytes_per_device) == 4 * 4  # a copy of the one tensor updated in place
+    for _ in range(2):
+        exe.step(good), ref.step(good)
+    assert all(np.array_equal(v, ref.parameters()[k]) for k, v in exe.parameters().items())

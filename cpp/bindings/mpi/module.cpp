@@ -97,6 +97,19 @@ PYBIND11_MODULE(_mpi, m) {
       .def_property_readonly("stats", &MpiExecutable::stats, py::return_value_policy::copy)
       .def("program", &MpiExecutable::program, py::arg("device"), py::return_value_policy::reference_internal)
       .def("set_profile", &MpiExecutable::set_profile, py::arg("on"))
+      .def("set_atomic", &MpiExecutable::set_atomic, py::arg("on"))
+      .def("restore_updates", &MpiExecutable::restore_updates)
+      .def("local_tile",
+           [](const MpiExecutable& e, int tensor) -> py::object {
+             const auto& box = e.local_box(tensor);
+             if (box.empty()) return py::none();
+             std::vector<py::ssize_t> shape;
+             for (const auto& r : box.dims) shape.push_back(r.size());
+             py::array out(bindings::numpy_dtype(e.graph().tensor(tensor).dtype), shape);
+             if (!e.read_local(tensor, out.mutable_data())) return py::none();
+             return out;
+           },
+           "This rank's own tile of the tensor (not collective; works after a failed step), None when it holds none.")
       .def_property_readonly("rank", &MpiExecutable::rank)
       .def_property_readonly("devices", &MpiExecutable::devices);
 }

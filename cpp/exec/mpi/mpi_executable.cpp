@@ -285,6 +285,15 @@ void MpiExecutable::set_tensor(int tensor, const void* data) {
              graph::dtype_size(t.dtype));
 }
 
+bool MpiExecutable::read_local(int tensor, void* out) const {
+  const std::byte* tile = runner_->tile(tensor);
+  if (!tile) return false;
+  const int s = low_.storage_of[tensor];
+  const int64_t size = graph::dtype_size(g_.tensor(tensor).dtype);
+  copy_box(tile, low_.tiles[s][rank_], out, low_.tiles[s][rank_], low_.tiles[s][rank_], size);
+  return true;
+}
+
 std::vector<float> MpiExecutable::gather_tensor(int tensor) const {
   const auto& t = g_.tensor(tensor);
   if (t.dtype != "float32") throw ExecError("'" + t.name + "' is " + t.dtype + ", not float32: use gather_bytes");
@@ -389,6 +398,9 @@ void MpiExecutable::step() {
     runner_->arena().end_step();  // plans the arena after the first step
   } catch (...) {
     kernels::set_blas_threads(blas_before);
+    // The ranks are out of step now (messages in flight, collectives unmatched): this executable is
+    // done. An atomic step puts back what it updated, so this rank's tiles are as before the step.
+    if (runner_->can_undo()) runner_->abort_step();
     failed_ = true;
     throw;
   }
@@ -408,7 +420,12 @@ void MpiExecutable::step() {
   check(MPI_Iallreduce(MPI_IN_PLACE, native.data(), static_cast<int>(native.size()), MPI_SIGNED_CHAR, MPI_MIN, coll_,
                        &reqs[2]),
         "MPI_Iallreduce");
-  for (auto& r : reqs) collective_wait(r, deadline, "gathering the step's statistics");
+  try {
+    for (auto& r : reqs) collective_wait(r, deadline, "gathering the step's statistics");
+  } catch (...) {
+    runner_->restore_updates();  // the step failed after its program: atomic steps take its updates back
+    throw;
+  }
   stats_.device_seconds = seconds;
   stats_.bytes_sent.assign(static_cast<size_t>(n), 0);
   stats_.bytes_received.assign(static_cast<size_t>(n), 0);
@@ -424,6 +441,8 @@ void MpiExecutable::step() {
   }
   stats_.op_native = native;
   stats_.op_seconds = runner_->op_seconds();  // this rank's device
+  stats_.undo_bytes.assign(static_cast<size_t>(n), 0);
+  stats_.undo_bytes[rank_] = runner_->undo_bytes();  // this rank's device
   stats_.message_bytes = mpi_comm_->buffer_bytes();
   stats_.profile.clear();
   if (profile_) stats_.profile.push_back(runner_->profile());  // this rank's device only

@@ -94,6 +94,15 @@ class MpiExecutable {
   void read_tensor(int tensor, void* out) const;
   /// read_tensor of a float32 tensor.
   std::vector<float> get_tensor(int tensor) const;
+  /// This rank's own tile of `tensor` into `out` (the tile's bytes; not collective, works after a
+  /// failed step). False when this rank holds none.
+  bool read_local(int tensor, void* out) const;
+  /// The tile of `tensor` this rank holds (empty box: none).
+  const Box& local_box(int tensor) const { return low_.tiles[low_.storage_of[tensor]][rank_]; }
+  /// Atomic steps (DeviceRunner::set_atomic): a failed step leaves this rank's tiles as they were.
+  void set_atomic(bool on) { runner_->set_atomic(on); }
+  /// After a step whose results could not be gathered: puts back its in-place updates (atomic steps).
+  void restore_updates() { runner_->restore_updates(); }
   /// Runs this rank's program once; then (collective) gathers every device's statistics.
   void step();
   const RunStats& stats() const { return stats_; }

@@ -44,6 +44,7 @@ class ExecStats:
         self.predicted_bytes_sent_per_device, self.predicted_bytes_received_per_device = exe._predicted_traffic()
         self.step_seconds_per_device = list(core.device_seconds)
         self.scratch_bytes_per_device = list(core.scratch_bytes)
+        self.undo_bytes_per_device = list(core.undo_bytes)  # atomic steps: copies of updated tensors
         self.message_buffer_bytes = core.message_bytes
         self.peak_memory_per_device = list(core.peak_bytes)
         self.step_seconds = core.step_seconds
@@ -123,13 +124,17 @@ class ExecStats:
 class Executable:
     """A plan lowered onto CPU devices. Feed parameters (or ``initialize``), then ``step``."""
 
+    atomic = False  # tw.compile(..., atomic=True): failed steps are undone, in-place updates included
+
     def __init__(self, graph: Graph, plan: Plan, memory_per_device: int | None = None, *, profile: bool = False,
-                 timeout: float = 300.0):
+                 timeout: float = 300.0, atomic: bool = False):
         self.graph, self.plan = graph, plan
         self._results = graph.results()
         self._core = self._core_class()(graph._g, plan._core, int(memory_per_device or 0),
                                       [t.id for t in self._results.values()], self._opaque_calls(), float(timeout))
         self._core.set_profile(bool(profile))
+        self._core.set_atomic(bool(atomic))
+        self.atomic = bool(atomic)
         self.profile = bool(profile)
         self._fed: set[str] = set()
         self._traffic: tuple[list[int], list[int]] | None = None
@@ -294,7 +299,14 @@ class Executable:
             raise ValueError(f"not fed yet: {', '.join(missing[:8])}{' ...' if len(missing) > 8 else ''} "
                              "(feed them, or call initialize() for parameters)")
         self._core.step()
-        return {k: self._core.get_tensor(t.id, list(t.shape)) for k, t in self._results.items()}
+        try:
+            return {k: self._core.get_tensor(t.id, list(t.shape)) for k, t in self._results.items()}
+        except Exception:
+            # The results could not be read (MPI: a rank stopped before the broadcast): the step failed
+            # for the caller, so an atomic step takes back its updates too.
+            if self.atomic:
+                self._core.restore_updates()
+            raise
 
     def time_steps(self, feeds: Mapping, steps: int = 7, warmup: int = 3) -> list[float]:
         """Runs ``warmup`` steps, then ``steps`` more, and returns those steps' seconds (the runtime's
@@ -329,7 +341,7 @@ class Executable:
 
 
 def compile(graph: Graph, plan: Plan, backend: str = "cpu", *, memory_per_device: int | None = None,  # noqa: A001
-            profile: bool = False, timeout: float = 300.0) -> Executable:
+            profile: bool = False, timeout: float = 300.0, atomic: bool = False) -> Executable:
     """Lower ``plan`` for ``graph`` onto ``plan.devices`` CPU devices (worker threads).
 
     ``plan`` may also be a swap plan (a ``tw.swap.SwapPlan``, or the ``SearchResult`` of
@@ -344,7 +356,12 @@ def compile(graph: Graph, plan: Plan, backend: str = "cpu", *, memory_per_device
     ``memory_per_device``: each device's arena capacity in bytes (None = unlimited); an allocation
     past it raises ``tw.OutOfMemory`` naming the device, the tensor and the bytes.
     ``profile``: time every instruction of every step (``exe.trace("step.json")``).
-    ``timeout``: seconds a device waits for a message before ``tw.CommunicationError``."""
+    ``timeout``: seconds a device waits for a message before ``tw.CommunicationError``.
+    ``atomic``: a step that fails anywhere (a bad id, a lost peer, in the updates too) leaves the
+    parameters and optimizer state as they were: each device keeps a copy of what a step updates in
+    place (``exe.stats.undo_bytes``, outside the planned memory). Without it a step is undone only
+    when it fails before its first in-place update; later the executable refuses further steps. Swapped
+    execution undoes failed steps from its host store either way."""
     if not isinstance(graph, Graph):
         raise TypeError(f"compile() needs a tw.Graph, got {type(graph).__name__}")
     if isinstance(plan, (SwapPlan, SearchResult)):
@@ -365,13 +382,13 @@ def compile(graph: Graph, plan: Plan, backend: str = "cpu", *, memory_per_device
         # exec/mpi.py builds on this module (MpiExecutable is an Executable) and is loaded only
         # here, when asked for: it imports tilewise._mpi, which loads libmpi.
         mpi = importlib.import_module(".mpi", __package__)
-        return mpi.MpiExecutable(graph, plan, memory_per_device, profile=profile, timeout=timeout)
+        return mpi.MpiExecutable(graph, plan, memory_per_device, profile=profile, timeout=timeout, atomic=atomic)
     if backend == "cuda":
         # exec/cuda.py imports tilewise._cuda (cuBLAS, cuDNN, NCCL) only when asked for: it raises
         # tw.CudaError naming why the backend cannot run (not built, no device, no kernels yet).
         cuda = importlib.import_module(".cuda", __package__)
         return cuda.compile_cuda(graph, plan, memory_per_device, profile=profile, timeout=timeout)
-    return Executable(graph, plan, memory_per_device, profile=profile, timeout=timeout)
+    return Executable(graph, plan, memory_per_device, profile=profile, timeout=timeout, atomic=atomic)
 
 
 def program_events(prog: Program, device: int, timings, label: str) -> list[dict]:

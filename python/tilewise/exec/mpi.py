@@ -63,13 +63,13 @@ class MpiExecutable(Executable):
     """This rank's device of a plan lowered onto MPI ranks (one rank per device)."""
 
     def __init__(self, graph: Graph, plan: Plan, memory_per_device: int | None = None, *, profile: bool = False,
-                 timeout: float = 300.0):
+                 timeout: float = 300.0, atomic: bool = False):
         mpi = load()
         ranks = mpi.size()
         if ranks != plan.devices:
             raise ExecError(f"the plan is for {plan.devices} devices but this MPI job has {ranks} rank(s): "
                             f"run one rank per device, mpirun -np {plan.devices} python SCRIPT")
-        super().__init__(graph, plan, memory_per_device, profile=profile, timeout=timeout)
+        super().__init__(graph, plan, memory_per_device, profile=profile, timeout=timeout, atomic=atomic)
 
     @staticmethod
     def _core_class():
@@ -90,6 +90,16 @@ class MpiExecutable(Executable):
         out = {t.name: self._core.gather_tensor(t.id, list(t.shape)) for t in self.graph.tensors
                if t.role == "parameter" and t.producer is None}
         return out if self.rank == 0 else None
+
+    def local_tiles(self) -> dict[str, np.ndarray]:
+        """This rank's own tiles of the parameters (not collective: readable after a failed step)."""
+        out = {}
+        for t in self.graph.tensors:
+            if t.role == "parameter" and t.producer is None:
+                tile = self._core.local_tile(t.id)
+                if tile is not None:
+                    out[t.name] = tile
+        return out
 
     def trace(self, path: str | pathlib.Path | None = None) -> dict:
         """This rank's device's last step as a Chrome/Perfetto trace (one process: this device)."""

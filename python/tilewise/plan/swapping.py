@@ -13,8 +13,6 @@ graph).predict(cluster)``), so the search prices ops exactly as every other pred
 
 from __future__ import annotations
 
-import math
-
 from .. import _core
 from ..graph.graph import Graph
 from ..sim.prediction import resolve_cluster
@@ -59,7 +57,7 @@ def swap_problem(graph: Graph, cluster="swapadvisor", device_memory: int | None 
             stored[t.name] = t.updates.name
             continue
         stored[t.name] = t.name
-        nbytes = 4 * max(1, math.prod(t.shape))
+        nbytes = max(1, t.bytes)  # its dtype's bytes (int64 ids: 8 per element)
         tensors[t.name] = (nbytes, "parameter" if t.producer is None else "activation")
     _, regions = problem_buffers(graph)
     ops = []
