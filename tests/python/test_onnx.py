@@ -240,11 +240,11 @@ def test_dtypes_opsets_and_shapes():
     relu = [helper.make_node("Relu", ["x"], ["y"])]
     with pytest.raises(tw.GraphError) as info:
         tw.from_onnx(node_model(relu, [vi("x", [2], TensorProto.DOUBLE)], [vi("y", [2], TensorProto.DOUBLE)]))
-    assert "input 'x' is float64 (graph inputs are float32 only" in str(info.value)
+    assert "input 'x' is float64 (graph inputs are float32, int64 or int32 (token ids) or bool" in str(info.value)
     assert "output 'y' is float64 (outputs are float32 only)" in str(info.value)
     ids = [helper.make_node("Cast", ["x"], ["y"], to=TensorProto.FLOAT)]
-    with pytest.raises(tw.GraphError, match="integer token ids"):
-        tw.from_onnx(node_model(ids, [vi("x", [2], TensorProto.INT64)], [vi("y", [2])]))
+    with pytest.raises(tw.GraphError, match="input 'x' is uint8"):
+        tw.from_onnx(node_model(ids, [vi("x", [2], TensorProto.UINT8)], [vi("y", [2])]))
     with pytest.raises(tw.GraphError, match="opset 6 is not supported"):
         tw.from_onnx(node_model(relu, [vi("x", [2])], [vi("y", [2])], opset=6))
     with pytest.raises(tw.GraphError, match=r"axis 1 is 'n' \(tilewise graphs have static shapes; pass dims=\{'n': N\}"):
@@ -317,3 +317,43 @@ def test_ops_without_float32_node_tests(node, want):
     g = tw.from_onnx(node_model([node], [vi("x", [2, 3, 4])], [vi("y", list(want(x).shape))], inits, opset=opset))
     _, (y,) = run_compiled(g, x)
     assert_rel_close(y, want(x.astype(np.float64)))
+
+
+@needs_torch
+@pytest.mark.parametrize("devices", [1, 2])
+def test_token_ids_and_a_mask_stay_integers(devices):
+    """An embedding model exported by torch: int64 ids into Gather (embedding_seq), an int64 padding
+    mask cast to float; the compiled graph on 1 and 2 devices matches torch, and an id outside the
+    table fails the step instead of reading another row."""
+
+    class Tagger(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.Embedding(50, 8)
+            self.fc = nn.Linear(8, 3)
+
+        def forward(self, ids, mask):
+            return self.fc(self.emb(ids)) * mask.unsqueeze(-1).to(torch.float32)
+
+    torch.manual_seed(0)
+    module = Tagger().eval()
+    ids = torch.randint(0, 50, (4, 6))
+    mask = torch.ones(4, 6, dtype=torch.int64)
+    mask[2, 4:] = 0
+    f = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(module, (ids, mask), f, dynamo=False, input_names=["ids", "mask"])
+    g = tw.from_onnx(onnx.load_from_string(f.getvalue()))
+    assert g.tensor("ids").dtype == "int64" and g.tensor("mask").dtype == "int64"
+    assert "embedding_seq" in {op.type for op in g.ops}
+    exe = tw.compile(g, tw.partition(g, devices=devices))
+    exe.load_state_dict(g.onnx_import.state_dict())
+    out = exe.step(g.onnx_import.feeds(ids.numpy(), mask.numpy()))
+    with torch.no_grad():
+        want = module(ids, mask).numpy()
+    assert_rel_close(out[next(iter(g.outputs))], want)
+    bad = ids.numpy().copy()
+    bad[1, 2] = 50
+    with pytest.raises(tw.ExecError, match="id 50 at"):
+        exe.step(g.onnx_import.feeds(bad, mask.numpy()))

@@ -20,6 +20,7 @@ class OnnxImport:
     outputs: dict = field(default_factory=dict)  # ONNX output name -> graph tensor name
     values: dict = field(default_factory=dict, repr=False)  # parameter / constant name -> its value (float32)
     tensors: dict = field(default_factory=dict, repr=False)  # ONNX value name -> graph tensor name (where one exists)
+    integer_inputs: dict = field(default_factory=dict)  # input name -> int64 / int32 / bool (ids, masks)
 
     def state_dict(self) -> dict:
         """Parameters and constants by name, for ``exe.load_state_dict``."""
@@ -33,10 +34,11 @@ class OnnxImport:
         values = list(inputs)
         feeds = {}
         for name in self.inputs:
+            kind = self.integer_inputs.get(name, dtype)  # ids and masks keep their types
             if name in named:
-                feeds[name] = np.asarray(named[name], dtype=dtype)
+                feeds[name] = np.asarray(named[name], dtype=kind)
             elif values:
-                feeds[name] = np.asarray(values.pop(0), dtype=dtype)
+                feeds[name] = np.asarray(values.pop(0), dtype=kind)
             else:
                 raise GraphError(f"from_onnx feeds: no value for input '{name}' (inputs: {', '.join(self.inputs)})")
         for name, v in self.values.items():

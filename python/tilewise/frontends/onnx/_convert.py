@@ -22,7 +22,7 @@ import numpy as np
 
 from ..._core import GraphError
 from ...graph.graph import Graph, GTensor
-from ._load import FLOAT, onnx_module
+from ._load import FLOAT, INPUT_TYPES, onnx_module
 
 MISSING = object()  # the value of an output whose node failed
 
@@ -200,9 +200,11 @@ class Converter:
             self.env[init.name] = Known(value, init.name, initializer=value.dtype.kind == "f")
         for vi in graph.input:
             if vi.name in input_shapes:
-                t = self.g.input(vi.name, input_shapes[vi.name], "float32")
+                t = self.g.input(vi.name, input_shapes[vi.name], INPUT_TYPES[vi.type.tensor_type.elem_type])
                 self.env[vi.name] = t
                 self.info.inputs.append(t.name)
+                if t.dtype != "float32":
+                    self.info.integer_inputs[t.name] = t.dtype
                 self.info.tensors[vi.name] = t.name
         for proto in graph.node:
             self._convert(proto)

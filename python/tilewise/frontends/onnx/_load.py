@@ -21,6 +21,8 @@ FLOAT = 1
 _TYPE_NAMES = {1: "float32", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "int32", 7: "int64", 8: "string",
                9: "bool", 10: "float16", 11: "float64", 12: "uint32", 13: "uint64", 16: "bfloat16"}
 KNOWN_TYPES = {1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13}
+#: ONNX element types of graph inputs -> the graph dtype (token ids, masks: the runtime holds them).
+INPUT_TYPES = {1: "float32", 7: "int64", 6: "int32", 9: "bool"}
 
 
 def type_name(elem_type: int) -> str:
@@ -137,9 +139,9 @@ def check_types(model, initializers: dict, batch, dims=None) -> dict:
             problems.append(str(e).removeprefix("from_onnx: "))
             continue
         elem = vi.type.tensor_type.elem_type
-        if elem != FLOAT:
-            problems.append(f"input '{vi.name}' is {type_name(elem)} (graph inputs are float32 only: integer "
-                            "token ids and boolean masks are not supported yet)")
+        if elem not in INPUT_TYPES:
+            problems.append(f"input '{vi.name}' is {type_name(elem)} (graph inputs are float32, int64 or int32 "
+                            "(token ids) or bool (masks))")
     for vi in model.graph.output:
         if not vi.type.HasField("tensor_type"):
             problems.append(f"output '{vi.name}' is not a tensor")

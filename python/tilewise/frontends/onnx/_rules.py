@@ -101,16 +101,22 @@ def _identity(ctx, n):
 
 @rule("Cast", "CastLike")
 def _cast(ctx, n):
-    """the input itself (float to float32 only)"""
+    """the input itself (to float32; an integer or bool graph tensor to int64: itself too), or identity
+    (an integer or bool graph tensor to float32: ops read integer operands as float32)"""
     to = n.attr("to") if n.op_type == "Cast" else None
+    x = n.inputs[0]
     if n.op_type == "CastLike":
         like = n.inputs[1]
         to = 1 if not isinstance(like, Known) or like.value.dtype == np.float32 else -1
+    integer = not isinstance(x, Known) and x.dtype in ("int64", "int32", "bool")
+    if integer and to == 7:
+        return x
     if to != 1:
         raise Unsupported("a cast to a type other than float32")
-    x = n.inputs[0]
     if isinstance(x, Known) and x.value.dtype != np.float32:
         return Known(x.value.astype(np.float32), x.name)
+    if integer:
+        return ctx.emit(T.identity, x)
     return x
 
 

@@ -231,10 +231,13 @@ def _tile(ctx, n):
 
 @rule("Gather")
 def _gather(ctx, n):
-    """known indices: select (one), slice_axis (a range), else concat_<n> of selects"""
+    """known indices: select (one), slice_axis (a range), else concat_<n> of selects; indices the graph
+    is fed (token ids) into axis 0 of a 2-D table: embedding / embedding_seq"""
     x, idx = n.inputs
     shape = ctx.shape(x)
     a = axis(n.attr("axis", 0), len(shape))
+    if not isinstance(idx, Known):
+        return _lookup(ctx, x, idx, shape, a)
     ids = np.asarray(ctx.known(idx, "the indices")).astype(np.int64)
     ids = np.where(ids < 0, ids + shape[a], ids)
     if ids.size == 0 or (ids < 0).any() or (ids >= shape[a]).any():
@@ -252,6 +255,22 @@ def _gather(ctx, n):
                 for i in flat]
         y = concat(ctx, rows, a) if len(rows) > 1 else rows[0]
     return ctx.view(y, out)
+
+
+def _lookup(ctx, table, ids, shape, a):
+    """Gather of graph-fed indices: an embedding lookup (ids outside the table fail the step, as in
+    ONNX Runtime; negative ids are not wrapped)."""
+    if a != 0 or len(shape) != 2:
+        raise Unsupported(f"indices computed by the graph gather axis {a} of a {len(shape)}-D tensor "
+                          "(only axis 0 of a 2-D table: an embedding lookup)")
+    rank = len(ctx.shape(ids))
+    if rank == 1:
+        return ctx.emit(T.embedding, table, ids)
+    if rank == 2:
+        return ctx.emit(T.embedding_seq, table, ids)
+    n = int(np.prod(ctx.shape(ids)))
+    flat = ctx.emit(T.embedding, table, ctx.view(ids, (n,)))
+    return ctx.view(flat, tuple(ctx.shape(ids)) + (shape[1],))
 
 
 @rule("CumSum")
