@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/cpu/fast_math.h"
 #include "kernels/cpu/tile_kernel_util.h"
 
 namespace tilewise::kernels::tile {
@@ -306,7 +307,7 @@ bool select(const TileCall& call, const Attrs& attrs) {
 }
 
 namespace {
-inline float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+inline float sigmoid(float x) { return 1.0f / (1.0f + fast::exp(-x)); }
 
 // The LSTM ops' layout: variables b, j over (batch, hidden); `gates` (batch, 4 hidden) holds the
 // quarters i, f, g, o; hidden = the second extent of input `hidden_of`.
@@ -327,14 +328,14 @@ bool lstm_cell(const TileCall& call, const Attrs&) {  // (gates, c)
   int64_t n = 0;
   if (!lstm_layout(call, 2, 0, 1, &n)) return false;
   return map<4>(call, {quarter(0, 1, n), aligned(call, 1), quarter(0, 0, n), quarter(0, 2, n)},
-                [](float f, float c, float i, float g) { return sigmoid(f) * c + sigmoid(i) * std::tanh(g); });
+                [](float f, float c, float i, float g) { return sigmoid(f) * c + sigmoid(i) * fast::tanh(g); });
 }
 
 // h' = sigmoid(o) tanh(c').
 bool lstm_hidden(const TileCall& call, const Attrs&) {  // (gates, c_new)
   int64_t n = 0;
   if (!lstm_layout(call, 2, 0, 1, &n)) return false;
-  return map<2>(call, {quarter(0, 3, n), aligned(call, 1)}, [](float o, float c) { return sigmoid(o) * std::tanh(c); });
+  return map<2>(call, {quarter(0, 3, n), aligned(call, 1)}, [](float o, float c) { return sigmoid(o) * fast::tanh(c); });
 }
 
 // dc = dy sigmoid(f).
@@ -349,7 +350,7 @@ bool lstm_hidden_grad_c(const TileCall& call, const Attrs&) {  // (dy, gates, c_
   int64_t n = 0;
   if (!lstm_layout(call, 3, 1, 2, &n)) return false;
   return map<3>(call, {aligned(call, 0), quarter(1, 3, n), aligned(call, 2)}, [](float dy, float o, float c) {
-    const float t = std::tanh(c);
+    const float t = fast::tanh(c);
     return dy * sigmoid(o) * (1.0f - t * t);
   });
 }
@@ -366,7 +367,7 @@ constexpr float kTwoOverSqrtPi = 1.12837916709551257f;
 constexpr float kGeluC = 0.79788456080286536f;  // sqrt(2 / pi)
 inline float nan_max(float a, float b) { return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b); }
 inline float nan_min(float a, float b) { return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b); }
-inline float logistic(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+inline float logistic(float x) { return 1.0f / (1.0f + fast::exp(-x)); }
 inline float truth(bool b) { return b ? 1.0f : 0.0f; }
 }  // namespace
 
@@ -387,8 +388,8 @@ TW_UNARY(erf_, std::erf(x))
 TW_UNARY(sigmoid, logistic(x))
 TW_UNARY(tanh_, std::tanh(x))
 TW_UNARY(silu, x * logistic(x))
-TW_UNARY(gelu, 0.5f * x * (1.0f + std::erf(x * kSqrt1_2)))
-TW_UNARY(gelu_tanh, 0.5f * x * (1.0f + std::tanh(kGeluC * (x + 0.044715f * x * x * x))))
+TW_UNARY(gelu, x * fast::normal_cdf(x))
+TW_UNARY(gelu_tanh, 0.5f * x * (1.0f + fast::tanh(kGeluC * (x + 0.044715f * x * x * x))))
 TW_UNARY(softplus, nan_max(x, 0.0f) + std::log1p(std::exp(-std::fabs(x))))
 TW_UNARY(relu6, nan_min(nan_max(x, 0.0f), 6.0f))
 TW_UNARY(step_count, x + 1.0f)
@@ -418,13 +419,13 @@ bool silu_grad(const TileCall& call, const Attrs&) {  // (dy, x)
 
 bool gelu_grad(const TileCall& call, const Attrs&) {  // (dy, x)
   return map_aligned<2>(call, [](float dy, float x) {
-    return dy * (0.5f * (1.0f + std::erf(x * kSqrt1_2)) + x * std::exp(-0.5f * x * x) * kInvSqrt2Pi);
+    return dy * (fast::normal_cdf(x) + x * fast::exp(-0.5f * x * x) * kInvSqrt2Pi);
   });
 }
 
 bool gelu_tanh_grad(const TileCall& call, const Attrs&) {  // (dy, x)
   return map_aligned<2>(call, [](float dy, float x) {
-    const float t = std::tanh(kGeluC * (x + 0.044715f * x * x * x));
+    const float t = fast::tanh(kGeluC * (x + 0.044715f * x * x * x));
     return dy * (0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * kGeluC * (1.0f + 3.0f * 0.044715f * x * x));
   });
 }
@@ -600,10 +601,10 @@ bool lstm_cell_grad_gates(const TileCall& call, const Attrs&) {
       const float* s = element(gates, {bb, lo});
       for (int64_t t = 0; t <= hi - lo; ++t) {
         const float sg = sigmoid(s[t]);
-        if (q == 0) out[t] = d[t] * std::tanh(*element(gates, {bb, lo + t + 2 * n})) * sg * (1.0f - sg);
+        if (q == 0) out[t] = d[t] * fast::tanh(*element(gates, {bb, lo + t + 2 * n})) * sg * (1.0f - sg);
         if (q == 1) out[t] = d[t] * *element(c, {bb, lo + t - n}) * sg * (1.0f - sg);
         if (q == 2) {
-          const float th = std::tanh(s[t]);
+          const float th = fast::tanh(s[t]);
           out[t] = d[t] * sigmoid(*element(gates, {bb, lo + t - 2 * n})) * (1.0f - th * th);
         }
       }
@@ -635,7 +636,7 @@ bool lstm_hidden_grad_gates(const TileCall& call, const Attrs&) {
       const float* o = element(gates, {bb, lo});
       for (int64_t t = 0; t <= hi - lo; ++t) {
         const float so = sigmoid(o[t]);
-        out[t] = d[t] * std::tanh(c[t]) * so * (1.0f - so);
+        out[t] = d[t] * fast::tanh(c[t]) * so * (1.0f - so);
       }
     }
   });

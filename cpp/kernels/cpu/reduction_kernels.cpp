@@ -7,6 +7,7 @@
 #include <limits>
 #include <vector>
 
+#include "kernels/cpu/fast_math.h"
 #include "kernels/cpu/tile_kernel_util.h"
 
 namespace tilewise::kernels::tile {
@@ -604,8 +605,13 @@ bool softmax(const TileCall& call, const Attrs&) {
   const int64_t n = call.extents[r - 1];
   for_each_row(call, r, {0}, [&](const float* const* x, float* out, int64_t lo, int64_t hi) {
     const float m = row_max(x[0], n);
-    const double z = sum_of(n, [&](int64_t k) { return std::exp(static_cast<double>(x[0][k]) - m); });
-    for (int64_t c = lo; c <= hi; ++c) out[c - lo] = static_cast<float>(std::exp(static_cast<double>(x[0][c]) - m) / z);
+    // exp once per element, in a loop that vectorises (fast::exp); the sum in double as before.
+    thread_local std::vector<float> e;
+    e.resize(static_cast<size_t>(n));
+    for (int64_t k = 0; k < n; ++k) e[k] = fast::exp(x[0][k] - m);
+    const double z = sum_of(n, [&](int64_t k) { return static_cast<double>(e[k]); });
+    const float inv = static_cast<float>(1.0 / z);
+    for (int64_t c = lo; c <= hi; ++c) out[c - lo] = e[c] * inv;
   });
   return true;
 }
@@ -616,7 +622,10 @@ bool log_softmax(const TileCall& call, const Attrs&) {
   const int64_t n = call.extents[r - 1];
   for_each_row(call, r, {0}, [&](const float* const* x, float* out, int64_t lo, int64_t hi) {
     const float m = row_max(x[0], n);
-    const double lz = std::log(sum_of(n, [&](int64_t k) { return std::exp(static_cast<double>(x[0][k]) - m); }));
+    thread_local std::vector<float> e;
+    e.resize(static_cast<size_t>(n));
+    for (int64_t k = 0; k < n; ++k) e[k] = fast::exp(x[0][k] - m);
+    const double lz = std::log(sum_of(n, [&](int64_t k) { return static_cast<double>(e[k]); }));
     for (int64_t c = lo; c <= hi; ++c) out[c - lo] = static_cast<float>(static_cast<double>(x[0][c]) - m - lz);
   });
   return true;
