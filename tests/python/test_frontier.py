@@ -191,3 +191,35 @@ def test_cli_frontier(tmp_path, capsys):
     assert "turning point" in text and "best within 1 GB" in text and "data_parallel" in text
     assert json.loads(out.read_text())["devices"] == 4
     assert main(["frontier", "mlp-2-64", "--devices", "0"]) == 2
+
+
+def test_the_simulator_reranks_the_frontier():
+    """The additive proxy and the program simulator disagree away from the least-memory end (link
+    contention, the arena's peak): ``simulated`` re-evaluates every point, marks the simulator's own
+    Pareto set, and ``best_simulated`` picks by predicted time and memory."""
+    f = tw.frontier(tw.models.get("mlp-4-1024", batch=4096), "tensoropt", devices=16)
+    rows = f.simulated()
+    assert [r["index"] for r in rows] == list(range(len(f.points)))
+    assert rows[3]["predicted_time"] == f.simulate(3)["predicted_time"]
+
+    def dominates(o, r):
+        a, b = (o["predicted_time"], o["predicted_memory"]), (r["predicted_time"], r["predicted_memory"])
+        return a != b and a[0] <= b[0] and a[1] <= b[1]
+
+    pareto = [r for r in rows if r["pareto"]]
+    assert pareto and not any(dominates(o, r) for o in pareto for r in pareto)
+    assert all(any(dominates(o, r) for o in pareto) for r in rows if not r["pareto"])
+    # Measured here: 5 of 48 points survive, and the proxy's fastest point simulates 2.6x slower
+    # than the simulator's pick.
+    assert len(pareto) < len(rows)
+    best = f.best_simulated(memory_limit=1e15)
+    fastest = min(rows, key=lambda r: r["predicted_time"])
+    assert best.index == fastest["index"]
+    assert fastest["predicted_time"] < f.simulate(f.best(memory_limit=1e15))["predicted_time"]
+    limit = pareto[0]["predicted_memory"]
+    assert f.best_simulated(memory_limit=limit, margin=1.0).index in {r["index"] for r in rows
+                                                                        if r["predicted_memory"] <= limit}
+    assert f.best_simulated(memory_limit=1.0) is None
+    assert [r["index"] for r in f.simulated(limit=3)] == [0, (len(f.points) - 1 + 1) // 2, len(f.points) - 1]
+    with pytest.raises(ValueError, match="limit must be a positive int"):
+        f.simulated(limit=0)

@@ -217,6 +217,44 @@ class Frontier:
         return {"time": p.time, "memory": p.memory, "predicted_time": pred.step_seconds,
                 "predicted_memory": max(pred.memory_per_device), "prediction": pred}
 
+    def simulated(self, *, op_times=None, limit: int | None = None) -> list[dict]:
+        """The points re-evaluated by the program simulator (the search ranks by an additive proxy
+        that does not see link contention or the arena's peak): one ``simulate`` row per point, or
+        per ``limit`` points spread evenly along the frontier, in memory order, each with ``pareto``:
+        True where no other simulated row is at most as slow and as large, and better in one. The
+        rows with ``pareto`` are the frontier as the simulator sees it."""
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, numbers.Integral) or limit < 1):
+            raise ValueError(f"limit must be a positive int, got {limit!r}")
+        picks = list(range(len(self.points)))
+        if limit is not None and limit < len(picks):
+            picks = sorted({round(k * (len(picks) - 1) / max(limit - 1, 1)) for k in range(limit)})
+        rows = []
+        for i in picks:
+            row = self.simulate(i, op_times=op_times)
+            row["index"] = i
+            rows.append(row)
+        def key(r):
+            return r["predicted_time"], r["predicted_memory"]
+
+        for r in rows:
+            r["pareto"] = not any(o is not r and all(a <= b for a, b in zip(key(o), key(r))) and key(o) != key(r)
+                                  for o in rows)
+        return rows
+
+    def best_simulated(self, memory_limit: float | None = None, margin: float = DEFAULT_MARGIN, *,
+                       op_times=None, limit: int | None = None) -> StrategyPoint | None:
+        """``best`` by the simulator: of the ``simulated`` points whose predicted peak memory fits
+        ``memory_limit × margin``, the one with the least predicted step time (None when none fits)."""
+        if memory_limit is None:
+            memory_limit = self.cluster.device.memory or math.inf
+        if isinstance(memory_limit, bool) or not isinstance(memory_limit, numbers.Real) or memory_limit <= 0:
+            raise ValueError(f"memory_limit must be a positive number of bytes, got {memory_limit!r}")
+        if isinstance(margin, bool) or not isinstance(margin, numbers.Real) or not 0 < margin <= 1:
+            raise ValueError(f"margin must be in (0, 1], got {margin!r}")
+        fits = [r for r in self.simulated(op_times=op_times, limit=limit)
+                if r["predicted_memory"] <= memory_limit * margin]
+        return self.points[min(fits, key=lambda r: (r["predicted_time"], r["index"]))["index"]] if fits else None
+
     def evaluate(self, plan: Plan) -> Baseline:
         """Any plan on this frontier's parts (e.g. ``tw.partition(..., parts=f.parts)``) costed like the
         points: its (time, memory, compute, network) under the same model."""
