@@ -23,6 +23,7 @@ from . import _core, models, nn, optim, swap, tdl  # noqa: E402,F401
 from ._build_info import build_info  # noqa: E402
 from ._core import CudaError, ExecError, GraphError, PlanError, SearchTimeout, SearchTooLarge, ShapeError, TDLError  # noqa: E402
 from .calibration import measure_ops  # noqa: E402 - also registers the "this-machine" cluster
+from .exec.checkpoint import CheckpointError, load_checkpoint  # noqa: E402
 from .exec.executable import CommunicationError, ExecStats, Executable, OutOfMemory, Program, compile  # noqa: E402,F401
 from .frontends.onnx import from_onnx  # noqa: E402
 from .frontends.torch import from_torch  # noqa: E402
@@ -65,6 +66,7 @@ __version__ = "0.1.0"
 # ``max``, ``min``, ``abs`` (TDL's) and ``compile`` are attributes (``tw.max``, ``tw.compile``) but not in
 # ``__all__``: ``from tilewise import *`` must not shadow the builtins.
 __all__ = [
+    "CheckpointError",
     "CommunicationError",
     "Executable",
     "CudaError",
@@ -77,7 +79,7 @@ __all__ = [
     "PlanCost", "PlanError", "Prod", "SearchTimeout", "SearchTooLarge", "ShapeError", "SimulationError", "Strategy",
     "Sum", "TDLError", "Timeline",
     "build_info", "coarsen", "compute", "erf", "evaluate", "exp", "from_onnx", "from_torch", "frontier", "grad",
-    "index_value", "log", "measure_ops", "min_devices", "models", "nn", "op", "opaque", "ops", "optim", "pareto",
-    "partition", "placeholder", "profile_parallelism", "run_reference", "sigmoid", "simulate", "sqrt", "swap",
-    "swap_plan", "tanh", "tdl", "trace", "where",
+    "index_value", "load_checkpoint", "log", "measure_ops", "min_devices", "models", "nn", "op", "opaque", "ops",
+    "optim", "pareto", "partition", "placeholder", "profile_parallelism", "run_reference", "sigmoid", "simulate",
+    "sqrt", "swap", "swap_plan", "tanh", "tdl", "trace", "where",
 ]

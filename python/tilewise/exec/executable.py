@@ -277,6 +277,21 @@ class Executable:
         for name, array in values.items():
             self.set(wanted[name], array)
 
+    def save(self, path) -> pathlib.Path:
+        """Parameters, optimizer state (the step count too) and constants to a safetensors file,
+        written atomically, with the graph's hash, the plan and a checksum (``exec/checkpoint.py``)."""
+        from .checkpoint import save
+
+        return save(self, path)
+
+    def load(self, path) -> dict:
+        """Parameters, optimizer state and constants from a checkpoint of this graph (saved under any
+        plan, on any number of devices); ``tw.CheckpointError`` for another graph or a corrupted file,
+        nothing set then. Returns the checkpoint's metadata."""
+        from .checkpoint import load
+
+        return load(self, path)
+
     def step(self, feeds: Mapping | None = None) -> dict[str, np.ndarray]:
         """One training iteration: feeds (inputs, labels; parameters too) by name or GTensor.
         Returns the graph's named outputs (e.g. ``loss``, ``output``) as NumPy arrays."""
