@@ -29,7 +29,7 @@ def _(g, x, out, axis):
     return (ops.broadcast_to(g, shape=x.shape, new_axes=(norm_axis(axis, x.ndim),)),)
 
 
-@tw.op(reference=lambda x, axis=-1: x.mean(axis=axis))
+@tw.op(reference=lambda x, axis=-1: x.mean(axis=axis), kernel="reduce_mean")
 def reduce_mean(x, axis=-1):
     """Mean along axis."""
     return _along(x, axis, lambda row, a: tw.Sum(row) / x.shape[a])
@@ -180,7 +180,7 @@ def _drop(i, a):
 
 
 @tw.op(reference=lambda dy, axis=0, size=1: np.repeat(np.expand_dims(dy, axis), size, axis=axis) / size,
-       out_shape=lambda dy, axis=0, size=1: insert(tuple(dy), axis, size))
+       out_shape=lambda dy, axis=0, size=1: insert(tuple(dy), axis, size), kernel="reduce_mean_grad")
 def reduce_mean_grad(dy, axis=0, size=1):
     """Gradient of reduce_mean: dy / size repeated `size` times along a new axis (axis >= 0)."""
     return tw.compute(dy.ndim + 1, lambda *i: dy[_drop(i, axis)] / size)

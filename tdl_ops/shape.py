@@ -52,7 +52,7 @@ def _expand(x, shape, new_axes):
 
 
 @tw.op(reference=lambda x, shape=(), new_axes=(): _expand(x, shape, new_axes),
-       out_shape=lambda x, shape=(), new_axes=(): tuple(shape))
+       out_shape=lambda x, shape=(), new_axes=(): tuple(shape), kernel="broadcast_to")
 def broadcast_to(x, shape=(), new_axes=()):
     """Broadcast to shape by repeating along new_axes (x has the other axes; default: leading)."""
     axes = _new_axes(x.ndim, shape, new_axes)
@@ -71,7 +71,7 @@ def _concat_shape(a, b, axis=0):
     return replace(a, ax, a[ax] + b[ax])
 
 
-@tw.op(reference=lambda a, b, axis=0: np.concatenate([a, b], axis=axis), out_shape=_concat_shape)
+@tw.op(reference=lambda a, b, axis=0: np.concatenate([a, b], axis=axis), out_shape=_concat_shape, kernel="concat")
 def concat(a, b, axis=0):
     """Concatenate two tensors along axis (out-of-bounds reads are 0)."""
     ax = norm_axis(axis, a.ndim)
@@ -100,7 +100,7 @@ def _slice_ref(x, axis=0, start=0, stop=0, step=1):
     return x[tuple(idx)].copy()
 
 
-@tw.op(reference=_slice_ref, out_shape=_slice_shape)
+@tw.op(reference=_slice_ref, out_shape=_slice_shape, kernel="slice_axis")
 def slice_axis(x, axis=0, start=0, stop=0, step=1):
     """x[start:stop:step] along axis (start >= 0, step > 0; stop <= 0 counts from the end)."""
     ax = norm_axis(axis, x.ndim)
@@ -154,7 +154,7 @@ def _(g, x, out, pads):
 
 
 @tw.op(reference=lambda x, c=1, h=1, w=1: x.reshape(x.shape[0], -1),
-       out_shape=lambda x, c=1, h=1, w=1: (x[0], x[1] * x[2] * x[3]))
+       out_shape=lambda x, c=1, h=1, w=1: (x[0], x[1] * x[2] * x[3]), kernel="reshape")
 def flatten(x, c=1, h=1, w=1):
     """(n, c, h, w) -> (n, c*h*w); the extents h, w are attributes (c only for checking)."""
     return lambda n, k: x[n, k // (h * w), (k // w) % h, k % w]
@@ -166,7 +166,7 @@ def _(g, x, out, c, h, w):
 
 
 @tw.op(reference=lambda x, c=1, h=1, w=1: x.reshape(x.shape[0], c, h, w),
-       out_shape=lambda x, c=1, h=1, w=1: (x[0], c, h, w))
+       out_shape=lambda x, c=1, h=1, w=1: (x[0], c, h, w), kernel="reshape")
 def unflatten(x, c=1, h=1, w=1):
     """(n, c*h*w) -> (n, c, h, w) with c, h, w attributes."""
     return lambda n, ci, y, xx: x[n, ci * (h * w) + y * w + xx]
@@ -189,7 +189,7 @@ def _(g, x, out, axis):
     return (flip(g, axis=axis),)
 
 
-@tw.op(reference=lambda x, axis=0: np.squeeze(x, axis=axis))
+@tw.op(reference=lambda x, axis=0: np.squeeze(x, axis=axis), kernel="squeeze")
 def squeeze(x, axis=0):
     """Drop a size-1 axis."""
     ax = norm_axis(axis, x.ndim)
@@ -202,7 +202,7 @@ def _(g, x, out, axis):
 
 
 @tw.op(reference=lambda x, axis=0: np.expand_dims(x, axis),
-       out_shape=lambda x, axis=0: insert(tuple(x), norm_axis(axis, len(x) + 1), 1))
+       out_shape=lambda x, axis=0: insert(tuple(x), norm_axis(axis, len(x) + 1), 1), kernel="unsqueeze")
 def unsqueeze(x, axis=0):
     """Insert a size-1 axis."""
     ax = norm_axis(axis, x.ndim + 1)
@@ -225,7 +225,7 @@ def _(g, x, out):
     return (batch_diagonal_grad(g),)
 
 
-@tw.op(reference=lambda x, scale=2: x.repeat(scale, axis=2).repeat(scale, axis=3))
+@tw.op(reference=lambda x, scale=2: x.repeat(scale, axis=2).repeat(scale, axis=3), kernel="upsample_nearest2d")
 def upsample_nearest2d(x, scale=2):
     """Nearest-neighbour upsampling of NCHW by an integer factor: x[b, c, y // s, x // s]."""
     return lambda b, c, y, xx: x[b, c, y // scale, xx // scale]
@@ -259,7 +259,8 @@ def _slice_grad_ref(dy, axis=0, start=0, step=1, size=1):
     return out
 
 
-@tw.op(reference=_slice_grad_ref, out_shape=lambda dy, axis=0, start=0, step=1, size=1: replace(dy, axis, size))
+@tw.op(reference=_slice_grad_ref, out_shape=lambda dy, axis=0, start=0, step=1, size=1: replace(dy, axis, size),
+       kernel="slice_axis_grad")
 def slice_axis_grad(dy, axis=0, start=0, step=1, size=1):
     """Gradient of slice_axis / split: dy scattered back to positions start + step * k of an axis of
     length size (axis >= 0), zero elsewhere."""
@@ -303,7 +304,7 @@ def _upsample_grad_ref(dy, scale=2):
 
 
 @tw.op(reference=_upsample_grad_ref,
-       out_shape=lambda dy, scale=2: (dy[0], dy[1], dy[2] // scale, dy[3] // scale))
+       out_shape=lambda dy, scale=2: (dy[0], dy[1], dy[2] // scale, dy[3] // scale), kernel="upsample_nearest2d_grad")
 def upsample_nearest2d_grad(dy, scale=2):
     """Gradient of upsample_nearest2d: the sum of each scale x scale block."""
     return lambda b, c, y, x: tw.Sum(lambda i, j: dy[b, c, scale * y + i, scale * x + j], extents=(scale, scale))

@@ -109,7 +109,7 @@ def _at(t, i, bcast):
 
 
 @tw.op(reference=lambda x, shape=(), bcast=(): np.broadcast_to(x, shape).copy(),
-       out_shape=lambda x, shape=(), bcast=(): tuple(shape))
+       out_shape=lambda x, shape=(), bcast=(): tuple(shape), kernel="expand")
 def expand(x, shape=(), bcast=()):
     """Broadcast x to shape (PyTorch expand): x right-aligned; its axes in bcast (extent 1) read at 0."""
     return tw.compute(len(shape), lambda *i: _at(x, i, bcast))
@@ -125,7 +125,7 @@ def _sum_to_ref(x, shape=(), bcast=()):
     return y.sum(axis=tuple(bcast), keepdims=True) if bcast else y.copy()
 
 
-@tw.op(reference=_sum_to_ref, out_shape=_sum_to_shape)
+@tw.op(reference=_sum_to_ref, out_shape=_sum_to_shape, kernel="sum_to")
 def sum_to(x, shape=(), bcast=()):
     """x summed down to shape (the gradient of expand): over x's extra leading axes and the axes
     in bcast (where shape has extent 1)."""
@@ -177,7 +177,7 @@ def _bop(name, np_fn, fn, doc):
     describe = _binary(fn)
     describe.__name__ = name
     describe.__doc__ = doc
-    return tw.op(describe, name=name, reference=ref, out_shape=_bshape)
+    return tw.op(describe, name=name, reference=ref, out_shape=_bshape, kernel=name)
 
 
 broadcast_add = _bop("broadcast_add", np.add, lambda u, v: u + v,
@@ -217,7 +217,7 @@ def _(g, a, b, out, a_bcast, b_bcast):
 
 
 @tw.op(reference=lambda x, mask, value=0.0, mask_bcast=(): np.where(mask != 0, value, x),
-       out_shape=lambda x, mask, value=0.0, mask_bcast=(): tuple(x))
+       out_shape=lambda x, mask, value=0.0, mask_bcast=(): tuple(x), kernel="masked_fill")
 def masked_fill(x, mask, value=0.0, mask_bcast=()):
     """value where mask != 0, else x (mask broadcast against x; mask_bcast: its axes read at 0)."""
     return tw.compute(x.ndim, lambda *i: tw.where(_at(mask, i, mask_bcast), value, x[i]))

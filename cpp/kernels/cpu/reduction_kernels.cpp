@@ -101,31 +101,40 @@ bool in_tensor(const TileIn& in, const std::vector<Span>& box) {
 
 }  // namespace
 
-// ------------------------------------------------------------------------------------- sum_axes
+// ------------------------------------------------------------------------------------- sums
 
-// lambda i..: Sum(r..: x[..]) with the kept axes read by i0.. and the summed ones by r0.., each in
-// axis order. Accumulates the input block row by row into a double buffer.
-bool sum_axes(const TileCall& call, const Attrs& attrs) {
+namespace {
+
+// lambda i..: Sum(r..: x[..]) * scale where input axis d is read by variable dim_var[d]: output
+// variables (the first ones, in output order) or summed ones, restricted or not (a partial sum).
+// Output variables that read no axis have extent 1. Accumulates the input block row by row into a
+// double buffer.
+bool sum_into(const TileCall& call, const std::vector<int>& dim_var, double scale) {
   if (call.inputs.size() != 1) return false;
   const TileIn& in = call.inputs[0];
   const int nd = static_cast<int>(in.shape.size());
-  std::vector<bool> reduced(nd, false);
-  for (int64_t a : attrs.ints("axes")) {
-    if (a < -nd || a >= nd) return false;
-    reduced[a < 0 ? a + nd : a] = true;
+  const int kept = static_cast<int>(call.output_vars.size());
+  if (static_cast<int>(dim_var.size()) != nd || !outputs_first(call, kept)) return false;
+  std::vector<int> reads(call.vars.size(), 0);
+  for (int v : dim_var) {
+    if (v < 0 || v >= static_cast<int>(call.vars.size()) || reads[v]++) return false;
   }
-  if (!attrs.ok() || static_cast<int>(call.vars.size()) != nd) return false;
-  const int kept = static_cast<int>(std::count(reduced.begin(), reduced.end(), false));
-  if (kept == nd || !outputs_first(call, kept)) return false;
-  // dim_var[d]: the variable reading axis d (kept axes first in the variable list).
-  std::vector<int> dim_var(nd);
-  for (int d = 0, ki = 0, ri = kept; d < nd; ++d) dim_var[d] = reduced[d] ? ri++ : ki++;
+  for (int v = 0; v < static_cast<int>(call.vars.size()); ++v)
+    if (!reads[v] && (v >= kept || call.extents[v] != 1)) return false;
   std::vector<Span> box = box_of(call, dim_var);
   if (!in_tensor(in, box) || !holds(in, box)) return false;
 
+  std::vector<double> acc(static_cast<size_t>(output_size(call)), 0.0);
+  auto finish = [&] {
+    for (size_t t = 0; t < acc.size(); ++t) call.out[t] = static_cast<float>(acc[t] * scale);
+    return true;
+  };
+  if (nd == 0) {
+    acc[0] = *in.data;
+    return finish();
+  }
   std::vector<int64_t> rs = region_strides(in), os = output_strides(call), corner(nd);
   for (int d = 0; d < nd; ++d) corner[d] = box[d].lo;
-  std::vector<double> acc(static_cast<size_t>(output_size(call)), 0.0);
   const float* base = element(in, corner);
   const int64_t len = box[nd - 1].size(), ostep = os[dim_var[nd - 1]];
   std::vector<int64_t> idx(nd, 0);
@@ -136,14 +145,11 @@ bool sum_axes(const TileCall& call, const Attrs& attrs) {
       acc[oo] += sum_of(len, [row](int64_t t) { return static_cast<double>(row[t]); });
     } else {
       double* a = acc.data() + oo;
-      for (int64_t t = 0; t < len; ++t) a[t] += row[t];
+      for (int64_t t = 0; t < len; ++t) a[t * ostep] += row[t];
     }
     int d = nd - 1;
     while (true) {
-      if (--d < 0) {
-        for (size_t t = 0; t < acc.size(); ++t) call.out[t] = static_cast<float>(acc[t]);
-        return true;
-      }
+      if (--d < 0) return finish();
       const int64_t o = os[dim_var[d]];
       if (++idx[d] < box[d].size()) {
         xo += rs[d];
@@ -155,6 +161,68 @@ bool sum_axes(const TileCall& call, const Attrs& attrs) {
       idx[d] = 0;
     }
   }
+}
+
+}  // namespace
+
+// lambda i..: Sum(r..: x[..]) with the kept axes read by i0.. and the summed ones by r0.., each in
+// axis order.
+bool sum_axes(const TileCall& call, const Attrs& attrs) {
+  if (call.inputs.size() != 1) return false;
+  const int nd = static_cast<int>(call.inputs[0].shape.size());
+  std::vector<bool> reduced(nd, false);
+  for (int64_t a : attrs.ints("axes")) {
+    if (a < -nd || a >= nd) return false;
+    reduced[a < 0 ? a + nd : a] = true;
+  }
+  if (!attrs.ok() || static_cast<int>(call.vars.size()) != nd) return false;
+  const int kept = static_cast<int>(std::count(reduced.begin(), reduced.end(), false));
+  if (kept == nd) return false;
+  std::vector<int> dim_var(nd);
+  for (int d = 0, ki = 0, ri = kept; d < nd; ++d) dim_var[d] = reduced[d] ? ri++ : ki++;
+  return sum_into(call, dim_var, 1.0);
+}
+
+// lambda i..: Sum(k..: x[k_lead.., i or k_bcast..]): x summed down to `shape` over its extra leading
+// axes and the axes in `bcast` (extent 1 in the output), the summed variables in axis order.
+bool sum_to(const TileCall& call, const Attrs& attrs) {
+  if (call.inputs.size() != 1) return false;
+  const int rank = static_cast<int>(call.output_vars.size());
+  const int lead = static_cast<int>(call.inputs[0].shape.size()) - rank;
+  std::vector<bool> bcast(rank, false);
+  for (int64_t a : attrs.ints("bcast")) {
+    if (a < 0 || a >= rank) return false;  // the description reads the axes as listed
+    bcast[a] = true;
+  }
+  if (!attrs.ok() || lead < 0) return false;
+  std::vector<int> dim_var;
+  int next = rank;
+  for (int d = 0; d < lead; ++d) dim_var.push_back(next++);
+  for (int d = 0; d < rank; ++d) dim_var.push_back(bcast[d] ? next++ : d);
+  return sum_into(call, dim_var, 1.0);
+}
+
+// lambda r..: Sum(k..: x[k.., r..]) over the first `lead` axes.
+bool sum_leading(const TileCall& call, const Attrs& attrs) {
+  const int64_t lead = attrs.integer("lead", 1);
+  if (!attrs.ok() || call.inputs.size() != 1) return false;
+  const int nd = static_cast<int>(call.inputs[0].shape.size()), rank = static_cast<int>(call.output_vars.size());
+  if (lead < 0 || lead != nd - rank) return false;
+  std::vector<int> dim_var;
+  for (int d = 0; d < nd; ++d) dim_var.push_back(d < lead ? rank + d : d - static_cast<int>(lead));
+  return sum_into(call, dim_var, 1.0);
+}
+
+// lambda i..: Sum(k: x[i.. with k at axis]) / n: the mean (a partial sum / n over a restricted k).
+bool reduce_mean(const TileCall& call, const Attrs& attrs) {
+  if (call.inputs.size() != 1) return false;
+  const int nd = static_cast<int>(call.inputs[0].shape.size());
+  const int64_t axis = attrs.integer("axis", -1);
+  if (!attrs.ok() || axis < -nd || axis >= nd || static_cast<int>(call.vars.size()) != nd) return false;
+  const int a = static_cast<int>(axis < 0 ? axis + nd : axis);
+  std::vector<int> dim_var;
+  for (int d = 0; d < nd; ++d) dim_var.push_back(d < a ? d : (d == a ? nd - 1 : d - 1));
+  return sum_into(call, dim_var, 1.0 / static_cast<double>(call.inputs[0].shape[a]));
 }
 
 // ----------------------------------------------------------------------------------- max_pool2d
@@ -240,11 +308,12 @@ bool max_pool2d_grad(const TileCall& call, const Attrs& attrs) {
   return true;
 }
 
-// lambda b, c, y, z: Sum(i, j: x[b, c, kh y + i, kw z + j]) / (kh kw), partial over i, j.
-bool adaptive_avg_pool2d(const TileCall& call, const Attrs& attrs) {
-  const int64_t kh = attrs.integer("kernel_h", 1), kw = attrs.integer("kernel_w", 1);
-  if (!attrs.ok() || kh < 1 || kw < 1 || call.inputs.size() != 1) return false;
-  if (!outputs_first(call, 4)) return false;
+namespace {
+
+// lambda b, c, y, z: Sum(i, j: x[b, c, kh y + i, kw z + j]) * scale, partial over i, j.
+bool window_sums(const TileCall& call, int64_t kh, int64_t kw, double scale) {
+  if (kh < 1 || kw < 1 || call.inputs.size() != 1) return false;
+  if (!outputs_first(call, 4) || call.vars.size() != 6) return false;
   if (call.extents[4] != kh || call.extents[5] != kw) return false;
   const Span b = call.vars[0], c = call.vars[1], y = call.vars[2], z = call.vars[3], i = call.vars[4],
              j = call.vars[5];
@@ -254,7 +323,6 @@ bool adaptive_avg_pool2d(const TileCall& call, const Attrs& attrs) {
   View4 x;
   if (!view4(in, {b, c, rows.reads(y, i, in.shape[2]), cols.reads(z, j, in.shape[3])}, &x)) return false;
   const int64_t H = in.shape[2], W = in.shape[3];
-  const double inv = 1.0 / static_cast<double>(kh * kw);
   float* out = call.out;
   for (int64_t bb = b.lo; bb <= b.hi; ++bb) {
     for (int64_t cc = c.lo; cc <= c.hi; ++cc) {
@@ -269,12 +337,31 @@ bool adaptive_avg_pool2d(const TileCall& call, const Attrs& attrs) {
             const float* row = x.at(bb, cc, hh, w0);
             for (int64_t t = 0; t <= w1 - w0; ++t) acc += row[t];
           }
-          *out++ = static_cast<float>(acc * inv);
+          *out++ = static_cast<float>(acc * scale);
         }
       }
     }
   }
   return true;
+}
+
+}  // namespace
+
+// lambda b, c, y, z: Sum(i, j: x[b, c, kh y + i, kw z + j]) / (kh kw), partial over i, j.
+bool adaptive_avg_pool2d(const TileCall& call, const Attrs& attrs) {
+  const int64_t kh = attrs.integer("kernel_h", 1), kw = attrs.integer("kernel_w", 1);
+  return attrs.ok() && kh >= 1 && kw >= 1 && window_sums(call, kh, kw, 1.0 / static_cast<double>(kh * kw));
+}
+
+// The gradients of nearest upsampling: the sum of each scale x scale (sh x sw) block of dy.
+bool upsample_nearest2d_grad(const TileCall& call, const Attrs& attrs) {
+  const int64_t s = attrs.integer("scale", 2);
+  return attrs.ok() && window_sums(call, s, s, 1.0);
+}
+
+bool upsample_nearest2d_hw_grad(const TileCall& call, const Attrs& attrs) {
+  const int64_t sh = attrs.integer("sh", 1), sw = attrs.integer("sw", 1);
+  return attrs.ok() && window_sums(call, sh, sw, 1.0);
 }
 
 // lambda b, c, y, z: dy[b, c, y / kh, z / kw] / (kh kw).

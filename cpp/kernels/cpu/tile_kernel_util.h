@@ -191,8 +191,32 @@ bool adam_weight(const TileCall&, const Attrs&);
 bool lstm_cell_grad_gates(const TileCall&, const Attrs&);
 bool lstm_hidden_grad_gates(const TileCall&, const Attrs&);
 
+// elementwise_kernels.cpp, continued: broadcasts, size-1 axes and the GRU cell.
+bool broadcast_add(const TileCall&, const Attrs&);
+bool broadcast_sub(const TileCall&, const Attrs&);
+bool broadcast_mul(const TileCall&, const Attrs&);
+bool broadcast_div(const TileCall&, const Attrs&);
+bool broadcast_maximum(const TileCall&, const Attrs&);
+bool broadcast_minimum(const TileCall&, const Attrs&);
+bool expand(const TileCall&, const Attrs&);
+bool broadcast_to(const TileCall&, const Attrs&);
+bool add_broadcast(const TileCall&, const Attrs&);
+bool masked_fill(const TileCall&, const Attrs&);
+bool squeeze(const TileCall&, const Attrs&);
+bool unsqueeze(const TileCall&, const Attrs&);
+bool reduce_mean_grad(const TileCall&, const Attrs&);
+bool gru_cell(const TileCall&, const Attrs&);
+bool gru_cell_grad_gi(const TileCall&, const Attrs&);
+bool gru_cell_grad_gh(const TileCall&, const Attrs&);
+bool gru_cell_grad_h(const TileCall&, const Attrs&);
+
 // reduction_kernels.cpp: reductions, normalisation, pooling and losses.
 bool sum_axes(const TileCall&, const Attrs&);
+bool sum_to(const TileCall&, const Attrs&);
+bool sum_leading(const TileCall&, const Attrs&);
+bool reduce_mean(const TileCall&, const Attrs&);
+bool upsample_nearest2d_grad(const TileCall&, const Attrs&);
+bool upsample_nearest2d_hw_grad(const TileCall&, const Attrs&);
 bool max_pool2d(const TileCall&, const Attrs&);
 bool max_pool2d_grad(const TileCall&, const Attrs&);
 bool adaptive_avg_pool2d(const TileCall&, const Attrs&);
@@ -224,6 +248,13 @@ bool split_heads(const TileCall&, const Attrs&);
 bool merge_heads(const TileCall&, const Attrs&);
 bool permute(const TileCall&, const Attrs&);
 bool reshape(const TileCall&, const Attrs&);
+bool concat(const TileCall&, const Attrs&);  // concat_<n>
+bool stack(const TileCall&, const Attrs&);   // stack_<n>
+bool unselect(const TileCall&, const Attrs&);
+bool slice_axis(const TileCall&, const Attrs&);
+bool slice_axis_grad(const TileCall&, const Attrs&);
+bool upsample_nearest2d(const TileCall&, const Attrs&);
+bool upsample_nearest2d_hw(const TileCall&, const Attrs&);
 
 // conv_kernels.cpp: convolutions by im2col / col2im and GEMM.
 bool conv2d(const TileCall&, const Attrs&);

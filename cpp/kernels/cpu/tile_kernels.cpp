@@ -1,6 +1,7 @@
 // run_native: checks a TileCall, then dispatches on the op type through one table (one kernel per
 // op kind, as the analyses' tables in cpp/tdl do). The kernels live in gemm_kernels.cpp,
-// elementwise_kernels.cpp, reduction_kernels.cpp and conv_kernels.cpp.
+// elementwise_kernels.cpp, reduction_kernels.cpp, layout_kernels.cpp, embedding_kernels.cpp and
+// conv_kernels.cpp.
 #include "kernels/cpu/tile_kernels.h"
 
 #include <algorithm>
@@ -237,6 +238,24 @@ const std::unordered_map<std::string, Entry>& kernel_table() {
       {"lstm_hidden_grad_c", {tile::lstm_hidden_grad_c, {"b", "j"}, "elementwise"}},
       {"lstm_cell_grad_gates", {tile::lstm_cell_grad_gates, {"b", "j"}, "elementwise"}},
       {"lstm_hidden_grad_gates", {tile::lstm_hidden_grad_gates, {"b", "j"}, "elementwise"}},
+      {"gru_cell", {tile::gru_cell, {"b", "j"}, "elementwise"}},
+      {"gru_cell_grad_gi", {tile::gru_cell_grad_gi, {"b", "j"}, "elementwise"}},
+      {"gru_cell_grad_gh", {tile::gru_cell_grad_gh, {"b", "j"}, "elementwise"}},
+      {"gru_cell_grad_h", {tile::gru_cell_grad_h, {"b", "j"}, "elementwise"}},
+      // broadcasts and size-1 axes (elementwise_kernels.cpp)
+      {"broadcast_add", {tile::broadcast_add, any, "elementwise"}},
+      {"broadcast_sub", {tile::broadcast_sub, any, "elementwise"}},
+      {"broadcast_mul", {tile::broadcast_mul, any, "elementwise"}},
+      {"broadcast_div", {tile::broadcast_div, any, "elementwise"}},
+      {"broadcast_maximum", {tile::broadcast_maximum, any, "elementwise"}},
+      {"broadcast_minimum", {tile::broadcast_minimum, any, "elementwise"}},
+      {"expand", {tile::expand, any, "layout"}},
+      {"broadcast_to", {tile::broadcast_to, any, "layout"}},
+      {"add_broadcast", {tile::add_broadcast, any, "elementwise"}},
+      {"masked_fill", {tile::masked_fill, any, "elementwise"}},
+      {"squeeze", {tile::squeeze, any, "layout"}},
+      {"unsqueeze", {tile::unsqueeze, any, "layout"}},
+      {"reduce_mean_grad", {tile::reduce_mean_grad, any, "elementwise"}},
       // activations, their gradients, optimizer and other maps (elementwise_kernels.cpp)
       {"exp", {tile::exp_, any, "elementwise"}},
       {"log", {tile::log_, any, "elementwise"}},
@@ -293,6 +312,11 @@ const std::unordered_map<std::string, Entry>& kernel_table() {
       {"adam_weight", {tile::adam_weight, any, "elementwise"}},
       // reductions, normalisation, pooling, losses (reduction_kernels.cpp)
       {"sum_axes", {tile::sum_axes, {"v*"}, "reduction"}},
+      {"sum_to", {tile::sum_to, {"v*"}, "reduction"}},
+      {"sum_leading", {tile::sum_leading, {"v*"}, "reduction"}},
+      {"reduce_mean", {tile::reduce_mean, {"v*"}, "reduction"}},
+      {"upsample_nearest2d_grad", {tile::upsample_nearest2d_grad, {"b", "c", "y", "x", "i", "j"}, "reduction"}},
+      {"upsample_nearest2d_hw_grad", {tile::upsample_nearest2d_hw_grad, {"b", "c", "y", "x", "i", "j"}, "reduction"}},
       {"max_pool2d", {tile::max_pool2d, {"b", "c", "y", "x", "i", "j"}, "reduction"}},
       {"max_pool2d_grad", {tile::max_pool2d_grad, {"b", "c", "h", "w", "i", "j"}, "reduction"}},
       {"adaptive_avg_pool2d", {tile::adaptive_avg_pool2d, {"b", "c", "y", "x", "i", "j"}, "reduction"}},
@@ -318,6 +342,13 @@ const std::unordered_map<std::string, Entry>& kernel_table() {
       {"merge_heads", {tile::merge_heads, {"b", "s", "c"}, "layout"}},
       {"permute", {tile::permute, {"i*"}, "layout"}},
       {"reshape", {tile::reshape, {"i*"}, "layout"}},
+      {"concat", {tile::concat, {"i*"}, "layout"}},
+      {"stack", {tile::stack, {"i*"}, "layout"}},
+      {"unselect", {tile::unselect, {"i*"}, "layout"}},
+      {"slice_axis", {tile::slice_axis, {"i*"}, "layout"}},
+      {"slice_axis_grad", {tile::slice_axis_grad, {"i*"}, "layout"}},
+      {"upsample_nearest2d", {tile::upsample_nearest2d, {"b", "c", "y", "x"}, "layout"}},
+      {"upsample_nearest2d_hw", {tile::upsample_nearest2d_hw, {"b", "c", "y", "x"}, "layout"}},
       // lookups (embedding_kernels.cpp)
       {"embedding", {tile::embedding, {"p*", "d"}, "embedding"}},
       {"embedding_grad", {tile::embedding_grad, {"v", "d", "p*"}, "embedding"}},
@@ -351,7 +382,10 @@ bool well_formed(const TileCall& call) {
       if (r.size() == 0) empty = true;
       else if (r.lo < 0 || r.hi >= in.shape[d]) return false;
     }
-    if (!empty && (in.dtype == DType::kFloat32 ? in.data == nullptr : in.raw == nullptr)) return false;
+    // A rank-0 input the op does not read (fill_like's seed) has no buffer: its region cannot say it
+    // is empty. Kernels check what they read with holds(), which requires the buffer.
+    if (!empty && !in.shape.empty() && (in.dtype == DType::kFloat32 ? in.data == nullptr : in.raw == nullptr))
+      return false;
   }
   return true;
 }
