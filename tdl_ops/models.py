@@ -337,6 +337,7 @@ CASES = [
     Case("select", [(3, 4, 5)], {"axis": 1, "index": 3}, name="select_axis1"),
     Case("unselect", [(3, 5)], {"axis": 0, "index": 2, "size": 4, "inner": 5}),
     Case("unselect", [(3, 5)], {"axis": 1, "index": 0, "size": 3, "inner": 5}, name="unselect_axis1"),
+    Case("unselect", [(3, 5)], {"axis": 2, "index": 1, "size": 4, "inner": 5}, name="unselect_last"),
     Case("split_heads", [(2, 3, 12)], {"heads": 2, "dim_head": 2, "piece": 1, "pieces": 3}),
     Case("split_heads", [(2, 3, 6)], {"heads": 3, "dim_head": 2}, name="split_heads_single"),
     Case("merge_heads", [(6, 3, 2)], {"heads": 3, "dim_head": 2}),
