@@ -1,0 +1,362 @@
+// Native tile kernels for broadcasts, layouts (concat, stack, slices, reshape, upsampling), the sums
+// that are their gradients and the GRU cell, against the TDL formulas as double loops
+// (tile_oracle.h): random shapes, random uneven sub-ranges of every variable (partial reductions
+// included), inputs given as exactly the regions the oracle read, sometimes widened.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "kernels/cpu/tile_kernels.h"
+#include "tile_oracle.h"
+
+namespace tilewise::kernels {
+namespace {
+
+using namespace oracle;  // NOLINT(google-build-using-namespace): the test harness
+
+std::string json_list(const std::vector<int64_t>& v) {
+  std::ostringstream s;
+  s << "[";
+  for (size_t i = 0; i < v.size(); ++i) s << (i ? ", " : "") << v[i];
+  s << "]";
+  return s.str();
+}
+
+// A random shape broadcast against `out` (right-aligned, of rank <= out's): the axes it reads at 0.
+struct Broadcast {
+  Index shape;
+  std::vector<int64_t> bcast;
+};
+
+Broadcast broadcast_against(const Index& out, std::mt19937& rng) {
+  Broadcast b;
+  const int rank = static_cast<int>(uniform(rng, 0, static_cast<int64_t>(out.size())));
+  const size_t off = out.size() - rank;
+  for (int d = 0; d < rank; ++d) {
+    const bool one = out[off + d] > 1 && uniform(rng, 0, 2) == 0;
+    b.shape.push_back(one ? 1 : out[off + d]);
+    if (one) b.bcast.push_back(d);
+  }
+  return b;
+}
+
+// t read at the output index v (right-aligned), its axes in bcast at 0.
+double read_aligned(Tensor& t, const Index& v, size_t rank, const std::vector<int64_t>& bcast) {
+  Index at;
+  const size_t off = rank - t.shape.size();
+  for (size_t d = 0; d < t.shape.size(); ++d) {
+    const bool b = std::find(bcast.begin(), bcast.end(), static_cast<int64_t>(d)) != bcast.end();
+    at.push_back(b ? 0 : v[off + d]);
+  }
+  return t(at);
+}
+
+Index without(Index v, size_t axis) {
+  v.erase(v.begin() + static_cast<int64_t>(axis));
+  return v;
+}
+
+TEST(TileKernelBroadcast, BinaryOpsRightAligned) {
+  struct Op {
+    const char* type;
+    double (*f)(double, double);
+  };
+  const std::vector<Op> ops = {
+      {"broadcast_add", [](double a, double b) { return a + b; }},
+      {"broadcast_sub", [](double a, double b) { return a - b; }},
+      {"broadcast_mul", [](double a, double b) { return a * b; }},
+      {"broadcast_div", [](double a, double b) { return a / b; }},
+      {"broadcast_maximum", [](double a, double b) { return std::max(a, b); }},
+      {"broadcast_minimum", [](double a, double b) { return std::min(a, b); }},
+  };
+  std::mt19937 rng(31);
+  for (const Op& op : ops) {
+    for (int trial = 0; trial < 12; ++trial) {
+      const int rank = static_cast<int>(uniform(rng, 1, 4));
+      const Index out = random_shape(rng, rank);
+      const Broadcast a = broadcast_against(out, rng), b = broadcast_against(out, rng);
+      const std::string attrs = R"({"a_bcast": )" + json_list(a.bcast) + R"(, "b_bcast": )" + json_list(b.bcast) + "}";
+      OpCase c = make_case(op.type, numbered("i", rank), iota(rank), out, {a.shape, b.shape}, rng, -1, attrs);
+      if (std::string(op.type) == "broadcast_div") {
+        for (double& d : c.inputs[1].data) d = static_cast<double>(static_cast<float>(0.5 + std::fabs(d)));
+      }
+      expect_native(c, [&](OpCase& c, Index& v) {
+        const size_t r = v.size();
+        return op.f(read_aligned(c.inputs[0], v, r, a.bcast), read_aligned(c.inputs[1], v, r, b.bcast));
+      }, rng);
+    }
+  }
+}
+
+TEST(TileKernelBroadcast, ExpandMaskedFillAndSizeOneAxes) {
+  std::mt19937 rng(32);
+  for (int trial = 0; trial < 20; ++trial) {
+    const int rank = static_cast<int>(uniform(rng, 1, 4));
+    const Index out = random_shape(rng, rank);
+    const Broadcast x = broadcast_against(out, rng);
+    OpCase e = make_case("expand", numbered("i", rank), iota(rank), out, {x.shape}, rng, -1,
+                         R"({"shape": )" + json_list(out) + R"(, "bcast": )" + json_list(x.bcast) + "}");
+    expect_native(e, [&](OpCase& c, Index& v) { return read_aligned(c.inputs[0], v, v.size(), x.bcast); }, rng);
+
+    const Broadcast m = broadcast_against(out, rng);
+    OpCase f = make_case("masked_fill", numbered("i", rank), iota(rank), out, {out, m.shape}, rng, -1,
+                         R"({"value": -7.5, "mask_bcast": )" + json_list(m.bcast) + "}");
+    for (double& d : f.inputs[1].data) d = d > 0 ? 1.0 : 0.0;
+    expect_native(f, [&](OpCase& c, Index& v) {
+      const double x = c.inputs[0](v);  // read wherever the mask is (the description's where reads both)
+      return read_aligned(c.inputs[1], v, v.size(), m.bcast) != 0 ? -7.5 : x;
+    }, rng);
+
+    // unsqueeze / reduce_mean_grad: the input is the output without `axis`; squeeze the reverse.
+    const int64_t axis = uniform(rng, 0, rank - 1);
+    Index one = out;
+    one[axis] = 1;
+    OpCase u = make_case("unsqueeze", numbered("i", rank), iota(rank), one, {without(one, axis)}, rng, -1,
+                         R"({"axis": )" + std::to_string(axis) + "}");
+    expect_native(u, [&](OpCase& c, Index& v) { return c.inputs[0](without(v, axis)); }, rng);
+    OpCase g = make_case("reduce_mean_grad", numbered("i", rank), iota(rank), out, {without(out, axis)}, rng, -1,
+                         R"({"axis": )" + std::to_string(axis) + R"(, "size": )" + std::to_string(out[axis]) + "}");
+    expect_native(g, [&](OpCase& c, Index& v) { return c.inputs[0](without(v, axis)) / out[axis]; }, rng);
+    OpCase s = make_case("squeeze", numbered("i", rank - 1), iota(rank - 1), without(one, axis), {one}, rng, -1,
+                         R"({"axis": )" + std::to_string(axis - rank) + "}");
+    expect_native(s, [&](OpCase& c, Index& v) {
+      Index at = v;
+      at.insert(at.begin() + axis, 0);
+      return c.inputs[0](at);
+    }, rng);
+  }
+}
+
+// ------------------------------------------------------------------------------- along an axis
+
+TEST(TileKernelLayout, ConcatStackAndUnselect) {
+  std::mt19937 rng(33);
+  for (int trial = 0; trial < 20; ++trial) {
+    const int rank = static_cast<int>(uniform(rng, 1, 4));
+    const int64_t axis = uniform(rng, 0, rank - 1);
+    const int n = static_cast<int>(uniform(rng, 1, 4));
+    const Index base = random_shape(rng, rank);
+    std::vector<Index> shapes;
+    Index out = base;
+    out[axis] = 0;
+    for (int k = 0; k < n; ++k) {
+      shapes.push_back(base);
+      shapes.back()[axis] = uniform(rng, 1, 4);
+      out[axis] += shapes.back()[axis];
+    }
+    OpCase c = make_case("concat_" + std::to_string(n), numbered("i", rank), iota(rank), out, shapes, rng, -1,
+                         R"({"axis": )" + std::to_string(axis) + "}");
+    expect_native(c, [&](OpCase& c, Index& v) {
+      int64_t t = v[axis];
+      for (Tensor& x : c.inputs) {
+        if (t < x.shape[axis]) {
+          Index at = v;
+          at[axis] = t;
+          return x(at);
+        }
+        t -= x.shape[axis];
+      }
+      return 0.0;
+    }, rng);
+
+    // stack_<n> and unselect: the output has a new axis; the inputs are `base`.
+    Index stacked = base;
+    stacked.insert(stacked.begin() + axis, n);
+    const std::string inner = std::to_string(base.back());
+    OpCase s = make_case("stack_" + std::to_string(n), numbered("i", rank + 1), iota(rank + 1), stacked,
+                         std::vector<Index>(n, base), rng, -1,
+                         R"({"axis": )" + std::to_string(axis) + R"(, "inner": )" + inner + "}");
+    expect_native(s, [&](OpCase& c, Index& v) { return c.inputs[v[axis]](without(v, axis)); }, rng);
+    const int64_t index = uniform(rng, 0, n - 1);
+    OpCase u = make_case("unselect", numbered("i", rank + 1), iota(rank + 1), stacked, {base}, rng, -1,
+                         R"({"axis": )" + std::to_string(axis) + R"(, "index": )" + std::to_string(index) +
+                             R"(, "size": )" + std::to_string(n) + R"(, "inner": )" + inner + "}");
+    expect_native(u, [&](OpCase& c, Index& v) { return v[axis] == index ? c.inputs[0](without(v, axis)) : 0.0; },
+                  rng);
+  }
+}
+
+TEST(TileKernelLayout, SliceAndItsGradient) {
+  std::mt19937 rng(34);
+  for (int trial = 0; trial < 30; ++trial) {
+    const int rank = static_cast<int>(uniform(rng, 1, 4));
+    const int64_t axis = uniform(rng, 0, rank - 1);
+    Index x = random_shape(rng, rank);
+    x[axis] = uniform(rng, 1, 12);
+    const int64_t start = uniform(rng, 0, x[axis] - 1), step = uniform(rng, 1, 3);
+    const int64_t count = (x[axis] - start + step - 1) / step;
+    Index out = x;
+    out[axis] = count;
+    const std::string attrs = R"({"axis": )" + std::to_string(axis) + R"(, "start": )" + std::to_string(start) +
+                              R"(, "step": )" + std::to_string(step);
+    OpCase s = make_case("slice_axis", numbered("i", rank), iota(rank), out, {x}, rng, -1, attrs + R"(, "stop": 0})");
+    expect_native(s, [&](OpCase& c, Index& v) {
+      Index at = v;
+      at[axis] = start + step * v[axis];
+      return c.inputs[0](at);
+    }, rng);
+    // The gradient: dy (out) scattered back into x's shape, zeros between and around the hits.
+    OpCase g = make_case("slice_axis_grad", numbered("i", rank), iota(rank), x, {out}, rng, -1,
+                         attrs + R"(, "size": )" + std::to_string(x[axis]) + "}");
+    expect_native(g, [&](OpCase& c, Index& v) {
+      const int64_t k = v[axis] - start;
+      if (k < 0 || k % step != 0) return 0.0;
+      Index at = v;
+      at[axis] = k / step;
+      return c.inputs[0](at);
+    }, rng);
+  }
+}
+
+TEST(TileKernelLayout, ReshapeReadsAnyBoxOfTheInput) {
+  const std::vector<std::pair<Index, Index>> pairs = {
+      {{2, 3, 4}, {6, 4}}, {{6, 4}, {2, 3, 4}}, {{2, 12}, {4, 6}},  {{4, 6}, {2, 3, 2, 2}},
+      {{3, 4, 5}, {5, 12}}, {{2, 3, 1, 4}, {24}}, {{24}, {2, 3, 4}}, {{2, 8, 6}, {1, 2, 8, 2, 3}}};
+  std::mt19937 rng(35);
+  for (const auto& [in, out] : pairs) {
+    for (int trial = 0; trial < 8; ++trial) {
+      const int rank = static_cast<int>(out.size());
+      OpCase c = make_case("reshape", numbered("i", rank), iota(rank), out, {in}, rng);
+      expect_native(c, [&](OpCase& c, Index& v) {
+        int64_t flat = 0;
+        for (int d = 0; d < rank; ++d) flat = flat * out[d] + v[d];
+        Index at(in.size());
+        for (int d = static_cast<int>(in.size()) - 1; d >= 0; --d) at[d] = flat % in[d], flat /= in[d];
+        return c.inputs[0](at);
+      }, rng);
+    }
+  }
+}
+
+// ------------------------------------------------------------------------------------- sums
+
+TEST(TileKernelSum, SumToSumLeadingAndMeanPartially) {
+  std::mt19937 rng(36);
+  for (int trial = 0; trial < 20; ++trial) {
+    // sum_to: x (lead..., shape with 1 at bcast) summed down to shape.
+    const int rank = static_cast<int>(uniform(rng, 1, 3)), lead = static_cast<int>(uniform(rng, 0, 2));
+    Index x = random_shape(rng, lead + rank), out(x.begin() + lead, x.end());
+    std::vector<int64_t> bcast;
+    for (int d = 0; d < rank; ++d) {
+      if (uniform(rng, 0, 1)) bcast.push_back(d), out[d] = 1;
+    }
+    std::vector<std::string> names = numbered("i", rank);
+    const int summed = lead + static_cast<int>(bcast.size());
+    for (const std::string& k : numbered("k", summed)) names.push_back(k);
+    Index extents = out;
+    for (int d = 0; d < lead; ++d) extents.push_back(x[d]);
+    for (int64_t d : bcast) extents.push_back(x[lead + d]);
+    OpCase c = make_case("sum_to", names, iota(rank), extents, {x}, rng, -1,
+                         R"({"shape": )" + json_list(out) + R"(, "bcast": )" + json_list(bcast) + "}");
+    std::vector<int> red = iota(summed, rank);
+    expect_native(c, [&](OpCase& c, Index& v) {
+      return sum_over(c, red, v, [&] {
+        Index at;
+        for (int d = 0; d < lead; ++d) at.push_back(v[rank + d]);
+        for (int d = 0, b = 0; d < rank; ++d) {
+          const bool is_b = std::find(bcast.begin(), bcast.end(), d) != bcast.end();
+          at.push_back(is_b ? v[rank + lead + b++] : v[d]);
+        }
+        return c.inputs[0](at);
+      });
+    }, rng);
+
+    // sum_leading: Sum over the first `lead` axes; reduce_mean over one axis.
+    const int nd = static_cast<int>(uniform(rng, 2, 4)), first = static_cast<int>(uniform(rng, 1, nd - 1));
+    Index y = random_shape(rng, nd);
+    std::vector<std::string> ln = numbered("r", nd - first);
+    for (const std::string& k : numbered("k", first)) ln.push_back(k);
+    Index le(y.begin() + first, y.end());
+    le.insert(le.end(), y.begin(), y.begin() + first);
+    OpCase l = make_case("sum_leading", ln, iota(nd - first), le, {y}, rng, -1,
+                         R"({"lead": )" + std::to_string(first) + "}");
+    std::vector<int> lred = iota(first, nd - first);
+    expect_native(l, [&](OpCase& c, Index& v) {
+      return sum_over(c, lred, v, [&] {
+        Index at(v.begin() + (nd - first), v.end());
+        at.insert(at.end(), v.begin(), v.begin() + (nd - first));
+        return c.inputs[0](at);
+      });
+    }, rng);
+
+    const int64_t axis = uniform(rng, 0, nd - 1);
+    Index me = without(y, axis);
+    me.push_back(y[axis]);
+    OpCase m = make_case("reduce_mean", numbered("i", nd), iota(nd - 1), me, {y}, rng, -1,
+                         R"({"axis": )" + std::to_string(axis - nd) + "}");
+    expect_native(m, [&](OpCase& c, Index& v) {
+      return sum_over(c, {nd - 1}, v, [&] {
+        Index at(v.begin(), v.end() - 1);
+        at.insert(at.begin() + axis, v[nd - 1]);
+        return c.inputs[0](at);
+      }) / y[axis];
+    }, rng);
+  }
+}
+
+// ------------------------------------------------------------------------- upsampling and GRU
+
+TEST(TileKernelLayout, NearestUpsamplingAndItsGradient) {
+  std::mt19937 rng(37);
+  for (int trial = 0; trial < 12; ++trial) {
+    const int64_t sh = uniform(rng, 1, 3), sw = uniform(rng, 1, 3);
+    const Index x = random_shape(rng, 4, 4), up = {x[0], x[1], x[2] * sh, x[3] * sw};
+    const bool square = sh == sw && trial % 2 == 0;
+    const std::string attrs = square ? R"({"scale": )" + std::to_string(sh) + "}"
+                                     : R"({"sh": )" + std::to_string(sh) + R"(, "sw": )" + std::to_string(sw) + "}";
+    const std::string type = square ? "upsample_nearest2d" : "upsample_nearest2d_hw";
+    OpCase f = make_case(type, {"b", "c", "y", "x"}, iota(4), up, {x}, rng, -1, attrs);
+    expect_native(f, [&](OpCase& c, Index& v) { return c.inputs[0]({v[0], v[1], v[2] / sh, v[3] / sw}); }, rng);
+    OpCase g = make_case(type + "_grad", {"b", "c", "y", "x", "i", "j"}, iota(4), {x[0], x[1], x[2], x[3], sh, sw},
+                         {up}, rng, -1, attrs);
+    expect_native(g, [&](OpCase& c, Index& v) {
+      return sum_over(c, {4, 5}, v, [&] { return c.inputs[0]({v[0], v[1], sh * v[2] + v[4], sw * v[3] + v[5]}); });
+    }, rng);
+  }
+}
+
+double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+
+TEST(TileKernelElementwise, GruCellAndItsGradients) {
+  std::mt19937 rng(38);
+  for (int trial = 0; trial < 12; ++trial) {
+    const int64_t b = uniform(rng, 1, 4), n = uniform(rng, 1, 5);
+    // The gates at column k of row r: r, z, new state, and gh's third part.
+    struct Gates {
+      double r, z, nn, ghn;
+    };
+    auto gates = [n](OpCase& c, int gi, int64_t row, int64_t k) {
+      Tensor &x = c.inputs[gi], &y = c.inputs[gi + 1];
+      const double r = sigmoid(x({row, k}) + y({row, k})), z = sigmoid(x({row, k + n}) + y({row, k + n}));
+      return Gates{r, z, std::tanh(x({row, k + 2 * n}) + r * y({row, k + 2 * n})), y({row, k + 2 * n})};
+    };
+    OpCase f = make_case("gru_cell", {"b", "j"}, {0, 1}, {b, n}, {{b, 3 * n}, {b, 3 * n}, {b, n}}, rng);
+    expect_native(f, [&](OpCase& c, Index& v) {
+      const Gates g = gates(c, 0, v[0], v[1]);
+      return (1 - g.z) * g.nn + g.z * c.inputs[2](v);
+    }, rng);
+    OpCase h = make_case("gru_cell_grad_h", {"b", "j"}, {0, 1}, {b, n}, {{b, n}, {b, 3 * n}, {b, 3 * n}}, rng);
+    expect_native(h, [&](OpCase& c, Index& v) { return c.inputs[0](v) * gates(c, 1, v[0], v[1]).z; }, rng);
+    for (bool times_r : {false, true}) {
+      OpCase d = make_case(times_r ? "gru_cell_grad_gh" : "gru_cell_grad_gi", {"b", "j"}, {0, 1}, {b, 3 * n},
+                           {{b, n}, {b, 3 * n}, {b, 3 * n}, {b, n}}, rng);
+      expect_native(d, [&](OpCase& c, Index& v) {
+        const int64_t third = v[1] / n, k = v[1] % n;
+        const Gates g = gates(c, 1, v[0], k);
+        const double dy = c.inputs[0]({v[0], k});
+        const double dn = dy * (1 - g.z) * (1 - g.nn * g.nn);
+        if (third == 0) return dn * g.ghn * g.r * (1 - g.r);
+        if (third == 1) return dy * (c.inputs[3]({v[0], k}) - g.nn) * g.z * (1 - g.z);
+        return times_r ? dn * g.r : dn;
+      }, rng, 1e-4);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tilewise::kernels
