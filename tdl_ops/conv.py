@@ -219,7 +219,8 @@ def _(g, data, filters, out, stride, padding, dilation):
 
 @tw.op(reference=_depthwise_ref,
        out_shape=lambda x, w, stride=1, padding=0, dilation=1:
-       (x[0], x[1], _out(x[2], w[2], stride, padding, dilation), _out(x[3], w[3], stride, padding, dilation)))
+       (x[0], x[1], _out(x[2], w[2], stride, padding, dilation), _out(x[3], w[3], stride, padding, dilation)),
+       kernel="depthwise_conv2d")
 def depthwise_conv2d(data, filters, stride=1, padding=0, dilation=1):
     """Depthwise 2-D convolution (groups = channels), filters (c, 1, kh, kw)."""
     s, p, d = stride, padding, dilation
@@ -274,7 +275,7 @@ def conv1d_backward_filter(data, dy, stride=1, padding=0, dilation=1, kernel=0):
     return lambda co, ci, k: tw.Sum(lambda b, x: dy[b, co, x] * data[b, ci, s * x + d * k - p])
 
 
-@tw.op(reference=_depthwise_bwd_data_ref, out_shape=_depthwise_bwd_data_shape)
+@tw.op(reference=_depthwise_bwd_data_ref, out_shape=_depthwise_bwd_data_shape, kernel="depthwise_conv2d_backward_data")
 def depthwise_conv2d_backward_data(dy, filters, stride=1, padding=0, dilation=1, in_h=0, in_w=0):
     """Data gradient of depthwise_conv2d; in_h/in_w = 0: the smallest input size."""
     s, p, d = stride, padding, dilation
@@ -285,7 +286,8 @@ def depthwise_conv2d_backward_data(dy, filters, stride=1, padding=0, dilation=1,
     return lambda b, c, h, w: tw.Sum(lambda kh, kw: term(b, c, h, w, kh, kw))
 
 
-@tw.op(reference=_depthwise_bwd_filter_ref, out_shape=_depthwise_bwd_filter_shape)
+@tw.op(reference=_depthwise_bwd_filter_ref, out_shape=_depthwise_bwd_filter_shape,
+       kernel="depthwise_conv2d_backward_filter")
 def depthwise_conv2d_backward_filter(data, dy, stride=1, padding=0, dilation=1, kernel_h=0, kernel_w=0):
     """Filter gradient of depthwise_conv2d, shape (c, 1, kh, kw); kernel_h/kernel_w = 0: from the shapes."""
     s, p, d = stride, padding, dilation

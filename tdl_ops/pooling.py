@@ -99,7 +99,7 @@ def _(g, x, out, kernel, stride, padding):
     return (max_pool2d_grad(x, out, g, kernel=kernel, stride=stride, padding=padding),)
 
 
-@tw.op(reference=_avg_pool_ref, out_shape=_pool_shape)
+@tw.op(reference=_avg_pool_ref, out_shape=_pool_shape, kernel="avg_pool2d")
 def avg_pool2d(x, kernel=2, stride=2, padding=0):
     """Average pooling, zero padding counted (count_include_pad=True)."""
     k, s, p = kernel, stride, padding
@@ -124,7 +124,7 @@ def max_pool2d_grad(x, y, dy, kernel=2, stride=2, padding=0):
     return lambda b, c, h, w: tw.Sum(lambda i, j: term(b, c, h, w, i, j), extents=(k, k))
 
 
-@tw.op(reference=_avg_pool_grad_ref, out_shape=_grad_shape)
+@tw.op(reference=_avg_pool_grad_ref, out_shape=_grad_shape, kernel="avg_pool2d_grad")
 def avg_pool2d_grad(dy, kernel=2, stride=2, padding=0, in_h=0, in_w=0):
     """Gradient of avg_pool2d; in_h/in_w = 0: the smallest input size."""
     k, s, p = kernel, stride, padding

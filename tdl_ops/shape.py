@@ -141,7 +141,7 @@ def _pad_ref(x, pads=()):
     return np.pad(x, width)
 
 
-@tw.op(reference=_pad_ref, out_shape=_pad_shape)
+@tw.op(reference=_pad_ref, out_shape=_pad_shape, kernel="pad")
 def pad(x, pads=()):
     """Constant-zero padding; pads = ((before, after), ...) for the leading axes."""
     before = [pads[d][0] if d < len(pads) else 0 for d in range(x.ndim)]
@@ -280,7 +280,7 @@ def _unpad_ref(dy, pads=()):
     return dy[idx].copy()
 
 
-@tw.op(reference=_unpad_ref, out_shape=_unpad_shape)
+@tw.op(reference=_unpad_ref, out_shape=_unpad_shape, kernel="unpad")
 def unpad(dy, pads=()):
     """Gradient of pad: the interior, dropping pads = ((before, after), ...) of the leading axes."""
     before = [pads[d][0] if d < len(pads) else 0 for d in range(dy.ndim)]

@@ -13,7 +13,7 @@ import tilewise as tw
 # values must be a subset of the interpreter's.
 _PADDING_TIMES_INF = ("conv2d_backward_data", "max_pool2d_grad", "embedding_grad", "embedding_seq_grad",
                       "lstm_cell_grad_gates", "lstm_hidden_grad_gates", "gru_cell_grad_gi", "gru_cell_grad_gh",
-                      "slice_axis_grad")
+                      "slice_axis_grad", "avg_pool2d_grad", "depthwise_conv2d_backward_data")
 _VALUE_KINDS = ("normal", "wide", "negative", "positive", "unit", "prob", "distinct")
 
 

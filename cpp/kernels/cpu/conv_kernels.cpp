@@ -261,4 +261,138 @@ bool conv2d_backward_filter(const TileCall& call, const Attrs& attrs) {
   return true;
 }
 
+// ----- depthwise convolutions (groups = channels, filters (c, 1, kh, kw)): direct loops, a few
+// multiply-adds per output. A padded read is 0 times the other factor, as in the description and in
+// torch's zero-padded convolution (0 * Inf is NaN there too).
+
+namespace {
+
+// The (c, 1, kh, kw) filters holding channels c and offsets kh x kw of a (b, c, ...) data tensor.
+bool depthwise_filters(const TileIn& f, Span c, Span kh, Span kw, int64_t channels, Region4* r) {
+  return f.shape.size() == 4 && f.shape[0] == channels && f.shape[1] == 1 && kh.hi < f.shape[2] &&
+         kw.hi < f.shape[3] && c.hi < channels && region4(f, {c, {0, 0}, kh, kw}, r);
+}
+
+}  // namespace
+
+// lambda b, c, y, x: Sum(dy, dx: data[b, c, s y + d dy - p, s x + d dx - p] filters[c, 0, dy, dx]),
+// partial over dy, dx.
+bool depthwise_conv2d(const TileCall& call, const Attrs& attrs) {
+  Window g;
+  if (!geometry(attrs, &g) || call.inputs.size() != 2 || call.vars.size() != 6 ||
+      call.output_vars != std::vector<int>{0, 1, 2, 3})
+    return false;
+  const Span b = call.vars[0], c = call.vars[1], y = call.vars[2], x = call.vars[3], ky = call.vars[4],
+             kx = call.vars[5];
+  const TileIn& din = call.inputs[0];
+  if (din.shape.size() != 4 || b.hi >= din.shape[0]) return false;
+  const int64_t H = din.shape[2], W = din.shape[3];
+  Region4 data, f;
+  if (!region4(din, {b, c, g.reads(y, ky, H), g.reads(x, kx, W)}, &data) ||
+      !depthwise_filters(call.inputs[1], c, ky, kx, din.shape[1], &f) || call.extents[4] != f.shape[2] ||
+      call.extents[5] != f.shape[3])
+    return false;
+  float* out = call.out;
+  for (int64_t bb = b.lo; bb <= b.hi; ++bb) {
+    for (int64_t cc = c.lo; cc <= c.hi; ++cc) {
+      for (int64_t yy = y.lo; yy <= y.hi; ++yy) {
+        for (int64_t xx = x.lo; xx <= x.hi; ++xx) {
+          double acc = 0;
+          for (int64_t i = ky.lo; i <= ky.hi; ++i) {
+            const int64_t h = g.in(yy, i);
+            for (int64_t j = kx.lo; j <= kx.hi; ++j) {
+              const int64_t w = g.in(xx, j);
+              const float v = h >= 0 && h < H && w >= 0 && w < W ? *data.at(bb, cc, h, w) : 0.0f;
+              acc += static_cast<double>(v) * *f.at(cc, 0, i, j);
+            }
+          }
+          *out++ = static_cast<float>(acc);
+        }
+      }
+    }
+  }
+  return true;
+}
+
+// lambda b, c, h, w: Sum(kh, kw: [s | h + p - d kh] [s | w + p - d kw] dy[b, c, (h + p - d kh) / s, ...]
+// filters[c, 0, kh, kw]), partial over kh, kw; the terms whose dy index is not whole are skipped.
+bool depthwise_conv2d_backward_data(const TileCall& call, const Attrs& attrs) {
+  Window g;
+  if (!geometry(attrs, &g) || call.inputs.size() != 2 || call.vars.size() != 6 ||
+      call.output_vars != std::vector<int>{0, 1, 2, 3})
+    return false;
+  const Span b = call.vars[0], c = call.vars[1], h = call.vars[2], w = call.vars[3], ky = call.vars[4],
+             kx = call.vars[5];
+  const TileIn& dyin = call.inputs[0];
+  if (dyin.shape.size() != 4 || b.hi >= dyin.shape[0]) return false;
+  const int64_t OH = dyin.shape[2], OW = dyin.shape[3];
+  Region4 dy, f;
+  if (!region4(dyin, {b, c, g.readers(h, ky, OH), g.readers(w, kx, OW)}, &dy) ||
+      !depthwise_filters(call.inputs[1], c, ky, kx, dyin.shape[1], &f) || call.extents[4] != f.shape[2] ||
+      call.extents[5] != f.shape[3])
+    return false;
+  float* out = call.out;
+  for (int64_t bb = b.lo; bb <= b.hi; ++bb) {
+    for (int64_t cc = c.lo; cc <= c.hi; ++cc) {
+      for (int64_t hh = h.lo; hh <= h.hi; ++hh) {
+        for (int64_t ww = w.lo; ww <= w.hi; ++ww) {
+          double acc = 0;
+          for (int64_t i = ky.lo; i <= ky.hi; ++i) {
+            const int64_t th = hh + g.p - g.d * i;
+            if (th < 0 || th % g.s != 0 || th / g.s >= OH) continue;  // reads outside dy are 0
+            for (int64_t j = kx.lo; j <= kx.hi; ++j) {
+              const int64_t tw = ww + g.p - g.d * j;
+              if (tw < 0 || tw % g.s != 0 || tw / g.s >= OW) continue;
+              acc += static_cast<double>(*dy.at(bb, cc, th / g.s, tw / g.s)) * *f.at(cc, 0, i, j);
+            }
+          }
+          *out++ = static_cast<float>(acc);
+        }
+      }
+    }
+  }
+  return true;
+}
+
+// lambda c, one, kh, kw: Sum(b, y, x: dy[b, c, y, x] data[b, c, s y + d kh - p, s x + d kw - p]),
+// partial over b, y, x.
+bool depthwise_conv2d_backward_filter(const TileCall& call, const Attrs& attrs) {
+  Window g;
+  if (!geometry(attrs, &g) || call.inputs.size() != 2 || call.vars.size() != 7 ||
+      call.output_vars != std::vector<int>{0, 1, 2, 3})
+    return false;
+  const Span c = call.vars[0], one = call.vars[1], ky = call.vars[2], kx = call.vars[3], b = call.vars[4],
+             y = call.vars[5], x = call.vars[6];
+  const TileIn &din = call.inputs[0], &dyin = call.inputs[1];
+  if (din.shape.size() != 4 || dyin.shape.size() != 4 || one.lo != 0 || one.hi != 0 || b.hi >= din.shape[0] ||
+      c.hi >= din.shape[1] || y.hi >= dyin.shape[2] || x.hi >= dyin.shape[3] || b.hi >= dyin.shape[0] ||
+      c.hi >= dyin.shape[1])
+    return false;
+  const int64_t H = din.shape[2], W = din.shape[3];
+  Region4 data, dy;
+  if (!region4(din, {b, c, g.reads(y, ky, H), g.reads(x, kx, W)}, &data) || !region4(dyin, {b, c, y, x}, &dy))
+    return false;
+  float* out = call.out;
+  for (int64_t cc = c.lo; cc <= c.hi; ++cc) {
+    for (int64_t i = ky.lo; i <= ky.hi; ++i) {
+      for (int64_t j = kx.lo; j <= kx.hi; ++j) {
+        double acc = 0;
+        for (int64_t bb = b.lo; bb <= b.hi; ++bb) {
+          for (int64_t yy = y.lo; yy <= y.hi; ++yy) {
+            const int64_t hh = g.in(yy, i);
+            const float* d = dy.at(bb, cc, yy, x.lo);
+            for (int64_t xx = x.lo; xx <= x.hi; ++xx) {
+              const int64_t ww = g.in(xx, j);
+              const float v = hh >= 0 && hh < H && ww >= 0 && ww < W ? *data.at(bb, cc, hh, ww) : 0.0f;
+              acc += static_cast<double>(d[xx - x.lo]) * v;
+            }
+          }
+        }
+        *out++ = static_cast<float>(acc);
+      }
+    }
+  }
+  return true;
+}
+
 }  // namespace tilewise::kernels::tile

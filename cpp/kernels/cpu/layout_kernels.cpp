@@ -411,6 +411,69 @@ bool slice_axis_grad(const TileCall& call, const Attrs& attrs) {
   return true;
 }
 
+// ----- zero padding of the leading axes, pads = ((before, after), ...), and its gradient.
+
+namespace {
+
+// The pads of an input of rank `rank`: before[d] for its first axes, 0 for the others.
+bool befores(const Attrs& attrs, size_t rank, std::vector<int64_t>* before) {
+  const auto pads = attrs.pairs("pads");
+  if (!attrs.ok() || pads.size() > rank) return false;
+  before->assign(rank, 0);
+  for (size_t d = 0; d < pads.size(); ++d) {
+    if (pads[d].first < 0 || pads[d].second < 0) return false;
+    (*before)[d] = pads[d].first;
+  }
+  return true;
+}
+
+}  // namespace
+
+// out[i] = x[i - before]: zeros, then the part of the block that lies over x.
+bool pad(const TileCall& call, const Attrs& attrs) {
+  const size_t rank = call.output_vars.size();
+  std::vector<int64_t> before;
+  if (!in_order(call, 1) || call.inputs[0].shape.size() != rank || !befores(attrs, rank, &before)) return false;
+  const TileIn& x = call.inputs[0];
+  const Block out(call);
+  std::vector<Span> over(rank);  // the block's part over x, in x's coordinates
+  bool any = true;
+  for (size_t d = 0; d < rank; ++d) {
+    over[d] = {std::max(out.box[d].lo - before[d], int64_t{0}), std::min(out.box[d].hi - before[d], x.shape[d] - 1)};
+    any = any && over[d].size() > 0;
+  }
+  if (any && !has(x, over)) return false;
+  move_box(nullptr, {}, call.out, out.stride, out.size);
+  if (!any) return true;
+  std::vector<int64_t> corner(rank), size(rank);
+  float* dst = call.out;
+  for (size_t d = 0; d < rank; ++d) {
+    corner[d] = over[d].lo;
+    size[d] = over[d].size();
+    dst += (over[d].lo + before[d] - out.box[d].lo) * out.stride[d];
+  }
+  move_box(element(x, corner), region_strides(x), dst, out.stride, size);
+  return true;
+}
+
+// out[i] = dy[i + before]: the interior of dy (the gradient of pad).
+bool unpad(const TileCall& call, const Attrs& attrs) {
+  const size_t rank = call.output_vars.size();
+  std::vector<int64_t> before;
+  if (!in_order(call, 1) || call.inputs[0].shape.size() != rank || !befores(attrs, rank, &before)) return false;
+  const TileIn& dy = call.inputs[0];
+  const Block out(call);
+  std::vector<Span> box(rank);
+  std::vector<int64_t> corner(rank);
+  for (size_t d = 0; d < rank; ++d) {
+    box[d] = {out.box[d].lo + before[d], out.box[d].hi + before[d]};
+    corner[d] = box[d].lo;
+  }
+  if (!has(dy, box)) return false;
+  move_box(element(dy, corner), region_strides(dy), call.out, out.stride, out.size);
+  return true;
+}
+
 // ----- nearest upsampling: out[b, c, y, z] = x[b, c, y / sh, z / sw].
 
 namespace {

@@ -308,6 +308,83 @@ bool max_pool2d_grad(const TileCall& call, const Attrs& attrs) {
   return true;
 }
 
+// lambda b, c, y, xx: Sum(i, j: x[b, c, s y + i - p, s xx + j - p]) / k^2: padded positions count as 0
+// (count_include_pad), partial over i, j.
+bool avg_pool2d(const TileCall& call, const Attrs& attrs) {
+  const int64_t k = attrs.integer("kernel", 2), s = attrs.integer("stride", 2), p = attrs.integer("padding", 0);
+  if (!attrs.ok() || k < 1 || s < 1 || p < 0 || call.inputs.size() != 1) return false;
+  if (!outputs_first(call, 4) || call.vars.size() != 6) return false;
+  if (call.extents[4] != k || call.extents[5] != k) return false;
+  const Span b = call.vars[0], c = call.vars[1], y = call.vars[2], x = call.vars[3], i = call.vars[4],
+             j = call.vars[5];
+  const TileIn& in = call.inputs[0];
+  if (in.shape.size() != 4) return false;
+  const Window win{s, p, 1};
+  View4 v;
+  if (!view4(in, {b, c, win.reads(y, i, in.shape[2]), win.reads(x, j, in.shape[3])}, &v)) return false;
+  const int64_t H = in.shape[2], W = in.shape[3];
+  const double inv = 1.0 / static_cast<double>(k * k);
+  float* out = call.out;
+  for (int64_t bb = b.lo; bb <= b.hi; ++bb) {
+    for (int64_t cc = c.lo; cc <= c.hi; ++cc) {
+      for (int64_t yy = y.lo; yy <= y.hi; ++yy) {
+        for (int64_t xx = x.lo; xx <= x.hi; ++xx) {
+          double acc = 0;
+          for (int64_t ii = i.lo; ii <= i.hi; ++ii) {
+            const int64_t h = s * yy + ii - p;
+            if (h < 0 || h >= H) continue;
+            const int64_t w0 = std::max(s * xx + j.lo - p, int64_t{0}), w1 = std::min(s * xx + j.hi - p, W - 1);
+            if (w0 > w1) continue;
+            const float* row = v.at(bb, cc, h, w0);
+            for (int64_t t = 0; t <= w1 - w0; ++t) acc += row[t];
+          }
+          *out++ = static_cast<float>(acc * inv);
+        }
+      }
+    }
+  }
+  return true;
+}
+
+// lambda b, c, h, w: Sum(i, j: [s | h + p - i] [s | w + p - j] dy[b, c, oh, ow]) / k^2 with
+// oh = (h + p - i) / s, ow likewise: each window's dy spread evenly over it, partial over i, j.
+bool avg_pool2d_grad(const TileCall& call, const Attrs& attrs) {
+  const int64_t k = attrs.integer("kernel", 2), s = attrs.integer("stride", 2), p = attrs.integer("padding", 0);
+  if (!attrs.ok() || k < 1 || s < 1 || p < 0 || call.inputs.size() != 1) return false;
+  if (!outputs_first(call, 4) || call.vars.size() != 6) return false;
+  if (call.extents[4] != k || call.extents[5] != k) return false;
+  const Span b = call.vars[0], c = call.vars[1], h = call.vars[2], w = call.vars[3], i = call.vars[4],
+             j = call.vars[5];
+  const TileIn& in = call.inputs[0];
+  if (in.shape.size() != 4) return false;
+  const Window win{s, p, 1};
+  const int64_t OH = in.shape[2], OW = in.shape[3];
+  View4 dy;
+  if (!view4(in, {b, c, win.readers(h, i, OH), win.readers(w, j, OW)}, &dy)) return false;
+  const double inv = 1.0 / static_cast<double>(k * k);
+  float* out = call.out;
+  for (int64_t bb = b.lo; bb <= b.hi; ++bb) {
+    for (int64_t cc = c.lo; cc <= c.hi; ++cc) {
+      for (int64_t hh = h.lo; hh <= h.hi; ++hh) {
+        for (int64_t ww = w.lo; ww <= w.hi; ++ww) {
+          double acc = 0;
+          for (int64_t ii = i.lo; ii <= i.hi; ++ii) {
+            const int64_t th = hh + p - ii;
+            if (th < 0 || th % s != 0 || th / s >= OH) continue;  // reads outside dy are 0
+            for (int64_t jj = j.lo; jj <= j.hi; ++jj) {
+              const int64_t tw = ww + p - jj;
+              if (tw < 0 || tw % s != 0 || tw / s >= OW) continue;
+              acc += *dy.at(bb, cc, th / s, tw / s);
+            }
+          }
+          *out++ = static_cast<float>(acc * inv);
+        }
+      }
+    }
+  }
+  return true;
+}
+
 namespace {
 
 // lambda b, c, y, z: Sum(i, j: x[b, c, kh y + i, kw z + j]) * scale, partial over i, j.

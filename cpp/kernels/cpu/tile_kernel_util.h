@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/cpu/tile_kernels.h"
@@ -25,6 +26,9 @@ class Attrs {
   /// A list of integers (a lone integer counts as a one-element list); empty when absent. Sets ok()
   /// false when it is something else.
   std::vector<int64_t> ints(const std::string& key) const;
+  /// A list of integer pairs ([[1, 2], [0, 3]]; [] is none); empty when absent. Sets ok() false
+  /// when it is something else.
+  std::vector<std::pair<int64_t, int64_t>> pairs(const std::string& key) const;
 
  private:
   const OpAttrs& parsed_;
@@ -219,6 +223,8 @@ bool upsample_nearest2d_grad(const TileCall&, const Attrs&);
 bool upsample_nearest2d_hw_grad(const TileCall&, const Attrs&);
 bool max_pool2d(const TileCall&, const Attrs&);
 bool max_pool2d_grad(const TileCall&, const Attrs&);
+bool avg_pool2d(const TileCall&, const Attrs&);
+bool avg_pool2d_grad(const TileCall&, const Attrs&);
 bool adaptive_avg_pool2d(const TileCall&, const Attrs&);
 bool adaptive_avg_pool2d_grad(const TileCall&, const Attrs&);
 bool batch_norm_train(const TileCall&, const Attrs&);
@@ -253,6 +259,8 @@ bool stack(const TileCall&, const Attrs&);   // stack_<n>
 bool unselect(const TileCall&, const Attrs&);
 bool slice_axis(const TileCall&, const Attrs&);
 bool slice_axis_grad(const TileCall&, const Attrs&);
+bool pad(const TileCall&, const Attrs&);
+bool unpad(const TileCall&, const Attrs&);
 bool upsample_nearest2d(const TileCall&, const Attrs&);
 bool upsample_nearest2d_hw(const TileCall&, const Attrs&);
 
@@ -260,5 +268,8 @@ bool upsample_nearest2d_hw(const TileCall&, const Attrs&);
 bool conv2d(const TileCall&, const Attrs&);
 bool conv2d_backward_data(const TileCall&, const Attrs&);
 bool conv2d_backward_filter(const TileCall&, const Attrs&);
+bool depthwise_conv2d(const TileCall&, const Attrs&);
+bool depthwise_conv2d_backward_data(const TileCall&, const Attrs&);
+bool depthwise_conv2d_backward_filter(const TileCall&, const Attrs&);
 
 }  // namespace tilewise::kernels::tile

@@ -44,7 +44,7 @@ std::vector<int64_t> Attrs::ints(const std::string& key) const {
   const OpAttrs::Value* v = parsed_.find(key);
   std::vector<int64_t> out;
   if (!v) return out;
-  if (!v->numeric) {
+  if (!v->numeric || v->inner != 0) {
     ok_ = false;
     return out;
   }
@@ -58,6 +58,24 @@ std::vector<int64_t> Attrs::ints(const std::string& key) const {
   return out;
 }
 
+std::vector<std::pair<int64_t, int64_t>> Attrs::pairs(const std::string& key) const {
+  const OpAttrs::Value* v = parsed_.find(key);
+  std::vector<std::pair<int64_t, int64_t>> out;
+  if (!v) return out;
+  if (!v->numeric || !v->list || (v->inner != 2 && !v->nums.empty())) {
+    ok_ = false;
+    return out;
+  }
+  for (size_t i = 0; i + 1 < v->nums.size(); i += 2) {
+    const double a = v->nums[i], b = v->nums[i + 1];
+    if (a != std::floor(a) || b != std::floor(b) || std::fabs(a) > 1e15 || std::fabs(b) > 1e15) {
+      ok_ = false;
+      return {};
+    }
+    out.emplace_back(static_cast<int64_t>(a), static_cast<int64_t>(b));
+  }
+  return out;
+}
 
 // ---------------------------------------------------------------------------------------- helpers
 
@@ -319,6 +337,8 @@ const std::unordered_map<std::string, Entry>& kernel_table() {
       {"upsample_nearest2d_hw_grad", {tile::upsample_nearest2d_hw_grad, {"b", "c", "y", "x", "i", "j"}, "reduction"}},
       {"max_pool2d", {tile::max_pool2d, {"b", "c", "y", "x", "i", "j"}, "reduction"}},
       {"max_pool2d_grad", {tile::max_pool2d_grad, {"b", "c", "h", "w", "i", "j"}, "reduction"}},
+      {"avg_pool2d", {tile::avg_pool2d, {"b", "c", "y", "x", "i", "j"}, "reduction"}},
+      {"avg_pool2d_grad", {tile::avg_pool2d_grad, {"b", "c", "h", "w", "i", "j"}, "reduction"}},
       {"adaptive_avg_pool2d", {tile::adaptive_avg_pool2d, {"b", "c", "y", "x", "i", "j"}, "reduction"}},
       {"adaptive_avg_pool2d_grad", {tile::adaptive_avg_pool2d_grad, {"b", "c", "y", "x"}, "reduction"}},
       {"batch_norm_train", {tile::batch_norm_train, {"b", "c", "h", "w", "s*"}, "norm"}},
@@ -347,6 +367,8 @@ const std::unordered_map<std::string, Entry>& kernel_table() {
       {"unselect", {tile::unselect, {"i*"}, "layout"}},
       {"slice_axis", {tile::slice_axis, {"i*"}, "layout"}},
       {"slice_axis_grad", {tile::slice_axis_grad, {"i*"}, "layout"}},
+      {"pad", {tile::pad, {"i*"}, "layout"}},
+      {"unpad", {tile::unpad, {"i*"}, "layout"}},
       {"upsample_nearest2d", {tile::upsample_nearest2d, {"b", "c", "y", "x"}, "layout"}},
       {"upsample_nearest2d_hw", {tile::upsample_nearest2d_hw, {"b", "c", "y", "x"}, "layout"}},
       // lookups (embedding_kernels.cpp)
@@ -356,6 +378,10 @@ const std::unordered_map<std::string, Entry>& kernel_table() {
       {"conv2d", {tile::conv2d, {"b", "co", "y", "x", "ci", "dy", "dx"}, "conv"}},
       {"conv2d_backward_data", {tile::conv2d_backward_data, {"b", "ci", "h", "w", "co", "kh", "kw"}, "conv"}},
       {"conv2d_backward_filter", {tile::conv2d_backward_filter, {"co", "ci", "kh", "kw", "b", "y", "x"}, "conv"}},
+      {"depthwise_conv2d", {tile::depthwise_conv2d, {"b", "c", "y", "x", "dy", "dx"}, "conv"}},
+      {"depthwise_conv2d_backward_data", {tile::depthwise_conv2d_backward_data, {"b", "c", "h", "w", "kh", "kw"}, "conv"}},
+      {"depthwise_conv2d_backward_filter",
+       {tile::depthwise_conv2d_backward_filter, {"c", "one", "kh", "kw", "b", "y", "x"}, "conv"}},
   };
   return table;
 }
