@@ -233,6 +233,39 @@ TEST(TileKernelLayout, ReshapeReadsAnyBoxOfTheInput) {
   }
 }
 
+TEST(TileKernelLayout, PadAndUnpadTheLeadingAxes) {
+  std::mt19937 rng(39);
+  for (int trial = 0; trial < 30; ++trial) {
+    const int rank = static_cast<int>(uniform(rng, 1, 4)), padded = static_cast<int>(uniform(rng, 0, rank));
+    const Index x = random_shape(rng, rank);
+    Index out = x, before(rank, 0);
+    std::ostringstream pads;
+    pads << R"({"pads": [)";
+    for (int d = 0; d < padded; ++d) {
+      const int64_t lo = uniform(rng, 0, 2), hi = uniform(rng, 0, 2);
+      before[d] = lo;
+      out[d] += lo + hi;
+      pads << (d ? ", " : "") << "[" << lo << ", " << hi << "]";
+    }
+    pads << "]}";
+    auto shifted = [&](const Index& v, int sign) {
+      Index at = v;
+      for (int d = 0; d < rank; ++d) at[d] += sign * before[d];
+      return at;
+    };
+    OpCase p = make_case("pad", numbered("i", rank), iota(rank), out, {x}, rng, -1, pads.str());
+    expect_native(p, [&](OpCase& c, Index& v) { return c.inputs[0](shifted(v, -1)); }, rng);
+    OpCase u = make_case("unpad", numbered("i", rank), iota(rank), x, {out}, rng, -1, pads.str());
+    expect_native(u, [&](OpCase& c, Index& v) { return c.inputs[0](shifted(v, 1)); }, rng);
+  }
+  // pads must be a list of pairs.
+  for (const char* attrs : {R"({"pads": [1, 2]})", R"({"pads": [[1, 2], [0]]})", R"({"pads": [[[1, 2]]]})"}) {
+    OpCase p = make_case("pad", {"i0", "i1"}, {0, 1}, {5, 4}, {{2, 4}}, rng, -1, attrs);
+    Prepared prepared = prepare(p, rng);
+    EXPECT_FALSE(run_native(prepared.call)) << attrs;
+  }
+}
+
 // ------------------------------------------------------------------------------------- sums
 
 TEST(TileKernelSum, SumToSumLeadingAndMeanPartially) {

@@ -366,5 +366,76 @@ TEST(TileKernelConv, Conv2dLargerBlocks) {
   }
 }
 
+// Depthwise convolutions: the conv shapes with one channel count, filters (c, 1, kh, kw).
+TEST(TileKernelConv, DepthwiseForwardAndGradients) {
+  std::mt19937 rng(22);
+  for (int trial = 0; trial < 60; ++trial) {
+    const ConvShape g = random_conv(rng);
+    const int64_t ch = g.ci;
+    OpCase f = make_case("depthwise_conv2d", {"b", "c", "y", "x", "dy", "dx"}, {0, 1, 2, 3},
+                         {g.n, ch, g.oh, g.ow, g.kh, g.kw}, {{g.n, ch, g.h, g.w}, {ch, 1, g.kh, g.kw}}, rng, -1,
+                         g.attrs());
+    expect_native(f, [g](OpCase& c, Index& v) {
+      return sum_over(c, {4, 5}, v, [&] {
+        return c.inputs[0]({v[0], v[1], g.s * v[2] + g.d * v[4] - g.p, g.s * v[3] + g.d * v[5] - g.p}) *
+               c.inputs[1]({v[1], 0, v[4], v[5]});
+      });
+    }, rng);
+
+    const std::string in_hw = ", \"in_h\": " + std::to_string(g.h) + ", \"in_w\": " + std::to_string(g.w);
+    OpCase d = make_case("depthwise_conv2d_backward_data", {"b", "c", "h", "w", "kh", "kw"}, {0, 1, 2, 3},
+                         {g.n, ch, g.h, g.w, g.kh, g.kw}, {{g.n, ch, g.oh, g.ow}, {ch, 1, g.kh, g.kw}}, rng, -1,
+                         g.attrs(in_hw));
+    expect_native(d, [g](OpCase& c, Index& v) {
+      return sum_over(c, {4, 5}, v, [&] {
+        const double w = c.inputs[1]({v[1], 0, v[4], v[5]});  // read for every offset, as the description does
+        const int64_t th = v[2] + g.p - g.d * v[4], tw = v[3] + g.p - g.d * v[5];
+        if (th < 0 || tw < 0 || th % g.s != 0 || tw % g.s != 0) return 0.0;
+        return c.inputs[0]({v[0], v[1], th / g.s, tw / g.s}) * w;
+      });
+    }, rng);
+
+    const std::string k_hw = ", \"kernel_h\": " + std::to_string(g.kh) + ", \"kernel_w\": " + std::to_string(g.kw);
+    OpCase w = make_case("depthwise_conv2d_backward_filter", {"c", "one", "kh", "kw", "b", "y", "x"}, {0, 1, 2, 3},
+                         {ch, 1, g.kh, g.kw, g.n, g.oh, g.ow}, {{g.n, ch, g.h, g.w}, {g.n, ch, g.oh, g.ow}}, rng, -1,
+                         g.attrs(k_hw));
+    expect_native(w, [g](OpCase& c, Index& v) {
+      return sum_over(c, {4, 5, 6}, v, [&] {
+        return c.inputs[1]({v[4], v[0], v[5], v[6]}) *
+               c.inputs[0]({v[4], v[0], g.s * v[5] + g.d * v[2] - g.p, g.s * v[6] + g.d * v[3] - g.p});
+      });
+    }, rng);
+  }
+}
+
+// Average pooling, zero padding counted; its gradient spreads each window's dy evenly over it.
+TEST(TileKernelReduction, AvgPool2dPaddedAndItsGradient) {
+  std::mt19937 rng(23);
+  for (int trial = 0; trial < 60; ++trial) {
+    const int64_t k = uniform(rng, 1, 3), s = uniform(rng, 1, 3), p = uniform(rng, 0, k / 2);
+    const int64_t n = uniform(rng, 1, 2), ch = uniform(rng, 1, 3), h = uniform(rng, k, 8), w = uniform(rng, k, 8);
+    const int64_t oh = (h + 2 * p - k) / s + 1, ow = (w + 2 * p - k) / s + 1;
+    const std::string attrs = "{\"kernel\": " + std::to_string(k) + ", \"stride\": " + std::to_string(s) +
+                              ", \"padding\": " + std::to_string(p);
+    OpCase f = make_case("avg_pool2d", {"b", "c", "y", "x", "i", "j"}, {0, 1, 2, 3}, {n, ch, oh, ow, k, k},
+                         {{n, ch, h, w}}, rng, -1, attrs + "}");
+    expect_native(f, [=](OpCase& c, Index& v) {
+      return sum_over(c, {4, 5}, v, [&] {
+        return c.inputs[0]({v[0], v[1], s * v[2] + v[4] - p, s * v[3] + v[5] - p});
+      }) / static_cast<double>(k * k);
+    }, rng);
+    OpCase g = make_case("avg_pool2d_grad", {"b", "c", "h", "w", "i", "j"}, {0, 1, 2, 3}, {n, ch, h, w, k, k},
+                         {{n, ch, oh, ow}}, rng, -1,
+                         attrs + ", \"in_h\": " + std::to_string(h) + ", \"in_w\": " + std::to_string(w) + "}");
+    expect_native(g, [=](OpCase& c, Index& v) {
+      return sum_over(c, {4, 5}, v, [&] {
+        const int64_t th = v[2] + p - v[4], tw = v[3] + p - v[5];
+        if (th < 0 || tw < 0 || th % s != 0 || tw % s != 0) return 0.0;
+        return c.inputs[0]({v[0], v[1], th / s, tw / s});
+      }) / static_cast<double>(k * k);
+    }, rng);
+  }
+}
+
 }  // namespace
 }  // namespace tilewise::kernels
