@@ -18,7 +18,7 @@ def _along(x, axis, body):
     return tw.compute(x.ndim - 1, lambda *i: body(lambda k: x[insert(i, a, k)], a))
 
 
-@tw.op(reference=lambda x, axis=-1: x.sum(axis=axis))
+@tw.op(reference=lambda x, axis=-1: x.sum(axis=axis), kernel="reduce_sum")
 def reduce_sum(x, axis=-1):
     """Sum along axis."""
     return _along(x, axis, lambda row, a: tw.Sum(row))
@@ -41,7 +41,7 @@ def _(g, x, out, axis):
     return (reduce_mean_grad(g, axis=a, size=x.shape[a]),)
 
 
-@tw.op(reference=lambda x, axis=-1: x.max(axis=axis))
+@tw.op(reference=lambda x, axis=-1: x.max(axis=axis), kernel="reduce_max")
 def reduce_max(x, axis=-1):
     """Max along axis."""
     return _along(x, axis, lambda row, a: tw.Max(row))
@@ -52,7 +52,7 @@ def _(g, x, out, axis):
     return (reduce_extremum_grad(g, x, out, axis=norm_axis(axis, x.ndim)),)
 
 
-@tw.op(reference=lambda x, axis=-1: x.min(axis=axis))
+@tw.op(reference=lambda x, axis=-1: x.min(axis=axis), kernel="reduce_min")
 def reduce_min(x, axis=-1):
     """Min along axis."""
     return _along(x, axis, lambda row, a: tw.Min(row))

@@ -12,7 +12,7 @@ from ._cases import Case
 from ._util import insert, norm_axis, replace
 
 
-@tw.op(reference=lambda x: x.T.copy())
+@tw.op(reference=lambda x: x.T.copy(), kernel="transpose")
 def transpose(x):
     """2-D transpose."""
     return lambda i, j: x[j, i]
@@ -119,7 +119,7 @@ def _split_shape(x, axis=0, sections=2, index=0):
 
 
 @tw.op(reference=lambda x, axis=0, sections=2, index=0: np.split(x, sections, axis=axis)[index].copy(),
-       out_shape=_split_shape)
+       out_shape=_split_shape, kernel="split")
 def split(x, axis=0, sections=2, index=0):
     """Piece `index` of x split into `sections` equal pieces along axis."""
     ax = norm_axis(axis, x.ndim)
@@ -177,7 +177,7 @@ def _(g, x, out, c, h, w):
     return (flatten(g, c=c, h=h, w=w),)
 
 
-@tw.op(reference=lambda x, axis=0: np.flip(x, axis=axis).copy(), out_shape=lambda x, axis=0: tuple(x))
+@tw.op(reference=lambda x, axis=0: np.flip(x, axis=axis).copy(), out_shape=lambda x, axis=0: tuple(x), kernel="flip")
 def flip(x, axis=0):
     """Reverse along axis: x[n - 1 - i]."""
     ax = norm_axis(axis, x.ndim)

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <sstream>
 #include <string>
@@ -328,6 +329,88 @@ TEST(TileKernelSum, SumToSumLeadingAndMeanPartially) {
         at.insert(at.begin() + axis, v[nd - 1]);
         return c.inputs[0](at);
       }) / y[axis];
+    }, rng);
+  }
+}
+
+TEST(TileKernelSum, AlongAnAxisAndGlobalPooling) {
+  std::mt19937 rng(40);
+  const double inf = std::numeric_limits<double>::infinity();
+  for (int trial = 0; trial < 20; ++trial) {
+    const int nd = static_cast<int>(uniform(rng, 1, 4));
+    const Index x = random_shape(rng, nd);
+    const int64_t axis = uniform(rng, 0, nd - 1);
+    Index extents = without(x, axis);
+    extents.push_back(x[axis]);
+    auto at = [&](const Index& v) {
+      Index a(v.begin(), v.end() - 1);
+      a.insert(a.begin() + axis, v[nd - 1]);
+      return a;
+    };
+    const std::string attrs = R"({"axis": )" + std::to_string(axis) + "}";
+    OpCase s = make_case("reduce_sum", numbered("i", nd), iota(nd - 1), extents, {x}, rng, -1, attrs);
+    expect_native(s, [&](OpCase& c, Index& v) { return sum_over(c, {nd - 1}, v, [&] { return c.inputs[0](at(v)); }); },
+                  rng);
+    for (bool is_max : {true, false}) {
+      OpCase m = make_case(is_max ? "reduce_max" : "reduce_min", numbered("i", nd), iota(nd - 1), extents, {x}, rng,
+                           -1, attrs);
+      expect_native(m, [&](OpCase& c, Index& v) {
+        double best = is_max ? -inf : inf;
+        for (v[nd - 1] = c.vars[nd - 1].lo; v[nd - 1] <= c.vars[nd - 1].hi; ++v[nd - 1]) {
+          const double e = c.inputs[0](at(v));
+          best = is_max ? std::max(best, e) : std::min(best, e);
+        }
+        return best;
+      }, rng);
+    }
+  }
+  for (int trial = 0; trial < 10; ++trial) {
+    const Index x = random_shape(rng, 4);
+    OpCase a = make_case("global_avg_pool2d", {"b", "c", "h", "w"}, {0, 1}, x, {x}, rng);
+    expect_native(a, [&](OpCase& c, Index& v) {
+      return sum_over(c, {2, 3}, v, [&] { return c.inputs[0](v); }) / static_cast<double>(x[2] * x[3]);
+    }, rng);
+    OpCase m = make_case("global_max_pool2d", {"b", "c", "h", "w"}, {0, 1}, x, {x}, rng);
+    expect_native(m, [&](OpCase& c, Index& v) {
+      double best = -inf;
+      for (v[2] = c.vars[2].lo; v[2] <= c.vars[2].hi; ++v[2])
+        for (v[3] = c.vars[3].lo; v[3] <= c.vars[3].hi; ++v[3]) best = std::max(best, c.inputs[0](v));
+      return best;
+    }, rng);
+    OpCase g = make_case("global_avg_pool2d_grad", {"b", "c", "h", "w"}, iota(4), x, {{x[0], x[1]}}, rng, -1,
+                         R"({"in_h": )" + std::to_string(x[2]) + R"(, "in_w": )" + std::to_string(x[3]) + "}");
+    expect_native(g, [&](OpCase& c, Index& v) { return c.inputs[0]({v[0], v[1]}) / (x[2] * x[3]); }, rng);
+  }
+}
+
+TEST(TileKernelLayout, TransposeSplitAndFlip) {
+  std::mt19937 rng(41);
+  for (int trial = 0; trial < 20; ++trial) {
+    const Index m = random_shape(rng, 2);
+    OpCase t = make_case("transpose", {"i", "j"}, {0, 1}, {m[1], m[0]}, {m}, rng);
+    expect_native(t, [](OpCase& c, Index& v) { return c.inputs[0]({v[1], v[0]}); }, rng);
+
+    const int rank = static_cast<int>(uniform(rng, 1, 4));
+    const int64_t axis = uniform(rng, 0, rank - 1), sections = uniform(rng, 1, 3);
+    Index x = random_shape(rng, rank);
+    x[axis] *= sections;
+    const int64_t index = uniform(rng, 0, sections - 1), piece = x[axis] / sections;
+    Index out = x;
+    out[axis] = piece;
+    OpCase s = make_case("split", numbered("i", rank), iota(rank), out, {x}, rng, -1,
+                         R"({"axis": )" + std::to_string(axis) + R"(, "sections": )" + std::to_string(sections) +
+                             R"(, "index": )" + std::to_string(index) + "}");
+    expect_native(s, [&](OpCase& c, Index& v) {
+      Index a = v;
+      a[axis] += index * piece;
+      return c.inputs[0](a);
+    }, rng);
+    OpCase f = make_case("flip", numbered("i", rank), iota(rank), x, {x}, rng, -1,
+                         R"({"axis": )" + std::to_string(axis - rank) + "}");
+    expect_native(f, [&](OpCase& c, Index& v) {
+      Index a = v;
+      a[axis] = x[axis] - 1 - v[axis];
+      return c.inputs[0](a);
     }, rng);
   }
 }

@@ -785,6 +785,14 @@ bool reduce_mean_grad(const TileCall& call, const Attrs& attrs) {
   return map<1>(call, {skipping(call, static_cast<int>(axis))}, [=](float dy) { return dy / n; });
 }
 
+// dy[b, c] / (in_h in_w) at every (h, w): the gradient of global_avg_pool2d.
+bool global_avg_pool2d_grad(const TileCall& call, const Attrs& attrs) {
+  const double area = attrs.num("in_h", 1.0) * attrs.num("in_w", 1.0);
+  if (!attrs.ok() || !pure_map(call, 1) || call.output_vars.size() != 4 || area <= 0) return false;
+  const float n = static_cast<float>(area);
+  return map<1>(call, {Read{0, {0, 1}, {}}}, [=](float dy) { return dy / n; });
+}
+
 // ----- the GRU cell (torch.nn.GRU, gates r | z | n): gi, gh (batch, 3 hidden), h (batch, hidden).
 
 namespace {

@@ -93,12 +93,13 @@ bool merge_heads(const TileCall& call, const Attrs& attrs) {
   return true;
 }
 
+namespace {
+
 // out[i] = x[j] with j[perm[d]] = i[d]: walks the block with x's strides, copying whole runs
 // where the last output axis is x's last axis.
-bool permute(const TileCall& call, const Attrs& attrs) {
-  const std::vector<int64_t> perm = attrs.ints("perm");
+bool permuted(const TileCall& call, const std::vector<int64_t>& perm) {
   const int r = static_cast<int>(call.vars.size());
-  if (!attrs.ok() || call.inputs.size() != 1 || static_cast<int>(perm.size()) != r || r < 1 ||
+  if (call.inputs.size() != 1 || static_cast<int>(perm.size()) != r || r < 1 ||
       static_cast<int>(call.output_vars.size()) != r)
     return false;
   for (int d = 0; d < r; ++d)
@@ -133,6 +134,16 @@ bool permute(const TileCall& call, const Attrs& attrs) {
     ++idx[d];
   }
 }
+
+}  // namespace
+
+bool permute(const TileCall& call, const Attrs& attrs) {
+  const std::vector<int64_t> perm = attrs.ints("perm");
+  return attrs.ok() && permuted(call, perm);
+}
+
+// The 2-D transpose: x[j, i].
+bool transpose(const TileCall& call, const Attrs&) { return permuted(call, {1, 0}); }
 
 // Row-major reshape: the output element at flat position f is x's element at flat position f. Each
 // output row is a run of consecutive flat positions, copied piece by piece along x's last axis from
@@ -370,21 +381,50 @@ bool unselect(const TileCall& call, const Attrs& attrs) {
   return true;
 }
 
-// x[start : stop : step] along `axis`: output position t reads x at start + step t.
+namespace {
+
+// Output position t along `ax` reads x at start + step t (step < 0 walks x backwards).
+bool strided(const TileCall& call, int ax, int64_t start, int64_t step) {
+  const TileIn& x = call.inputs[0];
+  if (!same_but(call, x, ax, true)) return false;
+  const Block out(call);
+  const int64_t first = start + step * out.box[ax].lo, last = start + step * out.box[ax].hi;
+  if (!has(x, box_at(out, ax, {std::min(first, last), std::max(first, last)}, true))) return false;
+  std::vector<int64_t> rs = region_strides(x);
+  rs[ax] *= step;
+  move_box(element(x, corner_of(out, ax, first, true)), rs, call.out, out.stride, out.size);
+  return true;
+}
+
+}  // namespace
+
+// x[start : stop : step] along `axis`.
 bool slice_axis(const TileCall& call, const Attrs& attrs) {
   const int rank = static_cast<int>(call.output_vars.size());
   const int64_t start = attrs.integer("start", 0), step = attrs.integer("step", 1);
   int ax = 0;
   if (!in_order(call, 1) || !axis_of(attrs, rank, &ax) || start < 0 || step < 1) return false;
-  const TileIn& x = call.inputs[0];
-  if (!same_but(call, x, ax, true)) return false;
-  const Block out(call);
-  const Span rows{start + step * out.box[ax].lo, start + step * out.box[ax].hi};
-  if (!has(x, box_at(out, ax, rows, true))) return false;
-  std::vector<int64_t> rs = region_strides(x);
-  rs[ax] *= step;
-  move_box(element(x, corner_of(out, ax, rows.lo, true)), rs, call.out, out.stride, out.size);
-  return true;
+  return strided(call, ax, start, step);
+}
+
+// Piece `index` of x split into `sections` equal pieces along `axis`.
+bool split(const TileCall& call, const Attrs& attrs) {
+  const int rank = static_cast<int>(call.output_vars.size());
+  const int64_t sections = attrs.integer("sections", 2), index = attrs.integer("index", 0);
+  int ax = 0;
+  if (!in_order(call, 1) || !axis_of(attrs, rank, &ax) || sections < 1 || index < 0 ||
+      call.inputs[0].shape.size() != static_cast<size_t>(rank))
+    return false;
+  return strided(call, ax, index * (call.inputs[0].shape[ax] / sections), 1);
+}
+
+// x reversed along `axis`: x[n - 1 - i].
+bool flip(const TileCall& call, const Attrs& attrs) {
+  const int rank = static_cast<int>(call.output_vars.size());
+  int ax = 0;
+  if (!in_order(call, 1) || !axis_of(attrs, rank, &ax) || call.inputs[0].shape.size() != static_cast<size_t>(rank))
+    return false;
+  return strided(call, ax, call.inputs[0].shape[ax] - 1, -1);
 }
 
 // slice_axis_grad: dy's position k at start + step k of an axis of extent `size`, zeros elsewhere.

@@ -105,24 +105,31 @@ bool in_tensor(const TileIn& in, const std::vector<Span>& box) {
 
 namespace {
 
-// lambda i..: Sum(r..: x[..]) * scale where input axis d is read by variable dim_var[d]: output
-// variables (the first ones, in output order) or summed ones, restricted or not (a partial sum).
-// Output variables that read no axis have extent 1. Accumulates the input block row by row into a
-// double buffer.
-bool sum_into(const TileCall& call, const std::vector<int>& dim_var, double scale) {
+// The box of the one input a reduction reads, its axis d read by variable dim_var[d]: output
+// variables (the first ones, in output order) or reduced ones, restricted or not (a partial
+// result). Output variables that read no axis have extent 1. False to decline.
+bool reduction_box(const TileCall& call, const std::vector<int>& dim_var, std::vector<Span>* box) {
   if (call.inputs.size() != 1) return false;
   const TileIn& in = call.inputs[0];
-  const int nd = static_cast<int>(in.shape.size());
   const int kept = static_cast<int>(call.output_vars.size());
-  if (static_cast<int>(dim_var.size()) != nd || !outputs_first(call, kept)) return false;
+  if (dim_var.size() != in.shape.size() || !outputs_first(call, kept)) return false;
   std::vector<int> reads(call.vars.size(), 0);
   for (int v : dim_var) {
     if (v < 0 || v >= static_cast<int>(call.vars.size()) || reads[v]++) return false;
   }
   for (int v = 0; v < static_cast<int>(call.vars.size()); ++v)
     if (!reads[v] && (v >= kept || call.extents[v] != 1)) return false;
-  std::vector<Span> box = box_of(call, dim_var);
-  if (!in_tensor(in, box) || !holds(in, box)) return false;
+  *box = box_of(call, dim_var);
+  return in_tensor(in, *box) && holds(in, *box);
+}
+
+// lambda i..: Sum(r..: x[..]) * scale over reduction_box's box. Accumulates the input block row by
+// row into a double buffer.
+bool sum_into(const TileCall& call, const std::vector<int>& dim_var, double scale) {
+  std::vector<Span> box;
+  if (!reduction_box(call, dim_var, &box)) return false;
+  const TileIn& in = call.inputs[0];
+  const int nd = static_cast<int>(in.shape.size());
 
   std::vector<double> acc(static_cast<size_t>(output_size(call)), 0.0);
   auto finish = [&] {
@@ -161,6 +168,58 @@ bool sum_into(const TileCall& call, const std::vector<int>& dim_var, double scal
       idx[d] = 0;
     }
   }
+}
+
+// lambda i..: Max(r..: x[..]) (Min when !is_max) over reduction_box's box; NaN wins and stays,
+// as in the interpreter and torch.
+bool extremum_into(const TileCall& call, const std::vector<int>& dim_var, bool is_max) {
+  std::vector<Span> box;
+  if (!reduction_box(call, dim_var, &box)) return false;
+  const TileIn& in = call.inputs[0];
+  const int nd = static_cast<int>(in.shape.size());
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> acc(static_cast<size_t>(output_size(call)), is_max ? -inf : inf);
+  std::vector<int64_t> rs = region_strides(in), os = output_strides(call), corner(nd), idx(nd, 0);
+  for (int d = 0; d < nd; ++d) corner[d] = box[d].lo;
+  const float* base = nd == 0 ? in.data : element(in, corner);
+  const int64_t len = nd == 0 ? 1 : box[nd - 1].size(), ostep = nd == 0 ? 0 : os[dim_var[nd - 1]];
+  int64_t xo = 0, oo = 0;
+  while (true) {
+    for (int64_t t = 0; t < len; ++t) {
+      const float v = base[xo + t];
+      float& a = acc[oo + t * ostep];
+      if (std::isnan(v) || (is_max ? v > a : v < a)) a = v;
+    }
+    int d = nd - 1;
+    while (true) {
+      if (--d < 0) {
+        std::copy(acc.begin(), acc.end(), call.out);
+        return true;
+      }
+      if (++idx[d] < box[d].size()) {
+        xo += rs[d];
+        oo += os[dim_var[d]];
+        break;
+      }
+      xo -= rs[d] * (box[d].size() - 1);
+      oo -= os[dim_var[d]] * (box[d].size() - 1);
+      idx[d] = 0;
+    }
+  }
+}
+
+// Variables of a reduction along attribute "axis" of the input (the output keeps the other axes in
+// order; the reduction variable comes last).
+bool along_axis(const TileCall& call, const Attrs& attrs, std::vector<int>* dim_var, int64_t* extent) {
+  if (call.inputs.size() != 1) return false;
+  const int nd = static_cast<int>(call.inputs[0].shape.size());
+  const int64_t axis = attrs.integer("axis", -1);
+  if (!attrs.ok() || axis < -nd || axis >= nd || static_cast<int>(call.vars.size()) != nd) return false;
+  const int a = static_cast<int>(axis < 0 ? axis + nd : axis);
+  dim_var->clear();
+  for (int d = 0; d < nd; ++d) dim_var->push_back(d < a ? d : (d == a ? nd - 1 : d - 1));
+  *extent = call.inputs[0].shape[a];
+  return true;
 }
 
 }  // namespace
@@ -215,15 +274,37 @@ bool sum_leading(const TileCall& call, const Attrs& attrs) {
 
 // lambda i..: Sum(k: x[i.. with k at axis]) / n: the mean (a partial sum / n over a restricted k).
 bool reduce_mean(const TileCall& call, const Attrs& attrs) {
-  if (call.inputs.size() != 1) return false;
-  const int nd = static_cast<int>(call.inputs[0].shape.size());
-  const int64_t axis = attrs.integer("axis", -1);
-  if (!attrs.ok() || axis < -nd || axis >= nd || static_cast<int>(call.vars.size()) != nd) return false;
-  const int a = static_cast<int>(axis < 0 ? axis + nd : axis);
   std::vector<int> dim_var;
-  for (int d = 0; d < nd; ++d) dim_var.push_back(d < a ? d : (d == a ? nd - 1 : d - 1));
-  return sum_into(call, dim_var, 1.0 / static_cast<double>(call.inputs[0].shape[a]));
+  int64_t n = 0;
+  return along_axis(call, attrs, &dim_var, &n) && sum_into(call, dim_var, 1.0 / static_cast<double>(n));
 }
+
+bool reduce_sum(const TileCall& call, const Attrs& attrs) {
+  std::vector<int> dim_var;
+  int64_t n = 0;
+  return along_axis(call, attrs, &dim_var, &n) && sum_into(call, dim_var, 1.0);
+}
+
+bool reduce_max(const TileCall& call, const Attrs& attrs) {
+  std::vector<int> dim_var;
+  int64_t n = 0;
+  return along_axis(call, attrs, &dim_var, &n) && extremum_into(call, dim_var, true);
+}
+
+bool reduce_min(const TileCall& call, const Attrs& attrs) {
+  std::vector<int> dim_var;
+  int64_t n = 0;
+  return along_axis(call, attrs, &dim_var, &n) && extremum_into(call, dim_var, false);
+}
+
+// lambda b, c: Sum(h, w: x[b, c, h, w]) / (h w) and Max(h, w: x[b, c, h, w]).
+bool global_avg_pool2d(const TileCall& call, const Attrs&) {
+  if (call.inputs.size() != 1 || call.inputs[0].shape.size() != 4) return false;
+  const auto& s = call.inputs[0].shape;
+  return sum_into(call, {0, 1, 2, 3}, 1.0 / static_cast<double>(s[2] * s[3]));
+}
+
+bool global_max_pool2d(const TileCall& call, const Attrs&) { return extremum_into(call, {0, 1, 2, 3}, true); }
 
 // ----------------------------------------------------------------------------------- max_pool2d
 
