@@ -209,6 +209,60 @@ TEST(TileKernelReduction, BatchNormTrainAndGrads) {
   }
 }
 
+// The losses torch.nn.functional offers beside mse and cross-entropy, partial over every axis, and
+// their gradients (a rank-0 dy).
+TEST(TileKernelReduction, PairLossesAndTheirGradients) {
+  std::mt19937 rng(24);
+  struct Loss {
+    const char* type;
+    const char* attrs;
+    double (*term)(double, double);
+    double (*grad)(double, double);
+  };
+  const std::vector<Loss> losses = {
+      {"l1_loss", "{}", [](double a, double b) { return std::fabs(a - b); },
+       [](double a, double b) { return static_cast<double>((a > b) - (a < b)); }},
+      {"smooth_l1_loss", R"({"beta": 0.5})",
+       [](double a, double b) {
+         const double d = std::fabs(a - b);
+         return d < 0.5 ? d * d : d - 0.25;
+       },
+       [](double a, double b) {
+         const double d = a - b;
+         return std::fabs(d) < 0.5 ? d / 0.5 : static_cast<double>((d > 0) - (d < 0));
+       }},
+      {"bce_with_logits", "{}",
+       [](double x, double t) { return std::max(x, 0.0) - x * t + std::log(1.0 + std::exp(-std::fabs(x))); },
+       [](double x, double t) { return 1.0 / (1.0 + std::exp(-x)) - t; }},
+  };
+  for (const Loss& loss : losses) {
+    for (int trial = 0; trial < 10; ++trial) {
+      const int rank = static_cast<int>(uniform(rng, 1, 3));
+      const Index shape = random_shape(rng, rank);
+      OpCase f = make_case(loss.type, numbered("r", rank), {}, shape, {shape, shape}, rng, -1, loss.attrs);
+      const double numel = static_cast<double>(f.inputs[0].numel());
+      expect_native(f, [&](OpCase& c, Index& v) {
+        return sum_over(c, iota(rank), v, [&] { return loss.term(c.inputs[0](v), c.inputs[1](v)); }) / numel;
+      }, rng);
+      OpCase g = make_case(std::string(loss.type) + "_backward", numbered("i", rank), iota(rank), shape,
+                           {shape, shape, {}}, rng, -1, loss.attrs);
+      expect_native(g, [&](OpCase& c, Index& v) {
+        return loss.grad(c.inputs[0](v), c.inputs[1](v)) * c.inputs[2]({}) / numel;
+      }, rng);
+    }
+  }
+  for (int trial = 0; trial < 10; ++trial) {
+    const int64_t b = uniform(rng, 1, 5), k = uniform(rng, 1, 6);
+    OpCase n = make_case("nll_loss", {"b", "k"}, {}, {b, k}, {{b, k}, {b, k}}, rng);
+    expect_native(n, [&](OpCase& c, Index& v) {
+      return -sum_over(c, {0, 1}, v, [&] { return c.inputs[1](v) * c.inputs[0](v); }) / static_cast<double>(b);
+    }, rng);
+    OpCase g = make_case("nll_loss_backward", {"b", "k"}, {0, 1}, {b, k}, {{b, k}, {}}, rng);
+    expect_native(g, [&](OpCase& c, Index& v) { return -c.inputs[0](v) * c.inputs[1]({}) / static_cast<double>(b); },
+                  rng);
+  }
+}
+
 TEST(TileKernelReduction, LossesPartialOverTheBatch) {
   std::mt19937 rng(16);
   for (int trial = 0; trial < 15; ++trial) {

@@ -283,6 +283,25 @@ TEST(TileKernelElementwise, FillLikeReadsNothing) {
     OpCase c = make_case("fill_like", numbered("i", rank), iota(rank), shape, {shape}, rng, -1, R"({"value": -2.5})");
     expect_native(c, [](OpCase&, Index&) { return -2.5; }, rng);
   }
+  // The runtime binds no buffer to an input no region reads; a rank-0 one (the loss a backward pass
+  // seeds) cannot say so by an empty region, yet the call is well formed.
+  OpCase seed = make_case("fill_like", {}, {}, {}, {{}}, rng, -1, R"({"value": 1.0})");
+  Prepared p = prepare(seed, rng);
+  p.call.inputs[0].data = nullptr;
+  p.call.inputs[0].raw = nullptr;
+  ASSERT_TRUE(run_native(p.call));
+  EXPECT_EQ(p.out[0], 1.0f);
+  // A kernel that reads such an input still declines.
+  OpCase mse = make_case("mse_loss_backward", {"i0"}, {0}, {3}, {{3}, {3}, {}}, rng);
+  for (Tensor& t : mse.inputs) {
+    for (size_t d = 0; d < t.shape.size(); ++d) t.touched[d] = {0, t.shape[d] - 1};
+    t.any_read = true;
+  }
+  Prepared q = prepare(mse, rng);
+  ASSERT_TRUE(run_native(q.call));
+  q.call.inputs[2].data = nullptr;
+  q.call.inputs[2].raw = nullptr;
+  expect_declined(q.call);
 }
 
 TEST(TileKernelElementwise, MseLossBackwardReadsAScalar) {

@@ -290,6 +290,56 @@ bool mse_loss_backward(const TileCall& call, const Attrs&) {
                 [=](float a, float b, float dy) { return 2.0f * (a - b) * dy * inv; });
 }
 
+namespace {
+// f(a, b, dy) over a and b of the output's shape and dy a rank-0 tensor (a loss's gradient).
+template <class F>
+bool loss_backward(const TileCall& call, F f) {
+  if (!pure_map(call, 3) || !call.inputs[2].shape.empty()) return false;
+  return map<3>(call, {aligned(call, 0), aligned(call, 1), Read{2, {}, {}}}, f);
+}
+
+float numel_of(const TileCall& call) {
+  double n = 1;
+  for (int64_t e : call.inputs[0].shape) n *= static_cast<double>(e);
+  return static_cast<float>(n);
+}
+}  // namespace
+
+// sign(a - b) dy / numel.
+bool l1_loss_backward(const TileCall& call, const Attrs&) {
+  if (call.inputs.size() != 3) return false;
+  const float n = numel_of(call);
+  return loss_backward(call, [=](float a, float b, float dy) {
+    return (static_cast<float>(a > b) - static_cast<float>(a < b)) * dy / n;
+  });
+}
+
+// (d / beta where |d| < beta, else sign(d)) dy / numel, d = a - b.
+bool smooth_l1_loss_backward(const TileCall& call, const Attrs& attrs) {
+  const float beta = static_cast<float>(attrs.num("beta", 1.0));
+  if (!attrs.ok() || call.inputs.size() != 3) return false;
+  const float n = numel_of(call);
+  return loss_backward(call, [=](float a, float b, float dy) {
+    const float d = a - b;
+    const float g = std::fabs(d) < beta ? d / beta : static_cast<float>(d > 0) - static_cast<float>(d < 0);
+    return g * dy / n;
+  });
+}
+
+// (sigmoid(x) - t) dy / numel.
+bool bce_with_logits_backward(const TileCall& call, const Attrs&) {
+  if (call.inputs.size() != 3) return false;
+  const float n = numel_of(call);
+  return loss_backward(call, [=](float x, float t, float dy) { return (1.0f / (1.0f + std::exp(-x)) - t) * dy / n; });
+}
+
+// -other dy / batch: nll_loss's gradient with respect to either operand, dy a rank-0 tensor.
+bool nll_loss_backward(const TileCall& call, const Attrs&) {
+  if (!pure_map(call, 2) || !call.inputs[1].shape.empty() || call.inputs[0].shape.size() != 2) return false;
+  const float batch = static_cast<float>(call.inputs[0].shape[0]);
+  return map<2>(call, {aligned(call, 0), Read{1, {}, {}}}, [=](float o, float dy) { return -o * dy / batch; });
+}
+
 // ---- shifted and constant reads: a time step of a sequence, the quarters of LSTM gates.
 
 // x[..., index, ...] along `axis`: that input dimension read at a constant.

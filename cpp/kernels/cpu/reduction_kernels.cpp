@@ -652,8 +652,12 @@ bool batch_norm_grad_gamma(const TileCall& call, const Attrs& attrs) {
 
 // ---------------------------------------------------------------------------------------- losses
 
-// mean((a - b)^2): the partial sum over the block of r0.., divided by the full element count.
-bool mse_loss(const TileCall& call, const Attrs&) {
+namespace {
+
+// Sum(r..: term(a[r..], b[r..])) * scale in double, a and b of the same shape and the output a
+// scalar: the partial sum over the block of r0.. (the loss's mean when scale is 1 / numel).
+template <class Term>
+bool sum_of_pairs(const TileCall& call, double scale, Term term) {
   if (call.inputs.size() != 2 || !call.output_vars.empty()) return false;
   const TileIn &a = call.inputs[0], &bi = call.inputs[1];
   const int nd = static_cast<int>(a.shape.size());
@@ -666,19 +670,15 @@ bool mse_loss(const TileCall& call, const Attrs&) {
   for (int d = 0; d < nd; ++d) corner[d] = box[d].lo;
   const float *pa = element(a, corner), *pb = element(bi, corner);
   const int64_t len = box[nd - 1].size();
-  double s = 0, numel = 1;
-  for (int64_t e : a.shape) numel *= static_cast<double>(e);
+  double s = 0;
   int64_t oa = 0, ob = 0;
   while (true) {
     const float *row_a = pa + oa, *row_b = pb + ob;
-    s += sum_of(len, [=](int64_t t) {
-      const double d = static_cast<double>(row_a[t]) - row_b[t];
-      return d * d;
-    });
+    s += sum_of(len, [=](int64_t t) { return term(static_cast<double>(row_a[t]), static_cast<double>(row_b[t])); });
     int d = nd - 1;
     while (true) {
       if (--d < 0) {
-        call.out[0] = static_cast<float>(s / numel);
+        call.out[0] = static_cast<float>(s * scale);
         return true;
       }
       if (++idx[d] < box[d].size()) {
@@ -691,6 +691,50 @@ bool mse_loss(const TileCall& call, const Attrs&) {
       idx[d] = 0;
     }
   }
+}
+
+double inverse_numel(const TileCall& call) {
+  double n = 1;
+  if (!call.inputs.empty())
+    for (int64_t e : call.inputs[0].shape) n *= static_cast<double>(e);
+  return 1.0 / n;
+}
+
+double nan_max(double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b); }
+
+}  // namespace
+
+// mean((a - b)^2).
+bool mse_loss(const TileCall& call, const Attrs&) {
+  return sum_of_pairs(call, inverse_numel(call), [](double a, double b) { return (a - b) * (a - b); });
+}
+
+// mean(|a - b|).
+bool l1_loss(const TileCall& call, const Attrs&) {
+  return sum_of_pairs(call, inverse_numel(call), [](double a, double b) { return std::fabs(a - b); });
+}
+
+// mean(0.5 d^2 / beta where |d| < beta, else |d| - beta / 2), d = a - b.
+bool smooth_l1_loss(const TileCall& call, const Attrs& attrs) {
+  const double beta = attrs.num("beta", 1.0);
+  return attrs.ok() && sum_of_pairs(call, inverse_numel(call), [beta](double a, double b) {
+    const double d = std::fabs(a - b);
+    return d < beta ? 0.5 * d * d / beta : d - 0.5 * beta;
+  });
+}
+
+// mean(max(x, 0) - x t + log(1 + exp(-|x|))) over logits x and targets t.
+bool bce_with_logits(const TileCall& call, const Attrs&) {
+  return sum_of_pairs(call, inverse_numel(call), [](double x, double t) {
+    return nan_max(x, 0.0) - x * t + std::log(1.0 + std::exp(-std::fabs(x)));
+  });
+}
+
+// -Sum(b, k: target[b, k] logp[b, k]) / batch with dense targets.
+bool nll_loss(const TileCall& call, const Attrs&) {
+  if (call.inputs.empty() || call.inputs[0].shape.size() != 2 || call.inputs[0].shape[0] < 1) return false;
+  return sum_of_pairs(call, -1.0 / static_cast<double>(call.inputs[0].shape[0]),
+                      [](double logp, double target) { return target * logp; });
 }
 
 namespace {
