@@ -254,7 +254,7 @@ def conv2d_backward_filter(data, dy, stride=1, padding=0, dilation=1, kernel_h=0
                                          * data[b, ci, s * y + d * kh - p, s * x + d * kw - p])
 
 
-@tw.op(reference=lambda dy: dy.sum(axis=(0, 2, 3)))
+@tw.op(reference=lambda dy: dy.sum(axis=(0, 2, 3)), kernel="conv2d_bias_grad")
 def conv2d_bias_grad(dy):
     """Bias gradient of conv2d: sum of dy over n, h, w."""
     return lambda co: tw.Sum(lambda b, y, x: dy[b, co, y, x])

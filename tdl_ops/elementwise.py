@@ -391,7 +391,7 @@ def _(g, x, b, out):
     return g, ops.sum_axes(g, axes=(0,) + tuple(range(2, x.ndim)))
 
 
-@tw.op(reference=lambda x, s: x * s[0])
+@tw.op(reference=lambda x, s: x * s[0], kernel="mul_scalar_tensor")
 def mul_scalar_tensor(x, s):
     """x * s[0] with s a one-element tensor (e.g. a loss scale)."""
     return tw.compute(x.ndim, lambda *i: x[i] * s[0])

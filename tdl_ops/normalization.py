@@ -118,7 +118,7 @@ def _(g, x, gamma, beta, out, eps):
             ops.sum_axes(g, axes=(0, 2, 3)))
 
 
-@tw.op(reference=_bn_infer_ref)
+@tw.op(reference=_bn_infer_ref, kernel="batch_norm_inference")
 def batch_norm_inference(x, mean, var, gamma, beta, eps=1e-5):
     """Batch norm forward with running statistics, NCHW."""
     return lambda b, c, h, w: (x[b, c, h, w] - mean[c]) / tw.sqrt(var[c] + eps) * gamma[c] + beta[c]
@@ -230,14 +230,15 @@ def batch_norm_grad_gamma(dy, x, eps=1e-5):
                       / tw.sqrt(_bn_var(x, c) + eps))
 
 
-@tw.op(reference=lambda dy, var, gamma, eps=1e-5: dy * (gamma / np.sqrt(var + eps)).reshape(_C))
+@tw.op(reference=lambda dy, var, gamma, eps=1e-5: dy * (gamma / np.sqrt(var + eps)).reshape(_C),
+       kernel="batch_norm_inference_grad_input")
 def batch_norm_inference_grad_input(dy, var, gamma, eps=1e-5):
     """dx of batch_norm_inference: dy gamma / sqrt(var + eps), per channel."""
     return lambda b, c, h, w: dy[b, c, h, w] * gamma[c] / tw.sqrt(var[c] + eps)
 
 
 @tw.op(reference=lambda dy, x, mean, var, eps=1e-5: (dy * (x - mean.reshape(_C))).sum(axis=_NHW)
-       / np.sqrt(var + eps))
+       / np.sqrt(var + eps), kernel="batch_norm_inference_grad_gamma")
 def batch_norm_inference_grad_gamma(dy, x, mean, var, eps=1e-5):
     """dgamma of batch_norm_inference: per-channel sum of dy (x - mean) / sqrt(var + eps)."""
     return lambda c: tw.Sum(lambda p, q, r: dy[p, c, q, r] * (x[p, c, q, r] - mean[c])) / tw.sqrt(var[c] + eps)

@@ -128,7 +128,7 @@ def _(g, x, out):
     return (cumsum_grad(g),)
 
 
-@tw.op(reference=lambda x: x.sum(axis=0))
+@tw.op(reference=lambda x: x.sum(axis=0), kernel="sum_rows")
 def sum_rows(x):
     """Sum over the first axis of a matrix (bias gradient of a linear layer)."""
     return lambda j: tw.Sum(lambda b: x[b, j])
@@ -191,7 +191,7 @@ def _extremum_grad_ref(dy, x, y, axis=0):
     return hit * np.expand_dims(dy / hit.sum(axis=axis), axis)
 
 
-@tw.op(reference=_extremum_grad_ref)
+@tw.op(reference=_extremum_grad_ref, kernel="reduce_extremum_grad")
 def reduce_extremum_grad(dy, x, y, axis=0):
     """Gradient of reduce_max / reduce_min (y the result): dy split evenly over the entries equal to y."""
     def f(*i):

@@ -157,7 +157,7 @@ def _max_pool1d_ref(x, kernel=2):
     return x[:, :, :length // kernel * kernel].reshape(n, c, length // kernel, kernel).max(axis=3)
 
 
-@tw.op(reference=_max_pool1d_ref, out_shape=lambda x, kernel=2: (x[0], x[1], x[2] // kernel))
+@tw.op(reference=_max_pool1d_ref, out_shape=lambda x, kernel=2: (x[0], x[1], x[2] // kernel), kernel="max_pool1d")
 def max_pool1d(x, kernel=2):
     """Max over non-overlapping windows of ``kernel`` along the last axis of (n, c, l) (stride = kernel)."""
     return lambda b, c, i: tw.Max(lambda k: x[b, c, kernel * i + k], extents=(kernel,))
@@ -175,7 +175,7 @@ def _max_pool1d_grad_ref(x, y, dy, kernel=2):
     return up
 
 
-@tw.op(reference=_max_pool1d_grad_ref, out_shape=lambda x, y, dy, kernel=2: tuple(x))
+@tw.op(reference=_max_pool1d_grad_ref, out_shape=lambda x, y, dy, kernel=2: tuple(x), kernel="max_pool1d_grad")
 def max_pool1d_grad(x, y, dy, kernel=2):
     """Gradient of max_pool1d: dy routed to the inputs equal to their window's max y (no ties)."""
     return lambda b, c, i: (x[b, c, i] == y[b, c, i // kernel]) * dy[b, c, i // kernel]

@@ -21,6 +21,11 @@ namespace {
 
 using namespace oracle;  // NOLINT(google-build-using-namespace): the test harness
 
+Index without_axis(Index v, int64_t axis) {
+  v.erase(v.begin() + axis);
+  return v;
+}
+
 // ------------------------------------------------------------------------------------- reductions
 
 TEST(TileKernelReduction, SumAxesPartialOverEveryAxisChoice) {
@@ -260,6 +265,126 @@ TEST(TileKernelReduction, PairLossesAndTheirGradients) {
     OpCase g = make_case("nll_loss_backward", {"b", "k"}, {0, 1}, {b, k}, {{b, k}, {}}, rng);
     expect_native(g, [&](OpCase& c, Index& v) { return -c.inputs[0](v) * c.inputs[1]({}) / static_cast<double>(b); },
                   rng);
+  }
+}
+
+TEST(TileKernelReduction, MaxPool1dAndItsGradient) {
+  std::mt19937 rng(25);
+  for (int trial = 0; trial < 20; ++trial) {
+    const int64_t k = uniform(rng, 1, 3), n = uniform(rng, 1, 3), ch = uniform(rng, 1, 3), len = uniform(rng, k, 9);
+    const int64_t windows = len / k;
+    OpCase f = make_case("max_pool1d", {"b", "c", "i", "k"}, {0, 1, 2}, {n, ch, windows, k}, {{n, ch, len}}, rng, -1,
+                         R"({"kernel": )" + std::to_string(k) + "}");
+    expect_native(f, [k](OpCase& c, Index& v) {
+      double m = -kInf;
+      for (v[3] = c.vars[3].lo; v[3] <= c.vars[3].hi; ++v[3]) m = std::max(m, c.inputs[0]({v[0], v[1], k * v[2] + v[3]}));
+      return m;
+    }, rng);
+    OpCase g = make_case("max_pool1d_grad", {"b", "c", "i"}, {0, 1, 2}, {n, ch, len},
+                         {{n, ch, len}, {n, ch, windows}, {n, ch, windows}}, rng, -1,
+                         R"({"kernel": )" + std::to_string(k) + "}");
+    // y: the window maxima of x (so some entries match), dy random.
+    for (int64_t b = 0; b < n; ++b)
+      for (int64_t cc = 0; cc < ch; ++cc)
+        for (int64_t w = 0; w < windows; ++w) {
+          double m = -kInf;
+          for (int64_t t = 0; t < k; ++t) m = std::max(m, g.inputs[0].data[(b * ch + cc) * len + w * k + t]);
+          g.inputs[1].data[(b * ch + cc) * windows + w] = m;
+        }
+    expect_native(g, [k](OpCase& c, Index& v) {
+      const double x = c.inputs[0](v), y = c.inputs[1]({v[0], v[1], v[2] / k});
+      return (x == y ? 1.0 : 0.0) * c.inputs[2]({v[0], v[1], v[2] / k});
+    }, rng);
+  }
+}
+
+TEST(TileKernelReduction, BatchNormWithRunningStatistics) {
+  std::mt19937 rng(26);
+  for (int trial = 0; trial < 15; ++trial) {
+    const Index x = random_shape(rng, 4);
+    const Index ch = {x[1]};
+    OpCase f = make_case("batch_norm_inference", {"b", "c", "h", "w"}, iota(4), x, {x, ch, ch, ch, ch}, rng, -1,
+                         R"({"eps": 0.001})");
+    for (double& v : f.inputs[2].data) v = static_cast<double>(static_cast<float>(0.5 + std::fabs(v)));
+    expect_native(f, [](OpCase& c, Index& v) {
+      const Index at = {v[1]};
+      return (c.inputs[0](v) - c.inputs[1](at)) / std::sqrt(c.inputs[2](at) + 0.001) * c.inputs[3](at) +
+             c.inputs[4](at);
+    }, rng, 1e-4);
+    OpCase d = make_case("batch_norm_inference_grad_input", {"b", "c", "h", "w"}, iota(4), x, {x, ch, ch}, rng, -1,
+                         R"({"eps": 0.001})");
+    for (double& v : d.inputs[1].data) v = static_cast<double>(static_cast<float>(0.5 + std::fabs(v)));
+    expect_native(d, [](OpCase& c, Index& v) {
+      return c.inputs[0](v) * c.inputs[2]({v[1]}) / std::sqrt(c.inputs[1]({v[1]}) + 0.001);
+    }, rng, 1e-4);
+    OpCase g = make_case("batch_norm_inference_grad_gamma", {"c", "p", "q", "r"}, {0}, {x[1], x[0], x[2], x[3]},
+                         {x, x, ch, ch}, rng, -1, R"({"eps": 0.001})");
+    for (double& v : g.inputs[3].data) v = static_cast<double>(static_cast<float>(0.5 + std::fabs(v)));
+    expect_native(g, [](OpCase& c, Index& v) {
+      return sum_over(c, {1, 2, 3}, v, [&] {
+               const Index at = {v[1], v[0], v[2], v[3]};
+               return c.inputs[0](at) * (c.inputs[1](at) - c.inputs[2]({v[0]}));
+             }) / std::sqrt(c.inputs[3]({v[0]}) + 0.001);
+    }, rng, 1e-4);
+  }
+}
+
+TEST(TileKernelReduction, BiasSumsScalarScaleAndExtremumGradient) {
+  std::mt19937 rng(27);
+  for (int trial = 0; trial < 15; ++trial) {
+    const Index dy = random_shape(rng, 4);
+    OpCase b = make_case("conv2d_bias_grad", {"co", "b", "y", "x"}, {0}, {dy[1], dy[0], dy[2], dy[3]}, {dy}, rng);
+    expect_native(b, [](OpCase& c, Index& v) {
+      return sum_over(c, {1, 2, 3}, v, [&] { return c.inputs[0]({v[1], v[0], v[2], v[3]}); });
+    }, rng);
+    OpCase r = make_case("sum_rows", {"j", "b"}, {0}, {dy[1], dy[0]}, {{dy[0], dy[1]}}, rng);
+    expect_native(r, [](OpCase& c, Index& v) { return sum_over(c, {1}, v, [&] { return c.inputs[0]({v[1], v[0]}); }); },
+                  rng);
+    OpCase m = make_case("mul_scalar_tensor", numbered("i", 3), iota(3), {dy[0], dy[1], dy[2]},
+                         {{dy[0], dy[1], dy[2]}, {1}}, rng);
+    expect_native(m, [](OpCase& c, Index& v) { return c.inputs[0](v) * c.inputs[1]({0}); }, rng);
+
+    // reduce_extremum_grad along a random axis, with ties: x from few distinct values, y its max.
+    const int nd = static_cast<int>(uniform(rng, 1, 3));
+    const Index x = random_shape(rng, nd);
+    const int64_t axis = uniform(rng, 0, nd - 1);
+    const Index ys = without_axis(x, axis);
+    Index extents = x;
+    extents.push_back(x[axis]);
+    OpCase e = make_case("reduce_extremum_grad", numbered("i", nd + 1), iota(nd), extents, {ys, x, ys}, rng, nd,
+                         R"({"axis": )" + std::to_string(axis) + "}");
+    for (double& v : e.inputs[1].data) v = std::round(v * 2);
+    std::vector<int64_t> stride(nd, 1);
+    for (int d = nd - 2; d >= 0; --d) stride[d] = stride[d + 1] * x[d + 1];
+    for (int64_t f = 0; f < e.inputs[2].numel(); ++f) {
+      // y at flat index f of ys: the max of x along the axis.
+      Index at(nd - 1);
+      int64_t rest = f;
+      for (int d = nd - 2; d >= 0; --d) at[d] = rest % ys[d], rest /= ys[d];
+      Index full = at;
+      full.insert(full.begin() + axis, 0);
+      double best = -kInf;
+      for (int64_t t = 0; t < x[axis]; ++t) {
+        full[axis] = t;
+        int64_t off = 0;
+        for (int d = 0; d < nd; ++d) off += full[d] * stride[d];
+        best = std::max(best, e.inputs[1].data[off]);
+      }
+      e.inputs[2].data[f] = best;
+    }
+    expect_native(e, [&](OpCase& c, Index& v) {
+      Index j(v.begin(), v.begin() + nd);
+      j.erase(j.begin() + axis);
+      const double y = c.inputs[2](j);
+      double count = 0;
+      Index at(v.begin(), v.begin() + nd);
+      for (int64_t t = 0; t < x[axis]; ++t) {
+        at[axis] = t;
+        count += c.inputs[1](at) == y;
+      }
+      Index here(v.begin(), v.begin() + nd);
+      return (c.inputs[1](here) == y ? 1.0 : 0.0) * c.inputs[0](j) / count;
+    }, rng);
   }
 }
 

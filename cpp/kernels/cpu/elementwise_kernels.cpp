@@ -843,6 +843,30 @@ bool global_avg_pool2d_grad(const TileCall& call, const Attrs& attrs) {
   return map<1>(call, {Read{0, {0, 1}, {}}}, [=](float dy) { return dy / n; });
 }
 
+// x * s[0], s a one-element tensor.
+bool mul_scalar_tensor(const TileCall& call, const Attrs&) {
+  if (!pure_map(call, 2) || call.inputs[1].shape.size() != 1) return false;
+  return map<2>(call, {aligned(call, 0), Read{1, {kConstant}, {0}}}, [](float x, float s) { return x * s; });
+}
+
+// (x - mean[c]) / sqrt(var[c] + eps) gamma[c] + beta[c] over NCHW, with running statistics.
+bool batch_norm_inference(const TileCall& call, const Attrs& attrs) {  // (x, mean, var, gamma, beta)
+  const float eps = static_cast<float>(attrs.num("eps", 1e-5));
+  if (!attrs.ok() || !pure_map(call, 5) || call.output_vars.size() != 4) return false;
+  const Read m{1, {1}, {}}, v{2, {1}, {}}, g{3, {1}, {}}, b{4, {1}, {}};
+  return map<5>(call, {aligned(call, 0), m, v, g, b}, [=](float x, float mu, float var, float gamma, float beta) {
+    return (x - mu) / std::sqrt(var + eps) * gamma + beta;
+  });
+}
+
+// dy gamma[c] / sqrt(var[c] + eps).
+bool batch_norm_inference_grad_input(const TileCall& call, const Attrs& attrs) {  // (dy, var, gamma)
+  const float eps = static_cast<float>(attrs.num("eps", 1e-5));
+  if (!attrs.ok() || !pure_map(call, 3) || call.output_vars.size() != 4) return false;
+  return map<3>(call, {aligned(call, 0), Read{1, {1}, {}}, Read{2, {1}, {}}},
+                [=](float dy, float var, float gamma) { return dy * gamma / std::sqrt(var + eps); });
+}
+
 // ----- the GRU cell (torch.nn.GRU, gates r | z | n): gi, gh (batch, 3 hidden), h (batch, hidden).
 
 namespace {

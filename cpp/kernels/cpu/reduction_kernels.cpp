@@ -1,6 +1,6 @@
-// Reductions, batch normalisation, pooling and losses. Sums accumulate in double, as the TDL
-// interpreter does, so a long reduction (a batch-norm channel, a loss) matches it to float
-// rounding. Nested reductions (the statistics inside batch norm, the softmax inside a loss) must
+// Reductions (sums, means, extrema along axes), batch normalisation, losses and row-wise ops
+// (softmax, layer and RMS norm). Sums accumulate in double, as the TDL interpreter does, so a long
+// reduction (a batch-norm channel, a loss) matches it to float rounding. Nested reductions (the statistics inside batch norm, the softmax inside a loss) must
 // cover their full extent; a restricted top-level reduction variable gives the partial result.
 #include <algorithm>
 #include <cmath>
@@ -11,28 +11,6 @@
 
 namespace tilewise::kernels::tile {
 namespace {
-
-/// A rank-4 input's region addressed by full-tensor coordinates.
-struct View4 {
-  const float* data = nullptr;
-  int64_t lo[4] = {0, 0, 0, 0};
-  int64_t st[4] = {0, 0, 0, 1};
-  const float* at(int64_t a, int64_t b, int64_t c, int64_t d) const {
-    return data + (a - lo[0]) * st[0] + (b - lo[1]) * st[1] + (c - lo[2]) * st[2] + (d - lo[3]) * st[3];
-  }
-};
-
-// A rank-4 input holding the box; false (decline) otherwise.
-bool view4(const TileIn& in, const std::vector<Span>& box, View4* v) {
-  if (in.shape.size() != 4 || !holds(in, box)) return false;
-  std::vector<int64_t> rs = region_strides(in);
-  v->data = in.data;
-  for (int d = 0; d < 4; ++d) {
-    v->lo[d] = in.region[d].lo;
-    v->st[d] = rs[d];
-  }
-  return true;
-}
 
 Span all(int64_t n) { return {0, n - 1}; }
 
@@ -81,14 +59,6 @@ Stats channel_stats(const View4& x, const std::vector<int64_t>& shape, int64_t c
 // Variables from `first` on are nested reductions: they must span their extents.
 bool nested_full(const TileCall& call, int first) {
   return full_range(call, first, static_cast<int>(call.vars.size()));
-}
-
-bool outputs_first(const TileCall& call, int count) {
-  if (static_cast<int>(call.output_vars.size()) != count) return false;
-  for (int p = 0; p < count; ++p) {
-    if (call.output_vars[p] != p) return false;
-  }
-  return true;
 }
 
 // The box every variable in `dim_vars` spans, each clipped to nothing beyond the tensor.
@@ -297,6 +267,49 @@ bool reduce_min(const TileCall& call, const Attrs& attrs) {
   return along_axis(call, attrs, &dim_var, &n) && extremum_into(call, dim_var, false);
 }
 
+// Sums that are bias gradients: lambda co: Sum(b, y, x: dy[b, co, y, x]) and lambda j: Sum(b: x[b, j]).
+bool conv2d_bias_grad(const TileCall& call, const Attrs&) { return sum_into(call, {1, 0, 2, 3}, 1.0); }
+bool sum_rows(const TileCall& call, const Attrs&) { return sum_into(call, {1, 0}, 1.0); }
+
+// lambda i..: (x[i] == y[j]) dy[j] / Sum(k: x[i with k at axis] == y[j]), j = i without `axis`: the
+// gradient of reduce_max / reduce_min (y the result) split evenly over the ties. The count is a
+// nested reduction over the whole axis; 0 / 0 where y matches nothing (a NaN) is NaN, as there.
+bool reduce_extremum_grad(const TileCall& call, const Attrs& attrs) {
+  const int64_t axis = attrs.integer("axis", 0);
+  if (!attrs.ok() || call.inputs.size() != 3) return false;
+  const TileIn &dy = call.inputs[0], &x = call.inputs[1], &y = call.inputs[2];
+  const int nd = static_cast<int>(x.shape.size());
+  if (axis < 0 || axis >= nd || !outputs_first(call, nd) || static_cast<int>(call.vars.size()) != nd + 1 ||
+      !nested_full(call, nd) || y.shape.size() != static_cast<size_t>(nd - 1) || dy.shape != y.shape)
+    return false;
+  const int a = static_cast<int>(axis);
+  std::vector<Span> block(call.vars.begin(), call.vars.begin() + nd), whole = block, rest = block;
+  whole[a] = {0, x.shape[a] - 1};
+  rest.erase(rest.begin() + a);
+  if (!in_tensor(x, whole) || !holds(x, whole) || !in_tensor(y, rest) || !holds(y, rest) || !holds(dy, rest))
+    return false;
+  const std::vector<int64_t> xs = region_strides(x);
+  std::vector<int64_t> idx(nd), at(nd - 1);
+  for (int d = 0; d < nd; ++d) idx[d] = block[d].lo;
+  float* out = call.out;
+  while (true) {
+    for (int d = 0, e = 0; d < nd; ++d)
+      if (d != a) at[e++] = idx[d];
+    const float yv = *element(y, at), dv = *element(dy, at);
+    std::vector<int64_t> first = idx;
+    first[a] = 0;
+    const float* row = element(x, first);
+    double count = 0;
+    for (int64_t k = 0; k < x.shape[a]; ++k) count += row[k * xs[a]] == yv;
+    const float xv = row[idx[a] * xs[a]];
+    *out++ = static_cast<float>(static_cast<double>(xv == yv) * dv / count);
+    int d = nd - 1;
+    while (d >= 0 && idx[d] == block[d].hi) idx[d] = block[d].lo, --d;
+    if (d < 0) return true;
+    ++idx[d];
+  }
+}
+
 // lambda b, c: Sum(h, w: x[b, c, h, w]) / (h w) and Max(h, w: x[b, c, h, w]).
 bool global_avg_pool2d(const TileCall& call, const Attrs&) {
   if (call.inputs.size() != 1 || call.inputs[0].shape.size() != 4) return false;
@@ -305,248 +318,6 @@ bool global_avg_pool2d(const TileCall& call, const Attrs&) {
 }
 
 bool global_max_pool2d(const TileCall& call, const Attrs&) { return extremum_into(call, {0, 1, 2, 3}, true); }
-
-// ----------------------------------------------------------------------------------- max_pool2d
-
-// lambda b, c, y, xx: Max(i, j: x[b, c, s y + i - p, s xx + j - p]), padded positions -inf (when
-// padding > 0; with no padding the description reads x directly, where outside reads are 0).
-bool max_pool2d(const TileCall& call, const Attrs& attrs) {
-  const int64_t k = attrs.integer("kernel", 2), s = attrs.integer("stride", 2), p = attrs.integer("padding", 0);
-  if (!attrs.ok() || k < 1 || s < 1 || p < 0 || call.inputs.size() != 1) return false;
-  if (!outputs_first(call, 4)) return false;
-  if (call.extents[4] != k || call.extents[5] != k) return false;
-  const Span b = call.vars[0], c = call.vars[1], y = call.vars[2], x = call.vars[3], i = call.vars[4],
-             j = call.vars[5];
-  const TileIn& in = call.inputs[0];
-  if (in.shape.size() != 4) return false;
-  const Window win{s, p, 1};
-  View4 v;
-  if (!view4(in, {b, c, win.reads(y, i, in.shape[2]), win.reads(x, j, in.shape[3])}, &v)) return false;
-  const int64_t H = in.shape[2], W = in.shape[3];
-  const float outside = p > 0 ? -std::numeric_limits<float>::infinity() : 0.0f;
-  float* out = call.out;
-  for (int64_t bb = b.lo; bb <= b.hi; ++bb) {
-    for (int64_t cc = c.lo; cc <= c.hi; ++cc) {
-      for (int64_t yy = y.lo; yy <= y.hi; ++yy) {
-        for (int64_t xx = x.lo; xx <= x.hi; ++xx) {
-          float m = -std::numeric_limits<float>::infinity();
-          for (int64_t ii = i.lo; ii <= i.hi; ++ii) {
-            const int64_t h = s * yy + ii - p;
-            for (int64_t jj = j.lo; jj <= j.hi; ++jj) {
-              const int64_t w = s * xx + jj - p;
-              const float val = (h >= 0 && h < H && w >= 0 && w < W) ? *v.at(bb, cc, h, w) : outside;
-              m = (val > m || std::isnan(val)) && !std::isnan(m) ? val : m;  // NaN wins, as in torch
-            }
-          }
-          *out++ = m;
-        }
-      }
-    }
-  }
-  return true;
-}
-
-// lambda b, c, h, w: Sum(i, j: [s | h + p - i] [s | w + p - j] (x[b, c, h, w] == y[b, c, oh, ow]) dy[b, c, oh, ow])
-// with oh = (h + p - i) / s, ow likewise: dy routed to the inputs equal to their window's max.
-bool max_pool2d_grad(const TileCall& call, const Attrs& attrs) {
-  const int64_t k = attrs.integer("kernel", 2), s = attrs.integer("stride", 2), p = attrs.integer("padding", 0);
-  if (!attrs.ok() || k < 1 || s < 1 || p < 0 || call.inputs.size() != 3) return false;
-  if (!outputs_first(call, 4)) return false;
-  if (call.extents[4] != k || call.extents[5] != k) return false;
-  const Span b = call.vars[0], c = call.vars[1], h = call.vars[2], w = call.vars[3], i = call.vars[4],
-             j = call.vars[5];
-  const TileIn &xin = call.inputs[0], &yin = call.inputs[1], &dyin = call.inputs[2];
-  if (xin.shape.size() != 4 || yin.shape.size() != 4 || dyin.shape != yin.shape) return false;
-  const Window win{s, p, 1};
-  const int64_t OH = yin.shape[2], OW = yin.shape[3];
-  const std::vector<Span> outs = {b, c, win.readers(h, i, OH), win.readers(w, j, OW)};
-  View4 x, y, dy;
-  if (!view4(xin, {b, c, h, w}, &x) || !view4(yin, outs, &y) || !view4(dyin, outs, &dy) || h.hi >= xin.shape[2] ||
-      w.hi >= xin.shape[3]) {
-    return false;
-  }
-  float* out = call.out;
-  for (int64_t bb = b.lo; bb <= b.hi; ++bb) {
-    for (int64_t cc = c.lo; cc <= c.hi; ++cc) {
-      for (int64_t hh = h.lo; hh <= h.hi; ++hh) {
-        for (int64_t ww = w.lo; ww <= w.hi; ++ww) {
-          const float xv = *x.at(bb, cc, hh, ww);
-          double acc = 0;
-          for (int64_t ii = i.lo; ii <= i.hi; ++ii) {
-            const int64_t th = hh + p - ii;
-            if (th < 0 || th % s != 0 || th / s >= OH) continue;  // reads outside y, dy are 0
-            for (int64_t jj = j.lo; jj <= j.hi; ++jj) {
-              const int64_t tw = ww + p - jj;
-              if (tw < 0 || tw % s != 0 || tw / s >= OW) continue;
-              if (xv == *y.at(bb, cc, th / s, tw / s)) acc += *dy.at(bb, cc, th / s, tw / s);
-            }
-          }
-          *out++ = static_cast<float>(acc);
-        }
-      }
-    }
-  }
-  return true;
-}
-
-// lambda b, c, y, xx: Sum(i, j: x[b, c, s y + i - p, s xx + j - p]) / k^2: padded positions count as 0
-// (count_include_pad), partial over i, j.
-bool avg_pool2d(const TileCall& call, const Attrs& attrs) {
-  const int64_t k = attrs.integer("kernel", 2), s = attrs.integer("stride", 2), p = attrs.integer("padding", 0);
-  if (!attrs.ok() || k < 1 || s < 1 || p < 0 || call.inputs.size() != 1) return false;
-  if (!outputs_first(call, 4) || call.vars.size() != 6) return false;
-  if (call.extents[4] != k || call.extents[5] != k) return false;
-  const Span b = call.vars[0], c = call.vars[1], y = call.vars[2], x = call.vars[3], i = call.vars[4],
-             j = call.vars[5];
-  const TileIn& in = call.inputs[0];
-  if (in.shape.size() != 4) return false;
-  const Window win{s, p, 1};
-  View4 v;
-  if (!view4(in, {b, c, win.reads(y, i, in.shape[2]), win.reads(x, j, in.shape[3])}, &v)) return false;
-  const int64_t H = in.shape[2], W = in.shape[3];
-  const double inv = 1.0 / static_cast<double>(k * k);
-  float* out = call.out;
-  for (int64_t bb = b.lo; bb <= b.hi; ++bb) {
-    for (int64_t cc = c.lo; cc <= c.hi; ++cc) {
-      for (int64_t yy = y.lo; yy <= y.hi; ++yy) {
-        for (int64_t xx = x.lo; xx <= x.hi; ++xx) {
-          double acc = 0;
-          for (int64_t ii = i.lo; ii <= i.hi; ++ii) {
-            const int64_t h = s * yy + ii - p;
-            if (h < 0 || h >= H) continue;
-            const int64_t w0 = std::max(s * xx + j.lo - p, int64_t{0}), w1 = std::min(s * xx + j.hi - p, W - 1);
-            if (w0 > w1) continue;
-            const float* row = v.at(bb, cc, h, w0);
-            for (int64_t t = 0; t <= w1 - w0; ++t) acc += row[t];
-          }
-          *out++ = static_cast<float>(acc * inv);
-        }
-      }
-    }
-  }
-  return true;
-}
-
-// lambda b, c, h, w: Sum(i, j: [s | h + p - i] [s | w + p - j] dy[b, c, oh, ow]) / k^2 with
-// oh = (h + p - i) / s, ow likewise: each window's dy spread evenly over it, partial over i, j.
-bool avg_pool2d_grad(const TileCall& call, const Attrs& attrs) {
-  const int64_t k = attrs.integer("kernel", 2), s = attrs.integer("stride", 2), p = attrs.integer("padding", 0);
-  if (!attrs.ok() || k < 1 || s < 1 || p < 0 || call.inputs.size() != 1) return false;
-  if (!outputs_first(call, 4) || call.vars.size() != 6) return false;
-  if (call.extents[4] != k || call.extents[5] != k) return false;
-  const Span b = call.vars[0], c = call.vars[1], h = call.vars[2], w = call.vars[3], i = call.vars[4],
-             j = call.vars[5];
-  const TileIn& in = call.inputs[0];
-  if (in.shape.size() != 4) return false;
-  const Window win{s, p, 1};
-  const int64_t OH = in.shape[2], OW = in.shape[3];
-  View4 dy;
-  if (!view4(in, {b, c, win.readers(h, i, OH), win.readers(w, j, OW)}, &dy)) return false;
-  const double inv = 1.0 / static_cast<double>(k * k);
-  float* out = call.out;
-  for (int64_t bb = b.lo; bb <= b.hi; ++bb) {
-    for (int64_t cc = c.lo; cc <= c.hi; ++cc) {
-      for (int64_t hh = h.lo; hh <= h.hi; ++hh) {
-        for (int64_t ww = w.lo; ww <= w.hi; ++ww) {
-          double acc = 0;
-          for (int64_t ii = i.lo; ii <= i.hi; ++ii) {
-            const int64_t th = hh + p - ii;
-            if (th < 0 || th % s != 0 || th / s >= OH) continue;  // reads outside dy are 0
-            for (int64_t jj = j.lo; jj <= j.hi; ++jj) {
-              const int64_t tw = ww + p - jj;
-              if (tw < 0 || tw % s != 0 || tw / s >= OW) continue;
-              acc += *dy.at(bb, cc, th / s, tw / s);
-            }
-          }
-          *out++ = static_cast<float>(acc * inv);
-        }
-      }
-    }
-  }
-  return true;
-}
-
-namespace {
-
-// lambda b, c, y, z: Sum(i, j: x[b, c, kh y + i, kw z + j]) * scale, partial over i, j.
-bool window_sums(const TileCall& call, int64_t kh, int64_t kw, double scale) {
-  if (kh < 1 || kw < 1 || call.inputs.size() != 1) return false;
-  if (!outputs_first(call, 4) || call.vars.size() != 6) return false;
-  if (call.extents[4] != kh || call.extents[5] != kw) return false;
-  const Span b = call.vars[0], c = call.vars[1], y = call.vars[2], z = call.vars[3], i = call.vars[4],
-             j = call.vars[5];
-  const TileIn& in = call.inputs[0];
-  if (in.shape.size() != 4) return false;
-  const Window rows{kh, 0, 1}, cols{kw, 0, 1};
-  View4 x;
-  if (!view4(in, {b, c, rows.reads(y, i, in.shape[2]), cols.reads(z, j, in.shape[3])}, &x)) return false;
-  const int64_t H = in.shape[2], W = in.shape[3];
-  float* out = call.out;
-  for (int64_t bb = b.lo; bb <= b.hi; ++bb) {
-    for (int64_t cc = c.lo; cc <= c.hi; ++cc) {
-      for (int64_t yy = y.lo; yy <= y.hi; ++yy) {
-        for (int64_t zz = z.lo; zz <= z.hi; ++zz) {
-          double acc = 0;
-          for (int64_t ii = i.lo; ii <= i.hi; ++ii) {
-            const int64_t hh = kh * yy + ii;
-            if (hh >= H) continue;
-            const int64_t w0 = kw * zz + j.lo, w1 = std::min(kw * zz + j.hi, W - 1);
-            if (w0 > w1) continue;
-            const float* row = x.at(bb, cc, hh, w0);
-            for (int64_t t = 0; t <= w1 - w0; ++t) acc += row[t];
-          }
-          *out++ = static_cast<float>(acc * scale);
-        }
-      }
-    }
-  }
-  return true;
-}
-
-}  // namespace
-
-// lambda b, c, y, z: Sum(i, j: x[b, c, kh y + i, kw z + j]) / (kh kw), partial over i, j.
-bool adaptive_avg_pool2d(const TileCall& call, const Attrs& attrs) {
-  const int64_t kh = attrs.integer("kernel_h", 1), kw = attrs.integer("kernel_w", 1);
-  return attrs.ok() && kh >= 1 && kw >= 1 && window_sums(call, kh, kw, 1.0 / static_cast<double>(kh * kw));
-}
-
-// The gradients of nearest upsampling: the sum of each scale x scale (sh x sw) block of dy.
-bool upsample_nearest2d_grad(const TileCall& call, const Attrs& attrs) {
-  const int64_t s = attrs.integer("scale", 2);
-  return attrs.ok() && window_sums(call, s, s, 1.0);
-}
-
-bool upsample_nearest2d_hw_grad(const TileCall& call, const Attrs& attrs) {
-  const int64_t sh = attrs.integer("sh", 1), sw = attrs.integer("sw", 1);
-  return attrs.ok() && window_sums(call, sh, sw, 1.0);
-}
-
-// lambda b, c, y, z: dy[b, c, y / kh, z / kw] / (kh kw).
-bool adaptive_avg_pool2d_grad(const TileCall& call, const Attrs& attrs) {
-  const int64_t kh = attrs.integer("kernel_h", 1), kw = attrs.integer("kernel_w", 1);
-  if (!attrs.ok() || kh < 1 || kw < 1 || call.inputs.size() != 1) return false;
-  if (!outputs_first(call, 4)) return false;
-  const Span b = call.vars[0], c = call.vars[1], y = call.vars[2], z = call.vars[3];
-  const TileIn& in = call.inputs[0];
-  if (in.shape.size() != 4) return false;
-  View4 dy;
-  if (!view4(in, {b, c, {y.lo / kh, y.hi / kh}, {z.lo / kw, z.hi / kw}}, &dy)) return false;
-  const int64_t OH = in.shape[2], OW = in.shape[3];
-  const float inv = static_cast<float>(1.0 / static_cast<double>(kh * kw));
-  float* out = call.out;
-  for (int64_t bb = b.lo; bb <= b.hi; ++bb) {
-    for (int64_t cc = c.lo; cc <= c.hi; ++cc) {
-      for (int64_t yy = y.lo; yy <= y.hi; ++yy) {
-        for (int64_t zz = z.lo; zz <= z.hi; ++zz) {
-          const bool inside = yy / kh < OH && zz / kw < OW;
-          *out++ = inside ? *dy.at(bb, cc, yy / kh, zz / kw) * inv : 0.0f;
-        }
-      }
-    }
-  }
-  return true;
-}
 
 // ----------------------------------------------------------------------------------- batch norm
 
@@ -646,6 +417,33 @@ bool batch_norm_grad_gamma(const TileCall& call, const Attrs& attrs) {
       }
     }
     call.out[cc - c.lo] = static_cast<float>(s * st.rstd);
+  }
+  return true;
+}
+
+// lambda c: Sum(p, q, r: dy[p, c, q, r] (x[p, c, q, r] - mean[c])) / sqrt(var[c] + eps): the gamma
+// gradient of batch norm with running statistics, partial over p, q, r.
+bool batch_norm_inference_grad_gamma(const TileCall& call, const Attrs& attrs) {
+  const double eps = attrs.num("eps", 1e-5);
+  if (!attrs.ok() || call.inputs.size() != 4 || call.vars.size() != 4 || !outputs_first(call, 1)) return false;
+  const TileIn &dyin = call.inputs[0], &xin = call.inputs[1], &mean = call.inputs[2], &var = call.inputs[3];
+  const Span c = call.vars[0], p = call.vars[1], q = call.vars[2], r = call.vars[3];
+  if (xin.shape.size() != 4 || dyin.shape != xin.shape || mean.shape.size() != 1 || var.shape.size() != 1 ||
+      !in_tensor(xin, {p, c, q, r}) || c.hi >= mean.shape[0] || c.hi >= var.shape[0] || !holds(mean, {c}) ||
+      !holds(var, {c}))
+    return false;
+  View4 x, dy;
+  if (!view4(xin, {p, c, q, r}, &x) || !view4(dyin, {p, c, q, r}, &dy)) return false;
+  for (int64_t cc = c.lo; cc <= c.hi; ++cc) {
+    const double mu = *element(mean, {cc});
+    double s = 0;
+    for (int64_t a = p.lo; a <= p.hi; ++a) {
+      for (int64_t y = q.lo; y <= q.hi; ++y) {
+        const float *xr = x.at(a, cc, y, r.lo), *dr = dy.at(a, cc, y, r.lo);
+        s += sum_of(r.size(), [=](int64_t t) { return static_cast<double>(dr[t]) * (xr[t] - mu); });
+      }
+    }
+    call.out[cc - c.lo] = static_cast<float>(s / std::sqrt(*element(var, {cc}) + eps));
   }
   return true;
 }

@@ -55,6 +55,22 @@ std::vector<Span> box_of(const TileCall& call, const std::vector<int>& dim_vars)
 /// Pointer to the element at full-tensor coordinates `at` (inside the region) of `in`.
 const float* element(const TileIn& in, const std::vector<int64_t>& at);
 
+/// A rank-4 input's region addressed by full-tensor coordinates.
+struct View4 {
+  const float* data = nullptr;
+  int64_t lo[4] = {0, 0, 0, 0};
+  int64_t st[4] = {0, 0, 0, 1};
+  const float* at(int64_t a, int64_t b, int64_t c, int64_t d) const {
+    return data + (a - lo[0]) * st[0] + (b - lo[1]) * st[1] + (c - lo[2]) * st[2] + (d - lo[3]) * st[3];
+  }
+};
+
+/// A rank-4 input holding the box as a View4; false (decline) otherwise.
+bool view4(const TileIn& in, const std::vector<Span>& box, View4* v);
+
+/// Whether the first `count` variables are the output's axes, in order (the rest are reductions).
+bool outputs_first(const TileCall& call, int count);
+
 /// Whether every size fits the BLAS integer range, so kernels::gemm cannot refuse it after a kernel
 /// has started writing.
 bool fits_blas(std::initializer_list<int64_t> sizes);
@@ -214,12 +230,15 @@ bool squeeze(const TileCall&, const Attrs&);
 bool unsqueeze(const TileCall&, const Attrs&);
 bool reduce_mean_grad(const TileCall&, const Attrs&);
 bool global_avg_pool2d_grad(const TileCall&, const Attrs&);
+bool mul_scalar_tensor(const TileCall&, const Attrs&);
+bool batch_norm_inference(const TileCall&, const Attrs&);
+bool batch_norm_inference_grad_input(const TileCall&, const Attrs&);
 bool gru_cell(const TileCall&, const Attrs&);
 bool gru_cell_grad_gi(const TileCall&, const Attrs&);
 bool gru_cell_grad_gh(const TileCall&, const Attrs&);
 bool gru_cell_grad_h(const TileCall&, const Attrs&);
 
-// reduction_kernels.cpp: reductions, normalisation, pooling and losses.
+// reduction_kernels.cpp: reductions, normalisation and losses.
 bool sum_axes(const TileCall&, const Attrs&);
 bool sum_to(const TileCall&, const Attrs&);
 bool sum_leading(const TileCall&, const Attrs&);
@@ -229,14 +248,10 @@ bool reduce_max(const TileCall&, const Attrs&);
 bool reduce_min(const TileCall&, const Attrs&);
 bool global_avg_pool2d(const TileCall&, const Attrs&);
 bool global_max_pool2d(const TileCall&, const Attrs&);
-bool upsample_nearest2d_grad(const TileCall&, const Attrs&);
-bool upsample_nearest2d_hw_grad(const TileCall&, const Attrs&);
-bool max_pool2d(const TileCall&, const Attrs&);
-bool max_pool2d_grad(const TileCall&, const Attrs&);
-bool avg_pool2d(const TileCall&, const Attrs&);
-bool avg_pool2d_grad(const TileCall&, const Attrs&);
-bool adaptive_avg_pool2d(const TileCall&, const Attrs&);
-bool adaptive_avg_pool2d_grad(const TileCall&, const Attrs&);
+bool conv2d_bias_grad(const TileCall&, const Attrs&);
+bool sum_rows(const TileCall&, const Attrs&);
+bool reduce_extremum_grad(const TileCall&, const Attrs&);
+bool batch_norm_inference_grad_gamma(const TileCall&, const Attrs&);
 bool batch_norm_train(const TileCall&, const Attrs&);
 bool batch_norm_grad_input(const TileCall&, const Attrs&);
 bool batch_norm_grad_gamma(const TileCall&, const Attrs&);
@@ -247,6 +262,18 @@ bool bce_with_logits(const TileCall&, const Attrs&);
 bool nll_loss(const TileCall&, const Attrs&);
 bool cross_entropy(const TileCall&, const Attrs&);
 bool cross_entropy_backward(const TileCall&, const Attrs&);
+
+// pooling_kernels.cpp: windows over NCHW maps and 1-D max pooling.
+bool max_pool2d(const TileCall&, const Attrs&);
+bool max_pool2d_grad(const TileCall&, const Attrs&);
+bool avg_pool2d(const TileCall&, const Attrs&);
+bool avg_pool2d_grad(const TileCall&, const Attrs&);
+bool adaptive_avg_pool2d(const TileCall&, const Attrs&);
+bool adaptive_avg_pool2d_grad(const TileCall&, const Attrs&);
+bool upsample_nearest2d_grad(const TileCall&, const Attrs&);
+bool upsample_nearest2d_hw_grad(const TileCall&, const Attrs&);
+bool max_pool1d(const TileCall&, const Attrs&);
+bool max_pool1d_grad(const TileCall&, const Attrs&);
 
 // embedding_kernels.cpp: lookups by id and their table gradients.
 bool embedding(const TileCall&, const Attrs&);

@@ -1,7 +1,7 @@
 // run_native: checks a TileCall, then dispatches on the op type through one table (one kernel per
 // op kind, as the analyses' tables in cpp/tdl do). The kernels live in gemm_kernels.cpp,
-// elementwise_kernels.cpp, reduction_kernels.cpp, layout_kernels.cpp, embedding_kernels.cpp and
-// conv_kernels.cpp.
+// elementwise_kernels.cpp, reduction_kernels.cpp, pooling_kernels.cpp, layout_kernels.cpp,
+// embedding_kernels.cpp and conv_kernels.cpp.
 #include "kernels/cpu/tile_kernels.h"
 
 #include <algorithm>
@@ -118,6 +118,25 @@ const float* element(const TileIn& in, const std::vector<int64_t>& at) {
   int64_t off = 0;
   for (size_t d = 0; d < at.size(); ++d) off = off * in.region[d].size() + (at[d] - in.region[d].lo);
   return in.data + off;
+}
+
+bool view4(const TileIn& in, const std::vector<Span>& box, View4* v) {
+  if (in.shape.size() != 4 || !holds(in, box)) return false;
+  std::vector<int64_t> rs = region_strides(in);
+  v->data = in.data;
+  for (int d = 0; d < 4; ++d) {
+    v->lo[d] = in.region[d].lo;
+    v->st[d] = rs[d];
+  }
+  return true;
+}
+
+bool outputs_first(const TileCall& call, int count) {
+  if (static_cast<int>(call.output_vars.size()) != count) return false;
+  for (int p = 0; p < count; ++p) {
+    if (call.output_vars[p] != p) return false;
+  }
+  return true;
 }
 
 int64_t output_size(const TileCall& call) {
@@ -279,6 +298,9 @@ const std::unordered_map<std::string, Entry>& kernel_table() {
       {"unsqueeze", {tile::unsqueeze, any, "layout"}},
       {"reduce_mean_grad", {tile::reduce_mean_grad, any, "elementwise"}},
       {"global_avg_pool2d_grad", {tile::global_avg_pool2d_grad, {"b", "c", "h", "w"}, "elementwise"}},
+      {"mul_scalar_tensor", {tile::mul_scalar_tensor, any, "elementwise"}},
+      {"batch_norm_inference", {tile::batch_norm_inference, {"b", "c", "h", "w"}, "norm"}},
+      {"batch_norm_inference_grad_input", {tile::batch_norm_inference_grad_input, {"b", "c", "h", "w"}, "norm"}},
       // activations, their gradients, optimizer and other maps (elementwise_kernels.cpp)
       {"exp", {tile::exp_, any, "elementwise"}},
       {"log", {tile::log_, any, "elementwise"}},
@@ -343,6 +365,12 @@ const std::unordered_map<std::string, Entry>& kernel_table() {
       {"reduce_min", {tile::reduce_min, {"v*"}, "reduction"}},
       {"global_avg_pool2d", {tile::global_avg_pool2d, {"b", "c", "h", "w"}, "reduction"}},
       {"global_max_pool2d", {tile::global_max_pool2d, {"b", "c", "h", "w"}, "reduction"}},
+      {"conv2d_bias_grad", {tile::conv2d_bias_grad, {"co", "b", "y", "x"}, "reduction"}},
+      {"sum_rows", {tile::sum_rows, {"j", "b"}, "reduction"}},
+      {"reduce_extremum_grad", {tile::reduce_extremum_grad, {"i*", "k"}, "reduction"}},
+      {"batch_norm_inference_grad_gamma", {tile::batch_norm_inference_grad_gamma, {"c", "p", "q", "r"}, "norm"}},
+      {"max_pool1d", {tile::max_pool1d, {"b", "c", "i", "k"}, "reduction"}},
+      {"max_pool1d_grad", {tile::max_pool1d_grad, {"b", "c", "i"}, "reduction"}},
       {"upsample_nearest2d_grad", {tile::upsample_nearest2d_grad, {"b", "c", "y", "x", "i", "j"}, "reduction"}},
       {"upsample_nearest2d_hw_grad", {tile::upsample_nearest2d_hw_grad, {"b", "c", "y", "x", "i", "j"}, "reduction"}},
       {"max_pool2d", {tile::max_pool2d, {"b", "c", "y", "x", "i", "j"}, "reduction"}},
