@@ -185,7 +185,7 @@ def _depthwise_bwd_filter_ref(x, dy, stride=1, padding=0, dilation=1, kernel_h=0
 
 @tw.op(reference=_conv1d_ref,
        out_shape=lambda x, w, stride=1, padding=0, dilation=1:
-       (x[0], w[0], _out(x[2], w[2], stride, padding, dilation)))
+       (x[0], w[0], _out(x[2], w[2], stride, padding, dilation)), kernel="conv1d")
 def conv1d(data, filters, stride=1, padding=0, dilation=1):
     """1-D convolution, data (n, ci, w), filters (co, ci, k)."""
     return lambda b, co, x: tw.Sum(lambda ci, dx: data[b, ci, stride * x + dilation * dx - padding]
@@ -260,7 +260,7 @@ def conv2d_bias_grad(dy):
     return lambda co: tw.Sum(lambda b, y, x: dy[b, co, y, x])
 
 
-@tw.op(reference=_conv1d_bwd_data_ref, out_shape=_conv1d_bwd_data_shape)
+@tw.op(reference=_conv1d_bwd_data_ref, out_shape=_conv1d_bwd_data_shape, kernel="conv1d_backward_data")
 def conv1d_backward_data(dy, filters, stride=1, padding=0, dilation=1, in_w=0):
     """Data gradient of conv1d (a transposed conv); in_w = 0: the smallest input size."""
     s, p, d = stride, padding, dilation
@@ -268,7 +268,7 @@ def conv1d_backward_data(dy, filters, stride=1, padding=0, dilation=1, in_w=0):
                                    * filters[co, ci, k])
 
 
-@tw.op(reference=_conv1d_bwd_filter_ref, out_shape=_conv1d_bwd_filter_shape)
+@tw.op(reference=_conv1d_bwd_filter_ref, out_shape=_conv1d_bwd_filter_shape, kernel="conv1d_backward_filter")
 def conv1d_backward_filter(data, dy, stride=1, padding=0, dilation=1, kernel=0):
     """Filter gradient of conv1d; kernel = 0: derived from the shapes."""
     s, p, d = stride, padding, dilation

@@ -131,7 +131,7 @@ def _(g, x, mean, var, gamma, beta, out, eps):
             batch_norm_inference_grad_gamma(g, x, mean, var, eps=eps), ops.sum_axes(g, axes=(0, 2, 3)))
 
 
-@tw.op(reference=lambda r, s, momentum=0.1: (1.0 - momentum) * r + momentum * s)
+@tw.op(reference=lambda r, s, momentum=0.1: (1.0 - momentum) * r + momentum * s, kernel="running_stat_update")
 def running_stat_update(running, stat, momentum=0.1):
     """(1 - momentum) * running + momentum * stat (batch-norm running mean / var)."""
     return tw.compute(running.ndim, lambda *i: (1.0 - momentum) * running[i] + momentum * stat[i])

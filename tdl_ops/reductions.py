@@ -117,7 +117,7 @@ def _(g, x, out, axis):
     return (None,)  # an index: piecewise constant
 
 
-@tw.op(reference=lambda x: np.cumsum(x, axis=-1), out_shape=lambda x: tuple(x))
+@tw.op(reference=lambda x: np.cumsum(x, axis=-1), out_shape=lambda x: tuple(x), kernel="cumsum")
 def cumsum(x):
     """Inclusive prefix sum over the last axis of a matrix: sum of x[i, k] for k <= j."""
     return lambda i, j: tw.Sum(lambda k: x[i, k] * (tw.index_value(k) <= tw.index_value(j)))
@@ -233,7 +233,8 @@ def logsumexp_grad(dy, x, y, axis=0):
     return tw.compute(x.ndim, lambda *i: dy[_drop(i, axis)] * tw.exp(x[i] - y[_drop(i, axis)]))
 
 
-@tw.op(reference=lambda dy: np.flip(np.cumsum(np.flip(dy, -1), axis=-1), -1).copy(), out_shape=lambda dy: tuple(dy))
+@tw.op(reference=lambda dy: np.flip(np.cumsum(np.flip(dy, -1), axis=-1), -1).copy(), out_shape=lambda dy: tuple(dy),
+       kernel="cumsum_grad")
 def cumsum_grad(dy):
     """Gradient of cumsum: the suffix sums, sum of dy[i, k] for k >= j."""
     return lambda i, j: tw.Sum(lambda k: dy[i, k] * (tw.index_value(k) >= tw.index_value(j)))

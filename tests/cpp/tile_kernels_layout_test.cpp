@@ -415,6 +415,44 @@ TEST(TileKernelLayout, TransposeSplitAndFlip) {
   }
 }
 
+TEST(TileKernelSum, PrefixAndSuffixSums) {
+  std::mt19937 rng(42);
+  for (int trial = 0; trial < 20; ++trial) {
+    const Index x = random_shape(rng, 2, 8);
+    for (bool suffix : {false, true}) {
+      OpCase c = make_case(suffix ? "cumsum_grad" : "cumsum", {"i", "j", "k"}, {0, 1}, {x[0], x[1], x[1]}, {x}, rng);
+      expect_native(c, [&](OpCase& c, Index& v) {
+        return sum_over(c, {2}, v, [&] {
+          const bool in = suffix ? v[2] >= v[1] : v[2] <= v[1];
+          const double e = c.inputs[0]({v[0], v[2]});  // read as the description does, then masked
+          return in ? e : 0.0;
+        });
+      }, rng);
+    }
+  }
+}
+
+TEST(TileKernelElementwise, OneHotAndRunningStatistics) {
+  std::mt19937 rng(43);
+  for (int trial = 0; trial < 15; ++trial) {
+    const int rank = static_cast<int>(uniform(rng, 0, 2));
+    const Index ids = random_shape(rng, rank);
+    const int64_t depth = uniform(rng, 1, 6);
+    Index out = ids;
+    out.push_back(depth);
+    OpCase c = make_case("one_hot", numbered("i", rank + 1), iota(rank + 1), out, {ids}, rng, -1,
+                         R"({"depth": )" + std::to_string(depth) + "}");
+    for (double& v : c.inputs[0].data) v = std::floor((v + 1.0) * depth / 2.0);  // some ids outside [0, depth)
+    expect_native(c, [&](OpCase& c, Index& v) {
+      const Index at(v.begin(), v.end() - 1);
+      return c.inputs[0](at) == static_cast<double>(v.back()) ? 1.0 : 0.0;
+    }, rng);
+    OpCase r = make_case("running_stat_update", numbered("i", rank + 1), iota(rank + 1), out, {out, out}, rng, -1,
+                         R"({"momentum": 0.25})");
+    expect_native(r, [](OpCase& c, Index& v) { return 0.75 * c.inputs[0](v) + 0.25 * c.inputs[1](v); }, rng);
+  }
+}
+
 // ------------------------------------------------------------------------- upsampling and GRU
 
 TEST(TileKernelLayout, NearestUpsamplingAndItsGradient) {

@@ -587,6 +587,40 @@ TEST(TileKernelConv, DepthwiseForwardAndGradients) {
   }
 }
 
+// 1-D convolutions: the conv shapes' width axis only.
+TEST(TileKernelConv, Conv1dForwardAndGradients) {
+  std::mt19937 rng(28);
+  for (int trial = 0; trial < 60; ++trial) {
+    const ConvShape g = random_conv(rng);
+    OpCase f = make_case("conv1d", {"b", "co", "x", "ci", "dx"}, {0, 1, 2}, {g.n, g.co, g.ow, g.ci, g.kw},
+                         {{g.n, g.ci, g.w}, {g.co, g.ci, g.kw}}, rng, -1, g.attrs());
+    expect_native(f, [g](OpCase& c, Index& v) {
+      return sum_over(c, {3, 4}, v, [&] {
+        return c.inputs[0]({v[0], v[3], g.s * v[2] + g.d * v[4] - g.p}) * c.inputs[1]({v[1], v[3], v[4]});
+      });
+    }, rng);
+    OpCase d = make_case("conv1d_backward_data", {"b", "ci", "x", "co", "k"}, {0, 1, 2}, {g.n, g.ci, g.w, g.co, g.kw},
+                         {{g.n, g.co, g.ow}, {g.co, g.ci, g.kw}}, rng, -1,
+                         g.attrs(", \"in_w\": " + std::to_string(g.w)));
+    expect_native(d, [g](OpCase& c, Index& v) {
+      return sum_over(c, {3, 4}, v, [&] {
+        const double w = c.inputs[1]({v[3], v[1], v[4]});  // read for every offset, as the description does
+        const int64_t t = v[2] + g.p - g.d * v[4];
+        if (t < 0 || t % g.s != 0) return 0.0;
+        return c.inputs[0]({v[0], v[3], t / g.s}) * w;
+      });
+    }, rng);
+    OpCase w = make_case("conv1d_backward_filter", {"co", "ci", "k", "b", "x"}, {0, 1, 2}, {g.co, g.ci, g.kw, g.n, g.ow},
+                         {{g.n, g.ci, g.w}, {g.n, g.co, g.ow}}, rng, -1,
+                         g.attrs(", \"kernel\": " + std::to_string(g.kw)));
+    expect_native(w, [g](OpCase& c, Index& v) {
+      return sum_over(c, {3, 4}, v, [&] {
+        return c.inputs[1]({v[3], v[0], v[4]}) * c.inputs[0]({v[3], v[1], g.s * v[4] + g.d * v[2] - g.p});
+      });
+    }, rng);
+  }
+}
+
 // Average pooling, zero padding counted; its gradient spreads each window's dy evenly over it.
 TEST(TileKernelReduction, AvgPool2dPaddedAndItsGradient) {
   std::mt19937 rng(23);

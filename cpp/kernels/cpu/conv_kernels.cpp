@@ -6,6 +6,7 @@
 // The kernel-offset variables and the input channels may be sub-ranges (a partial reduction of the
 // forward conv), as may the batch and output positions of the filter gradient. Reads outside the
 // tensor are the zero padding; im2col writes them as zeros.
+// Depthwise 2-D and 1-D convolutions are direct loops at the end of the file.
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -386,6 +387,124 @@ bool depthwise_conv2d_backward_filter(const TileCall& call, const Attrs& attrs) 
               const float v = hh >= 0 && hh < H && ww >= 0 && ww < W ? *data.at(bb, cc, hh, ww) : 0.0f;
               acc += static_cast<double>(d[xx - x.lo]) * v;
             }
+          }
+        }
+        *out++ = static_cast<float>(acc);
+      }
+    }
+  }
+  return true;
+}
+
+// ----- 1-D convolutions: data (n, ci, w), filters (co, ci, k), direct loops. As for the depthwise
+// ones, a padded read is 0 times the other factor.
+
+namespace {
+
+/// A rank-3 input's region addressed by full-tensor coordinates.
+struct View3 {
+  const float* data = nullptr;
+  int64_t lo[3] = {0, 0, 0};
+  int64_t st[3] = {0, 0, 1};
+  const float* at(int64_t a, int64_t b, int64_t c) const {
+    return data + (a - lo[0]) * st[0] + (b - lo[1]) * st[1] + (c - lo[2]) * st[2];
+  }
+};
+
+bool view3(const TileIn& in, const std::vector<Span>& box, View3* v) {
+  if (in.shape.size() != 3 || box.size() != 3 || !holds(in, box)) return false;
+  for (int d = 0; d < 2; ++d)
+    if (box[d].lo < 0 || box[d].hi >= in.shape[d]) return false;  // only the last axis is padded
+  const std::vector<int64_t> rs = region_strides(in);
+  v->data = in.data;
+  for (int d = 0; d < 3; ++d) v->lo[d] = in.region[d].lo, v->st[d] = rs[d];
+  return true;
+}
+
+}  // namespace
+
+// lambda b, co, x: Sum(ci, dx: data[b, ci, s x + d dx - p] filters[co, ci, dx]), partial over ci, dx.
+bool conv1d(const TileCall& call, const Attrs& attrs) {
+  Window g;
+  if (!geometry(attrs, &g) || call.inputs.size() != 2 || call.vars.size() != 5 || !outputs_first(call, 3))
+    return false;
+  const Span b = call.vars[0], co = call.vars[1], x = call.vars[2], ci = call.vars[3], k = call.vars[4];
+  const TileIn &din = call.inputs[0], &fin = call.inputs[1];
+  if (din.shape.size() != 3 || fin.shape.size() != 3 || fin.shape[2] != call.extents[4]) return false;
+  const int64_t W = din.shape[2];
+  View3 data, f;
+  if (!view3(din, {b, ci, g.reads(x, k, W)}, &data) || !view3(fin, {co, ci, k}, &f)) return false;
+  float* out = call.out;
+  for (int64_t bb = b.lo; bb <= b.hi; ++bb) {
+    for (int64_t o = co.lo; o <= co.hi; ++o) {
+      for (int64_t xx = x.lo; xx <= x.hi; ++xx) {
+        double acc = 0;
+        for (int64_t c = ci.lo; c <= ci.hi; ++c) {
+          for (int64_t t = k.lo; t <= k.hi; ++t) {
+            const int64_t w = g.in(xx, t);
+            const float v = w >= 0 && w < W ? *data.at(bb, c, w) : 0.0f;
+            acc += static_cast<double>(v) * *f.at(o, c, t);
+          }
+        }
+        *out++ = static_cast<float>(acc);
+      }
+    }
+  }
+  return true;
+}
+
+// lambda b, ci, x: Sum(co, k: [s | x + p - d k] dy[b, co, (x + p - d k) / s] filters[co, ci, k]),
+// partial over co, k; the terms whose dy index is not whole are skipped.
+bool conv1d_backward_data(const TileCall& call, const Attrs& attrs) {
+  Window g;
+  if (!geometry(attrs, &g) || call.inputs.size() != 2 || call.vars.size() != 5 || !outputs_first(call, 3))
+    return false;
+  const Span b = call.vars[0], ci = call.vars[1], x = call.vars[2], co = call.vars[3], k = call.vars[4];
+  const TileIn &dyin = call.inputs[0], &fin = call.inputs[1];
+  if (dyin.shape.size() != 3 || fin.shape.size() != 3 || fin.shape[2] != call.extents[4]) return false;
+  const int64_t OW = dyin.shape[2];
+  View3 dy, f;
+  if (!view3(dyin, {b, co, g.readers(x, k, OW)}, &dy) || !view3(fin, {co, ci, k}, &f)) return false;
+  float* out = call.out;
+  for (int64_t bb = b.lo; bb <= b.hi; ++bb) {
+    for (int64_t c = ci.lo; c <= ci.hi; ++c) {
+      for (int64_t xx = x.lo; xx <= x.hi; ++xx) {
+        double acc = 0;
+        for (int64_t t = k.lo; t <= k.hi; ++t) {
+          const int64_t tw = xx + g.p - g.d * t;
+          if (tw < 0 || tw % g.s != 0 || tw / g.s >= OW) continue;  // reads outside dy are 0
+          for (int64_t o = co.lo; o <= co.hi; ++o)
+            acc += static_cast<double>(*dy.at(bb, o, tw / g.s)) * *f.at(o, c, t);
+        }
+        *out++ = static_cast<float>(acc);
+      }
+    }
+  }
+  return true;
+}
+
+// lambda co, ci, k: Sum(b, x: dy[b, co, x] data[b, ci, s x + d k - p]), partial over b, x.
+bool conv1d_backward_filter(const TileCall& call, const Attrs& attrs) {
+  Window g;
+  if (!geometry(attrs, &g) || call.inputs.size() != 2 || call.vars.size() != 5 || !outputs_first(call, 3))
+    return false;
+  const Span co = call.vars[0], ci = call.vars[1], k = call.vars[2], b = call.vars[3], x = call.vars[4];
+  const TileIn &din = call.inputs[0], &dyin = call.inputs[1];
+  if (din.shape.size() != 3 || dyin.shape.size() != 3 || x.hi >= dyin.shape[2]) return false;
+  const int64_t W = din.shape[2];
+  View3 data, dy;
+  if (!view3(din, {b, ci, g.reads(x, k, W)}, &data) || !view3(dyin, {b, co, x}, &dy)) return false;
+  float* out = call.out;
+  for (int64_t o = co.lo; o <= co.hi; ++o) {
+    for (int64_t c = ci.lo; c <= ci.hi; ++c) {
+      for (int64_t t = k.lo; t <= k.hi; ++t) {
+        double acc = 0;
+        for (int64_t bb = b.lo; bb <= b.hi; ++bb) {
+          const float* d = dy.at(bb, o, x.lo);
+          for (int64_t xx = x.lo; xx <= x.hi; ++xx) {
+            const int64_t w = g.in(xx, t);
+            const float v = w >= 0 && w < W ? *data.at(bb, c, w) : 0.0f;
+            acc += static_cast<double>(d[xx - x.lo]) * v;
           }
         }
         *out++ = static_cast<float>(acc);

@@ -849,6 +849,13 @@ bool mul_scalar_tensor(const TileCall& call, const Attrs&) {
   return map<2>(call, {aligned(call, 0), Read{1, {kConstant}, {0}}}, [](float x, float s) { return x * s; });
 }
 
+// (1 - momentum) running + momentum stat: batch norm's running mean and variance.
+bool running_stat_update(const TileCall& call, const Attrs& attrs) {
+  const double m = attrs.num("momentum", 0.1);
+  const float keep = static_cast<float>(1.0 - m), take = static_cast<float>(m);
+  return attrs.ok() && map_aligned<2>(call, [=](float r, float s) { return keep * r + take * s; });
+}
+
 // (x - mean[c]) / sqrt(var[c] + eps) gamma[c] + beta[c] over NCHW, with running statistics.
 bool batch_norm_inference(const TileCall& call, const Attrs& attrs) {  // (x, mean, var, gamma, beta)
   const float eps = static_cast<float>(attrs.num("eps", 1e-5));

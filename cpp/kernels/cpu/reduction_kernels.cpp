@@ -267,6 +267,42 @@ bool reduce_min(const TileCall& call, const Attrs& attrs) {
   return along_axis(call, attrs, &dim_var, &n) && extremum_into(call, dim_var, false);
 }
 
+// lambda i, j: Sum(k: x[i, k] [k <= j]) (cumsum, prefix sums over the last axis of a matrix) or
+// [k >= j] (cumsum_grad, suffix sums), partial over k. Positions outside the prefix are skipped, as
+// in torch: the description multiplies them by 0, which makes an Inf there NaN.
+namespace {
+bool prefix_sums(const TileCall& call, bool suffix) {
+  if (call.inputs.size() != 1 || call.vars.size() != 3 || !outputs_first(call, 2)) return false;
+  const TileIn& x = call.inputs[0];
+  const Span i = call.vars[0], j = call.vars[1], k = call.vars[2];
+  if (x.shape.size() != 2 || i.hi >= x.shape[0] || k.hi >= x.shape[1] || !holds(x, {i, k})) return false;
+  float* out = call.out;
+  for (int64_t ii = i.lo; ii <= i.hi; ++ii) {
+    const float* row = element(x, {ii, k.lo});  // row[t - k.lo] is x[ii, t] for t in k
+    // The running sum over k in order (or in reverse), read off at each j of the block.
+    double acc = 0;
+    if (!suffix) {
+      int64_t t = k.lo;
+      for (int64_t jj = j.lo; jj <= j.hi; ++jj) {
+        for (; t <= std::min(jj, k.hi); ++t) acc += row[t - k.lo];
+        *out++ = static_cast<float>(acc);
+      }
+    } else {
+      int64_t t = k.hi;
+      for (int64_t jj = j.hi; jj >= j.lo; --jj) {
+        for (; t >= std::max(jj, k.lo); --t) acc += row[t - k.lo];
+        out[jj - j.lo] = static_cast<float>(acc);
+      }
+      out += j.size();
+    }
+  }
+  return true;
+}
+}  // namespace
+
+bool cumsum(const TileCall& call, const Attrs&) { return prefix_sums(call, false); }
+bool cumsum_grad(const TileCall& call, const Attrs&) { return prefix_sums(call, true); }
+
 // Sums that are bias gradients: lambda co: Sum(b, y, x: dy[b, co, y, x]) and lambda j: Sum(b: x[b, j]).
 bool conv2d_bias_grad(const TileCall& call, const Attrs&) { return sum_into(call, {1, 0, 2, 3}, 1.0); }
 bool sum_rows(const TileCall& call, const Attrs&) { return sum_into(call, {1, 0}, 1.0); }

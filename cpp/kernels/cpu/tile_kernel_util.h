@@ -231,6 +231,7 @@ bool unsqueeze(const TileCall&, const Attrs&);
 bool reduce_mean_grad(const TileCall&, const Attrs&);
 bool global_avg_pool2d_grad(const TileCall&, const Attrs&);
 bool mul_scalar_tensor(const TileCall&, const Attrs&);
+bool running_stat_update(const TileCall&, const Attrs&);
 bool batch_norm_inference(const TileCall&, const Attrs&);
 bool batch_norm_inference_grad_input(const TileCall&, const Attrs&);
 bool gru_cell(const TileCall&, const Attrs&);
@@ -246,6 +247,8 @@ bool reduce_mean(const TileCall&, const Attrs&);
 bool reduce_sum(const TileCall&, const Attrs&);
 bool reduce_max(const TileCall&, const Attrs&);
 bool reduce_min(const TileCall&, const Attrs&);
+bool cumsum(const TileCall&, const Attrs&);
+bool cumsum_grad(const TileCall&, const Attrs&);
 bool global_avg_pool2d(const TileCall&, const Attrs&);
 bool global_max_pool2d(const TileCall&, const Attrs&);
 bool conv2d_bias_grad(const TileCall&, const Attrs&);
@@ -278,6 +281,7 @@ bool max_pool1d_grad(const TileCall&, const Attrs&);
 // embedding_kernels.cpp: lookups by id and their table gradients.
 bool embedding(const TileCall&, const Attrs&);
 bool embedding_grad(const TileCall&, const Attrs&);
+bool one_hot(const TileCall&, const Attrs&);
 
 // reduction_kernels.cpp, continued: row-wise ops over the last axis.
 bool softmax(const TileCall&, const Attrs&);
@@ -315,5 +319,8 @@ bool conv2d_backward_filter(const TileCall&, const Attrs&);
 bool depthwise_conv2d(const TileCall&, const Attrs&);
 bool depthwise_conv2d_backward_data(const TileCall&, const Attrs&);
 bool depthwise_conv2d_backward_filter(const TileCall&, const Attrs&);
+bool conv1d(const TileCall&, const Attrs&);
+bool conv1d_backward_data(const TileCall&, const Attrs&);
+bool conv1d_backward_filter(const TileCall&, const Attrs&);
 
 }  // namespace tilewise::kernels::tile

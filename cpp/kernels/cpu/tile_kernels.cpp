@@ -268,6 +268,7 @@ const std::unordered_map<std::string, Entry>& kernel_table() {
       {"mul_row", {tile::mul_row, {"i", "j"}, "elementwise"}},
       {"mul_col", {tile::mul_col, {"i", "j"}, "elementwise"}},
       {"mse_loss_backward", {tile::mse_loss_backward, any, "elementwise"}},
+      {"running_stat_update", {tile::running_stat_update, any, "elementwise"}},
       {"l1_loss_backward", {tile::l1_loss_backward, any, "elementwise"}},
       {"smooth_l1_loss_backward", {tile::smooth_l1_loss_backward, any, "elementwise"}},
       {"bce_with_logits_backward", {tile::bce_with_logits_backward, any, "elementwise"}},
@@ -363,6 +364,8 @@ const std::unordered_map<std::string, Entry>& kernel_table() {
       {"reduce_sum", {tile::reduce_sum, {"v*"}, "reduction"}},
       {"reduce_max", {tile::reduce_max, {"v*"}, "reduction"}},
       {"reduce_min", {tile::reduce_min, {"v*"}, "reduction"}},
+      {"cumsum", {tile::cumsum, {"i", "j", "k"}, "reduction"}},
+      {"cumsum_grad", {tile::cumsum_grad, {"i", "j", "k"}, "reduction"}},
       {"global_avg_pool2d", {tile::global_avg_pool2d, {"b", "c", "h", "w"}, "reduction"}},
       {"global_max_pool2d", {tile::global_max_pool2d, {"b", "c", "h", "w"}, "reduction"}},
       {"conv2d_bias_grad", {tile::conv2d_bias_grad, {"co", "b", "y", "x"}, "reduction"}},
@@ -419,11 +422,15 @@ const std::unordered_map<std::string, Entry>& kernel_table() {
       // lookups (embedding_kernels.cpp)
       {"embedding", {tile::embedding, {"p*", "d"}, "embedding"}},
       {"embedding_grad", {tile::embedding_grad, {"v", "d", "p*"}, "embedding"}},
+      {"one_hot", {tile::one_hot, {"i*"}, "embedding"}},
       // convolutions (conv_kernels.cpp)
       {"conv2d", {tile::conv2d, {"b", "co", "y", "x", "ci", "dy", "dx"}, "conv"}},
       {"conv2d_backward_data", {tile::conv2d_backward_data, {"b", "ci", "h", "w", "co", "kh", "kw"}, "conv"}},
       {"conv2d_backward_filter", {tile::conv2d_backward_filter, {"co", "ci", "kh", "kw", "b", "y", "x"}, "conv"}},
       {"depthwise_conv2d", {tile::depthwise_conv2d, {"b", "c", "y", "x", "dy", "dx"}, "conv"}},
+      {"conv1d", {tile::conv1d, {"b", "co", "x", "ci", "dx"}, "conv"}},
+      {"conv1d_backward_data", {tile::conv1d_backward_data, {"b", "ci", "x", "co", "k"}, "conv"}},
+      {"conv1d_backward_filter", {tile::conv1d_backward_filter, {"co", "ci", "k", "b", "x"}, "conv"}},
       {"depthwise_conv2d_backward_data", {tile::depthwise_conv2d_backward_data, {"b", "c", "h", "w", "kh", "kw"}, "conv"}},
       {"depthwise_conv2d_backward_filter",
        {tile::depthwise_conv2d_backward_filter, {"c", "one", "kh", "kw", "b", "y", "x"}, "conv"}},
@@ -489,7 +496,9 @@ int64_t dtype_bytes(DType t) {
   return 0;
 }
 
-bool reads_integers(const std::string& kernel) { return kernel == "embedding" || kernel == "embedding_grad"; }
+bool reads_integers(const std::string& kernel) {
+  return kernel == "embedding" || kernel == "embedding_grad" || kernel == "one_hot";
+}
 
 bool run_native(const TileCall& call) {
   if (call.kernel.empty()) return false;
