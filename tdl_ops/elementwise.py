@@ -494,7 +494,7 @@ def where_grad(cond, dy, branch=0):
     return tw.compute(dy.ndim, lambda *i: tw.where(cond[i], 0.0, dy[i]))
 
 
-@tw.op(reference=lambda a, b: np.asarray([(a * b).sum()]), out_shape=lambda a, b: (1,))
+@tw.op(reference=lambda a, b: np.asarray([(a * b).sum()]), out_shape=lambda a, b: (1,), kernel="sum_product")
 def sum_product(a, b):
     """sum(a * b) as a one-element tensor (the gradient of a one-element scale factor)."""
     return lambda _: tw.Sum(lambda *k: a[k] * b[k], ndim=a.ndim)

@@ -39,7 +39,7 @@ def _(g, logits, target, out):
     return cross_entropy_backward(logits, target, g), nll_loss_backward(ops.log_softmax(logits), g)
 
 
-@tw.op(reference=lambda logits, target: (np_softmax(logits) - target) / logits.shape[0])
+@tw.op(reference=lambda logits, target: (np_softmax(logits) - target) / logits.shape[0], kernel="cross_entropy_grad")
 def cross_entropy_grad(logits, target):
     """(softmax(logits) - target) / batch (targets summing to 1 per row)."""
     def f(b, k):

@@ -83,7 +83,7 @@ def _bn_var(x, c):
     return tw.Sum(lambda m, y, z: x[m, c, y, z] * x[m, c, y, z]) / n - _bn_mean(x, c) ** 2
 
 
-@tw.op(reference=lambda x: _bn_stats(x)[0])
+@tw.op(reference=lambda x: _bn_stats(x)[0], kernel="batch_norm_mean")
 def batch_norm_mean(x):
     """Per-channel mean over n, h, w: (n, c, h, w) -> (c,)."""
     return lambda c: _bn_mean(x, c)
@@ -245,7 +245,7 @@ def batch_norm_inference_grad_gamma(dy, x, mean, var, eps=1e-5):
 
 
 @tw.op(reference=lambda dy, x: np.broadcast_to((dy / (x.size / x.shape[1])).reshape(_C), x.shape).copy(),
-       out_shape=lambda dy, x: tuple(x))
+       out_shape=lambda dy, x: tuple(x), kernel="batch_norm_mean_grad")
 def batch_norm_mean_grad(dy, x):
     """Gradient of batch_norm_mean: dy[c] / (n h w) everywhere (x only gives the shape)."""
     return lambda b, c, h, w: dy[c] / (x.shape[0] * x.shape[2] * x.shape[3])

@@ -170,7 +170,7 @@ def _global_max_grad_ref(x, y, dy):
     return hit * (dy / hit.sum(axis=(2, 3)))[:, :, None, None]
 
 
-@tw.op(reference=_global_max_grad_ref)
+@tw.op(reference=_global_max_grad_ref, kernel="global_max_pool2d_grad")
 def global_max_pool2d_grad(x, y, dy):
     """Gradient of global_max_pool2d: dy split evenly over the positions equal to the max y."""
     return lambda b, c, h, w: ((x[b, c, h, w] == y[b, c]) * dy[b, c]

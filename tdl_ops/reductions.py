@@ -74,7 +74,7 @@ def _(g, x, out, axis):
     return (reduce_prod_grad(g, x, axis=norm_axis(axis, x.ndim)),)
 
 
-@tw.op(reference=lambda x, axis=-1: x.var(axis=axis))
+@tw.op(reference=lambda x, axis=-1: x.var(axis=axis), kernel="reduce_var")
 def reduce_var(x, axis=-1):
     """Biased variance along axis."""
     def body(row, a):
@@ -89,7 +89,7 @@ def _(g, x, out, axis):
 
 
 @tw.op(reference=lambda x, axis=-1: np.log(np.exp(x - x.max(axis=axis, keepdims=True)).sum(axis=axis))
-       + x.max(axis=axis))
+       + x.max(axis=axis), kernel="logsumexp")
 def logsumexp(x, axis=-1):
     """log(sum(exp(x))) along axis, shifted by the max."""
     def body(row, a):
@@ -103,7 +103,7 @@ def _(g, x, out, axis):
     return (logsumexp_grad(g, x, out, axis=norm_axis(axis, x.ndim)),)
 
 
-@tw.op(reference=lambda x, axis=-1: np.argmax(x, axis=axis).astype(np.float64))
+@tw.op(reference=lambda x, axis=-1: np.argmax(x, axis=axis).astype(np.float64), kernel="argmax")
 def argmax(x, axis=-1):
     """Index of the first maximum along axis (as float64): min of k over k where x == max."""
     def body(row, a):
@@ -217,7 +217,7 @@ def reduce_prod_grad(dy, x, axis=0):
 
 
 @tw.op(reference=lambda dy, x, axis=0: 2.0 * np.expand_dims(dy, axis) * (x - x.mean(axis=axis, keepdims=True))
-       / x.shape[axis])
+       / x.shape[axis], kernel="reduce_var_grad")
 def reduce_var_grad(dy, x, axis=0):
     """Gradient of reduce_var: 2 dy (x - mean) / n."""
     def f(*i):
@@ -227,7 +227,8 @@ def reduce_var_grad(dy, x, axis=0):
     return tw.compute(x.ndim, f)
 
 
-@tw.op(reference=lambda dy, x, y, axis=0: np.expand_dims(dy, axis) * np.exp(x - np.expand_dims(y, axis)))
+@tw.op(reference=lambda dy, x, y, axis=0: np.expand_dims(dy, axis) * np.exp(x - np.expand_dims(y, axis)),
+       kernel="logsumexp_grad")
 def logsumexp_grad(dy, x, y, axis=0):
     """Gradient of logsumexp (y the result): dy exp(x - y), the softmax along axis."""
     return tw.compute(x.ndim, lambda *i: dy[_drop(i, axis)] * tw.exp(x[i] - y[_drop(i, axis)]))

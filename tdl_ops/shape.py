@@ -214,7 +214,7 @@ def _(g, x, out, axis):
     return (squeeze(g, axis=norm_axis(axis, x.ndim + 1)),)
 
 
-@tw.op(reference=lambda x: np.diagonal(x, axis1=1, axis2=2).copy())
+@tw.op(reference=lambda x: np.diagonal(x, axis1=1, axis2=2).copy(), kernel="batch_diagonal")
 def batch_diagonal(x):
     """Diagonals of a batch of square matrices: (b, n, n) -> (b, n)."""
     return lambda b, i: x[b, i, i]
@@ -292,7 +292,8 @@ def _(g, x, out, pads):
     return (pad(g, pads=pads),)
 
 
-@tw.op(reference=lambda dy: dy[:, :, None] * np.eye(dy.shape[1]), out_shape=lambda dy: (dy[0], dy[1], dy[1]))
+@tw.op(reference=lambda dy: dy[:, :, None] * np.eye(dy.shape[1]), out_shape=lambda dy: (dy[0], dy[1], dy[1]),
+       kernel="batch_diagonal_grad")
 def batch_diagonal_grad(dy):
     """Gradient of batch_diagonal: dy on the diagonals of a batch of square matrices, zero elsewhere."""
     return lambda b, i, j: dy[b, i] * (tw.index_value(i) == tw.index_value(j))

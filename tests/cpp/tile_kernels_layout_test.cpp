@@ -453,6 +453,120 @@ TEST(TileKernelElementwise, OneHotAndRunningStatistics) {
   }
 }
 
+// Reductions whose formula needs the whole row first: logsumexp, argmax, the variance and its
+// gradient, softmax-minus-target, the channel mean; ties split by the global max pool's gradient.
+TEST(TileKernelSum, WholeRowReductions) {
+  std::mt19937 rng(44);
+  for (int trial = 0; trial < 20; ++trial) {
+    const int nd = static_cast<int>(uniform(rng, 1, 3));
+    const Index x = random_shape(rng, nd);
+    const int64_t axis = uniform(rng, 0, nd - 1), n = x[axis];
+    Index extents = without(x, axis);
+    extents.push_back(n);
+    extents.push_back(n);
+    // The row of input 0 through output index v (its first nd - 1 entries), as a function of k.
+    auto row = [&](OpCase& c, const Index& v, int64_t k) {
+      Index at(v.begin(), v.begin() + (nd - 1));
+      at.insert(at.begin() + axis, k);
+      return c.inputs[0](at);
+    };
+    const std::string attrs = R"({"axis": )" + std::to_string(axis) + "}";
+    OpCase l = make_case("logsumexp", numbered("i", nd + 1), iota(nd - 1), extents, {x}, rng, nd - 1, attrs);
+    expect_native(l, [&](OpCase& c, Index& v) {
+      double m = -kInf, s = 0;
+      for (int64_t k = 0; k < n; ++k) m = std::max(m, row(c, v, k));
+      for (int64_t k = 0; k < n; ++k) s += std::exp(row(c, v, k) - m);
+      return m + std::log(s);
+    }, rng);
+    OpCase a = make_case("argmax", numbered("i", nd + 1), iota(nd - 1), extents, {x}, rng, -1, attrs);
+    a.vars[nd - 1] = {0, n - 1};  // the max is whole; the index search may be a part
+    for (double& e : a.inputs[0].data) e = std::round(e);  // ties: the first one wins
+    expect_native(a, [&](OpCase& c, Index& v) {
+      double m = -kInf;
+      for (int64_t k = 0; k < n; ++k) m = std::max(m, row(c, v, k));
+      for (int64_t k = c.vars[nd].lo; k <= c.vars[nd].hi; ++k)
+        if (row(c, v, k) == m) return static_cast<double>(k);
+      return kInf;
+    }, rng);
+    OpCase r = make_case("reduce_var", numbered("i", nd + 1), iota(nd - 1), extents, {x}, rng, -1, attrs);
+    r.vars[nd - 1] = {0, n - 1};
+    expect_native(r, [&](OpCase& c, Index& v) {
+      double mu = 0, s = 0;
+      for (int64_t k = 0; k < n; ++k) mu += row(c, v, k);
+      mu /= n;
+      for (int64_t k = c.vars[nd].lo; k <= c.vars[nd].hi; ++k) s += (row(c, v, k) - mu) * (row(c, v, k) - mu);
+      return s / n;
+    }, rng);
+    Index gx = x;
+    gx.push_back(n);
+    OpCase g = make_case("reduce_var_grad", numbered("i", nd + 1), iota(nd), gx, {without(x, axis), x}, rng, nd, attrs);
+    expect_native(g, [&](OpCase& c, Index& v) {
+      Index at(v.begin(), v.begin() + nd), j = without(at, axis);
+      double mu = 0;
+      for (int64_t k = 0; k < n; ++k) {
+        Index t = at;
+        t[axis] = k;
+        mu += c.inputs[1](t);
+      }
+      mu /= n;
+      return 2.0 * c.inputs[0](j) * (c.inputs[1](at) - mu) / n;
+    }, rng);
+    OpCase e = make_case("logsumexp_grad", numbered("i", nd), iota(nd), x, {without(x, axis), x, without(x, axis)}, rng,
+                         -1, attrs);
+    expect_native(e, [&](OpCase& c, Index& v) {
+      const Index j = without(v, axis);
+      return c.inputs[0](j) * std::exp(c.inputs[1](v) - c.inputs[2](j));
+    }, rng);
+  }
+  for (int trial = 0; trial < 10; ++trial) {
+    const Index x = random_shape(rng, 4);
+    OpCase ce = make_case("cross_entropy_grad", {"b", "k", "j", "j'"}, {0, 1}, {x[0], x[1], x[1], x[1]},
+                          {{x[0], x[1]}, {x[0], x[1]}}, rng, 2);
+    expect_native(ce, [&](OpCase& c, Index& v) {
+      double m = -kInf, s = 0;
+      for (int64_t j = 0; j < x[1]; ++j) m = std::max(m, c.inputs[0]({v[0], j}));
+      for (int64_t j = 0; j < x[1]; ++j) s += std::exp(c.inputs[0]({v[0], j}) - m);
+      return (std::exp(c.inputs[0]({v[0], v[1]}) - m) / s - c.inputs[1]({v[0], v[1]})) / x[0];
+    }, rng);
+    OpCase bm = make_case("batch_norm_mean", {"c", "n", "y", "z"}, {0}, {x[1], x[0], x[2], x[3]}, {x}, rng);
+    expect_native(bm, [&](OpCase& c, Index& v) {
+      return sum_over(c, {1, 2, 3}, v, [&] { return c.inputs[0]({v[1], v[0], v[2], v[3]}); }) /
+             static_cast<double>(x[0] * x[2] * x[3]);
+    }, rng);
+    OpCase mg = make_case("global_max_pool2d_grad", {"b", "c", "h", "w", "i", "j"}, iota(4),
+                          {x[0], x[1], x[2], x[3], x[2], x[3]}, {x, {x[0], x[1]}, {x[0], x[1]}}, rng, 4);
+    for (double& d : mg.inputs[0].data) d = std::round(d);
+    for (int64_t b = 0; b < x[0]; ++b)
+      for (int64_t ch = 0; ch < x[1]; ++ch) {
+        double m = -kInf;
+        for (int64_t t = 0; t < x[2] * x[3]; ++t) m = std::max(m, mg.inputs[0].data[(b * x[1] + ch) * x[2] * x[3] + t]);
+        mg.inputs[1].data[b * x[1] + ch] = m;
+      }
+    expect_native(mg, [&](OpCase& c, Index& v) {
+      const double y = c.inputs[1]({v[0], v[1]});
+      double count = 0;
+      for (int64_t i = 0; i < x[2]; ++i)
+        for (int64_t j = 0; j < x[3]; ++j) count += c.inputs[0]({v[0], v[1], i, j}) == y;
+      return (c.inputs[0]({v[0], v[1], v[2], v[3]}) == y ? 1.0 : 0.0) * c.inputs[2]({v[0], v[1]}) / count;
+    }, rng);
+    OpCase bg = make_case("batch_norm_mean_grad", {"b", "c", "h", "w"}, iota(4), x, {{x[1]}, x}, rng);
+    expect_native(bg, [&](OpCase& c, Index& v) {
+      return c.inputs[0]({v[1]}) / static_cast<double>(x[0] * x[2] * x[3]);
+    }, rng);
+    OpCase sp = make_case("sum_product", {"_", "r0", "r1"}, {0}, {1, x[0], x[1]}, {{x[0], x[1]}, {x[0], x[1]}}, rng);
+    expect_native(sp, [&](OpCase& c, Index& v) {
+      return sum_over(c, {1, 2}, v, [&] { return c.inputs[0]({v[1], v[2]}) * c.inputs[1]({v[1], v[2]}); });
+    }, rng);
+    OpCase d = make_case("batch_diagonal", {"b", "i"}, {0, 1}, {x[0], x[1]}, {{x[0], x[1], x[1]}}, rng);
+    expect_native(d, [](OpCase& c, Index& v) { return c.inputs[0]({v[0], v[1], v[1]}); }, rng);
+    OpCase dg = make_case("batch_diagonal_grad", {"b", "i", "j"}, {0, 1, 2}, {x[0], x[1], x[1]}, {{x[0], x[1]}}, rng);
+    expect_native(dg, [](OpCase& c, Index& v) {
+      const double e = c.inputs[0]({v[0], v[1]});  // read as the description does, then masked
+      return v[1] == v[2] ? e : 0.0;
+    }, rng);
+  }
+}
+
 // ------------------------------------------------------------------------- upsampling and GRU
 
 TEST(TileKernelLayout, NearestUpsamplingAndItsGradient) {

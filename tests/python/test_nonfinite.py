@@ -15,7 +15,7 @@ import tilewise as tw
 _PADDING_TIMES_INF = ("conv2d_backward_data", "max_pool2d_grad", "embedding_grad", "embedding_seq_grad",
                       "lstm_cell_grad_gates", "lstm_hidden_grad_gates", "gru_cell_grad_gi", "gru_cell_grad_gh",
                       "slice_axis_grad", "avg_pool2d_grad", "depthwise_conv2d_backward_data", "conv1d_backward_data",
-                      "cumsum", "cumsum_grad")
+                      "cumsum", "cumsum_grad", "batch_diagonal_grad")
 _VALUE_KINDS = ("normal", "wide", "negative", "positive", "unit", "prob", "distinct")
 
 

@@ -849,6 +849,24 @@ bool mul_scalar_tensor(const TileCall& call, const Attrs&) {
   return map<2>(call, {aligned(call, 0), Read{1, {kConstant}, {0}}}, [](float x, float s) { return x * s; });
 }
 
+// dy[j] exp(x[i] - y[j]), j = i without `axis`: the gradient of logsumexp (y its result).
+bool logsumexp_grad(const TileCall& call, const Attrs& attrs) {  // (dy, x, y)
+  const int rank = static_cast<int>(call.output_vars.size());
+  int ax = 0;
+  if (!pure_map(call, 3) || !output_axis(attrs, rank, &ax)) return false;
+  Read dy = skipping(call, ax), y = skipping(call, ax);
+  y.input = 2;
+  return map<3>(call, {dy, aligned(call, 1), y}, [](float d, float x, float m) { return d * std::exp(x - m); });
+}
+
+// dy[c] / (n h w) over x's shape (x gives only the shape): the gradient of batch_norm_mean.
+bool batch_norm_mean_grad(const TileCall& call, const Attrs&) {  // (dy, x)
+  if (!pure_map(call, 2) || call.output_vars.size() != 4 || call.inputs[1].shape.size() != 4) return false;
+  const auto& s = call.inputs[1].shape;
+  const float n = static_cast<float>(static_cast<double>(s[0] * s[2] * s[3]));
+  return map<1>(call, {Read{0, {1}, {}}}, [=](float dy) { return dy / n; });
+}
+
 // (1 - momentum) running + momentum stat: batch norm's running mean and variance.
 bool running_stat_update(const TileCall& call, const Attrs& attrs) {
   const double m = attrs.num("momentum", 0.1);

@@ -451,6 +451,32 @@ bool slice_axis_grad(const TileCall& call, const Attrs& attrs) {
   return true;
 }
 
+// x[b, i, i]: the diagonals of a batch of square matrices.
+bool batch_diagonal(const TileCall& call, const Attrs&) {
+  if (!in_order(call, 1) || call.vars.size() != 2) return false;
+  const TileIn& x = call.inputs[0];
+  const Span b = call.vars[0], i = call.vars[1];
+  if (x.shape.size() != 3 || !has(x, {b, i, i})) return false;
+  float* out = call.out;
+  for (int64_t bb = b.lo; bb <= b.hi; ++bb)
+    for (int64_t ii = i.lo; ii <= i.hi; ++ii) *out++ = *element(x, {bb, ii, ii});
+  return true;
+}
+
+// dy[b, i] on the diagonal, 0 elsewhere (as torch.diag_embed; the description multiplies dy by a 0/1
+// mask, which makes an Inf off the diagonal NaN there).
+bool batch_diagonal_grad(const TileCall& call, const Attrs&) {
+  if (!in_order(call, 1) || call.vars.size() != 3) return false;
+  const TileIn& dy = call.inputs[0];
+  const Span b = call.vars[0], i = call.vars[1], j = call.vars[2];
+  if (dy.shape.size() != 2 || !has(dy, {b, i})) return false;
+  float* out = call.out;
+  for (int64_t bb = b.lo; bb <= b.hi; ++bb)
+    for (int64_t ii = i.lo; ii <= i.hi; ++ii)
+      for (int64_t jj = j.lo; jj <= j.hi; ++jj) *out++ = ii == jj ? *element(dy, {bb, ii}) : 0.0f;
+  return true;
+}
+
 // ----- zero padding of the leading axes, pads = ((before, after), ...), and its gradient.
 
 namespace {

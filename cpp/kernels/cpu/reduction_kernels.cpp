@@ -303,6 +303,208 @@ bool prefix_sums(const TileCall& call, bool suffix) {
 bool cumsum(const TileCall& call, const Attrs&) { return prefix_sums(call, false); }
 bool cumsum_grad(const TileCall& call, const Attrs&) { return prefix_sums(call, true); }
 
+// ----- reductions along one axis whose formula needs the whole row first (a max, a mean): the
+// output's variables are x's other axes in order, then the row's nested reductions (whole), then
+// the top-level one, if any (a partial result over its range).
+
+namespace {
+
+inline double sticky_max(double m, double v) { return std::isnan(v) || v > m ? v : m; }  // NaN wins and stays
+
+// Calls f(row, stride, out) for each output element, in order: row points at x's element 0 along
+// `axis` (the whole axis held), stride is the axis' step in the region buffer.
+template <class F>
+bool for_each_row_along(const TileCall& call, const TileIn& x, int axis, F&& f) {
+  const int nd = static_cast<int>(x.shape.size());
+  if (axis < 0 || axis >= nd || !outputs_first(call, nd - 1)) return false;
+  std::vector<Span> box(call.vars.begin(), call.vars.begin() + (nd - 1));
+  box.insert(box.begin() + axis, Span{0, x.shape[axis] - 1});
+  if (!in_tensor(x, box) || !holds(x, box)) return false;
+  const int64_t stride = region_strides(x)[axis];
+  std::vector<int64_t> at(nd);
+  for (int d = 0; d < nd; ++d) at[d] = box[d].lo;
+  float* out = call.out;
+  while (true) {
+    f(element(x, at), stride, out++);
+    int d = nd - 1;
+    while (d >= 0 && (d == axis || at[d] == box[d].hi)) {
+      if (d != axis) at[d] = box[d].lo;
+      --d;
+    }
+    if (d < 0) return true;
+    ++at[d];
+  }
+}
+
+bool axis_attr(const Attrs& attrs, int nd, int64_t fallback, int* axis) {
+  const int64_t a = attrs.integer("axis", fallback);
+  if (!attrs.ok() || a < -nd || a >= nd) return false;
+  *axis = static_cast<int>(a < 0 ? a + nd : a);
+  return true;
+}
+
+}  // namespace
+
+// lambda i..: Max(k: row) + log(Sum(k': exp(row - Max(k: row)))), both reductions whole.
+bool logsumexp(const TileCall& call, const Attrs& attrs) {
+  if (call.inputs.size() != 1) return false;
+  const TileIn& x = call.inputs[0];
+  const int nd = static_cast<int>(x.shape.size());
+  int axis = 0;
+  if (!axis_attr(attrs, nd, -1, &axis) || static_cast<int>(call.vars.size()) != nd + 1 || !nested_full(call, nd - 1))
+    return false;
+  const int64_t n = x.shape[axis];
+  return for_each_row_along(call, x, axis, [n](const float* row, int64_t st, float* out) {
+    double m = -std::numeric_limits<double>::infinity(), s = 0;
+    for (int64_t t = 0; t < n; ++t) m = sticky_max(m, row[t * st]);
+    for (int64_t t = 0; t < n; ++t) s += std::exp(row[t * st] - m);
+    *out = static_cast<float>(m + std::log(s));
+  });
+}
+
+// lambda i..: Min(k': k' where row[k'] == Max(k: row), else inf): the first maximum's index, partial
+// over k' (a row holding NaN has none: inf, as in the description).
+bool argmax(const TileCall& call, const Attrs& attrs) {
+  if (call.inputs.size() != 1) return false;
+  const TileIn& x = call.inputs[0];
+  const int nd = static_cast<int>(x.shape.size());
+  int axis = 0;
+  if (!axis_attr(attrs, nd, -1, &axis) || static_cast<int>(call.vars.size()) != nd + 1 || !full_range(call, nd - 1, nd))
+    return false;
+  const int64_t n = x.shape[axis];
+  const Span k = call.vars[nd];
+  return for_each_row_along(call, x, axis, [n, k](const float* row, int64_t st, float* out) {
+    double m = -std::numeric_limits<double>::infinity();
+    for (int64_t t = 0; t < n; ++t) m = sticky_max(m, row[t * st]);
+    float best = std::numeric_limits<float>::infinity();
+    for (int64_t t = k.lo; t <= k.hi; ++t) {
+      if (row[t * st] == m) {
+        best = static_cast<float>(t);
+        break;
+      }
+    }
+    *out = best;
+  });
+}
+
+// lambda i..: Sum(k': (row[k'] - Sum(k: row) / n)^2) / n: the biased variance, partial over k'.
+bool reduce_var(const TileCall& call, const Attrs& attrs) {
+  if (call.inputs.size() != 1) return false;
+  const TileIn& x = call.inputs[0];
+  const int nd = static_cast<int>(x.shape.size());
+  int axis = 0;
+  if (!axis_attr(attrs, nd, -1, &axis) || static_cast<int>(call.vars.size()) != nd + 1 || !full_range(call, nd - 1, nd))
+    return false;
+  const int64_t n = x.shape[axis];
+  const Span k = call.vars[nd];
+  return for_each_row_along(call, x, axis, [n, k](const float* row, int64_t st, float* out) {
+    double mu = 0, s = 0;
+    for (int64_t t = 0; t < n; ++t) mu += row[t * st];
+    mu /= static_cast<double>(n);
+    for (int64_t t = k.lo; t <= k.hi; ++t) s += (row[t * st] - mu) * (row[t * st] - mu);
+    *out = static_cast<float>(s / static_cast<double>(n));
+  });
+}
+
+// lambda b, k: (exp(l[b, k] - m) / Sum(j': exp(l[b, j'] - m)) - target[b, k]) / batch, m = Max(j: l[b, j]).
+bool cross_entropy_grad(const TileCall& call, const Attrs&) {
+  if (call.inputs.size() != 2 || call.vars.size() != 4 || !outputs_first(call, 2) || !nested_full(call, 2))
+    return false;
+  const TileIn &logits = call.inputs[0], &target = call.inputs[1];
+  if (logits.shape.size() != 2 || target.shape != logits.shape) return false;
+  const Span b = call.vars[0], k = call.vars[1];
+  const int64_t nj = logits.shape[1];
+  if (!in_tensor(logits, {b, all(nj)}) || !holds(logits, {b, all(nj)}) || !holds(target, {b, k})) return false;
+  const double batch = static_cast<double>(logits.shape[0]);
+  float* out = call.out;
+  for (int64_t bb = b.lo; bb <= b.hi; ++bb) {
+    const float* row = element(logits, {bb, 0});
+    double m = -std::numeric_limits<double>::infinity(), s = 0;
+    for (int64_t t = 0; t < nj; ++t) m = sticky_max(m, row[t]);
+    for (int64_t t = 0; t < nj; ++t) s += std::exp(row[t] - m);
+    const float* trow = element(target, {bb, k.lo});
+    for (int64_t kk = k.lo; kk <= k.hi; ++kk)
+      *out++ = static_cast<float>((std::exp(row[kk] - m) / s - trow[kk - k.lo]) / batch);
+  }
+  return true;
+}
+
+// lambda i..: 2 dy[j] (x[i] - Sum(k: x[i with k at axis]) / n) / n, j = i without `axis`: the
+// gradient of reduce_var (the mean a whole-row nested reduction).
+bool reduce_var_grad(const TileCall& call, const Attrs& attrs) {  // (dy, x)
+  if (call.inputs.size() != 2) return false;
+  const TileIn &dy = call.inputs[0], &x = call.inputs[1];
+  const int nd = static_cast<int>(x.shape.size());
+  int axis = 0;
+  if (!axis_attr(attrs, nd, 0, &axis) || static_cast<int>(call.vars.size()) != nd + 1 || !outputs_first(call, nd) ||
+      !nested_full(call, nd) || dy.shape.size() != static_cast<size_t>(nd - 1))
+    return false;
+  std::vector<Span> block(call.vars.begin(), call.vars.begin() + nd), whole = block, rest = block;
+  whole[axis] = {0, x.shape[axis] - 1};
+  rest.erase(rest.begin() + axis);
+  if (!in_tensor(x, whole) || !holds(x, whole) || !in_tensor(dy, rest) || !holds(dy, rest)) return false;
+  const int64_t n = x.shape[axis], st = region_strides(x)[axis];
+  const std::vector<int64_t> os = output_strides(call);
+  std::vector<int64_t> at(nd), j(nd - 1);
+  for (int d = 0; d < nd; ++d) at[d] = whole[d].lo;
+  // One row along the axis at a time: its mean, then the block's positions in it.
+  while (true) {
+    const float* row = element(x, at);
+    double mu = 0;
+    for (int64_t t = 0; t < n; ++t) mu += row[t * st];
+    mu /= static_cast<double>(n);
+    for (int d = 0, e = 0; d < nd; ++d)
+      if (d != axis) j[e++] = at[d];
+    const double g = *element(dy, j);
+    int64_t o = 0;
+    for (int d = 0; d < nd; ++d)
+      if (d != axis) o += (at[d] - block[d].lo) * os[d];
+    for (int64_t t = block[axis].lo; t <= block[axis].hi; ++t)
+      call.out[o + (t - block[axis].lo) * os[axis]] = static_cast<float>(2.0 * g * (row[t * st] - mu) / static_cast<double>(n));
+    int d = nd - 1;
+    while (d >= 0 && (d == axis || at[d] == block[d].hi)) {
+      if (d != axis) at[d] = block[d].lo;
+      --d;
+    }
+    if (d < 0) return true;
+    ++at[d];
+  }
+}
+
+// lambda b, c, h, w: (x == y[b, c]) dy[b, c] / Sum(i, j: x[b, c, i, j] == y[b, c]): the gradient of
+// global_max_pool2d split over the ties (the count a whole-map nested reduction).
+bool global_max_pool2d_grad(const TileCall& call, const Attrs&) {  // (x, y, dy)
+  if (call.inputs.size() != 3 || call.vars.size() != 6 || !outputs_first(call, 4) || !nested_full(call, 4)) return false;
+  const TileIn &xin = call.inputs[0], &y = call.inputs[1], &dy = call.inputs[2];
+  if (xin.shape.size() != 4 || y.shape.size() != 2 || dy.shape != y.shape) return false;
+  const Span b = call.vars[0], c = call.vars[1], h = call.vars[2], w = call.vars[3];
+  const int64_t H = xin.shape[2], W = xin.shape[3];
+  View4 x;
+  if (!in_tensor(xin, {b, c, all(H), all(W)}) || !view4(xin, {b, c, all(H), all(W)}, &x) ||
+      !in_tensor(y, {b, c}) || !holds(y, {b, c}) || !holds(dy, {b, c}))
+    return false;
+  float* out = call.out;
+  for (int64_t bb = b.lo; bb <= b.hi; ++bb) {
+    for (int64_t cc = c.lo; cc <= c.hi; ++cc) {
+      const float yv = *element(y, {bb, cc}), dv = *element(dy, {bb, cc});
+      double count = 0;
+      for (int64_t i = 0; i < H; ++i)
+        for (int64_t j = 0; j < W; ++j) count += *x.at(bb, cc, i, j) == yv;
+      for (int64_t hh = h.lo; hh <= h.hi; ++hh)
+        for (int64_t ww = w.lo; ww <= w.hi; ++ww)
+          *out++ = static_cast<float>(static_cast<double>(*x.at(bb, cc, hh, ww) == yv) * dv / count);
+    }
+  }
+  return true;
+}
+
+// lambda c: Sum(n, y, z: x[n, c, y, z]) / (n h w): batch norm's channel mean, partial over n, y, z.
+bool batch_norm_mean(const TileCall& call, const Attrs&) {
+  if (call.inputs.size() != 1 || call.inputs[0].shape.size() != 4) return false;
+  const auto& s = call.inputs[0].shape;
+  return sum_into(call, {1, 0, 2, 3}, 1.0 / static_cast<double>(s[0] * s[2] * s[3]));
+}
+
 // Sums that are bias gradients: lambda co: Sum(b, y, x: dy[b, co, y, x]) and lambda j: Sum(b: x[b, j]).
 bool conv2d_bias_grad(const TileCall& call, const Attrs&) { return sum_into(call, {1, 0, 2, 3}, 1.0); }
 bool sum_rows(const TileCall& call, const Attrs&) { return sum_into(call, {1, 0}, 1.0); }
@@ -488,16 +690,19 @@ bool batch_norm_inference_grad_gamma(const TileCall& call, const Attrs& attrs) {
 
 namespace {
 
-// Sum(r..: term(a[r..], b[r..])) * scale in double, a and b of the same shape and the output a
-// scalar: the partial sum over the block of r0.. (the loss's mean when scale is 1 / numel).
+// Sum(r..: term(a[r..], b[r..])) * scale in double, a and b of the same shape and the output one
+// element (a scalar, or `lead` leading variables of extent 1): the partial sum over the block of
+// r0.. (the loss's mean when scale is 1 / numel).
 template <class Term>
-bool sum_of_pairs(const TileCall& call, double scale, Term term) {
-  if (call.inputs.size() != 2 || !call.output_vars.empty()) return false;
+bool sum_of_pairs(const TileCall& call, double scale, Term term, int lead = 0) {
+  if (call.inputs.size() != 2 || !outputs_first(call, lead)) return false;
+  for (int v = 0; v < lead; ++v)
+    if (call.extents[v] != 1) return false;
   const TileIn &a = call.inputs[0], &bi = call.inputs[1];
   const int nd = static_cast<int>(a.shape.size());
-  if (nd < 1 || static_cast<int>(call.vars.size()) != nd || bi.shape != a.shape) return false;
+  if (nd < 1 || static_cast<int>(call.vars.size()) != lead + nd || bi.shape != a.shape) return false;
   std::vector<int> dims(nd);
-  for (int d = 0; d < nd; ++d) dims[d] = d;
+  for (int d = 0; d < nd; ++d) dims[d] = lead + d;
   std::vector<Span> box = box_of(call, dims);
   if (!in_tensor(a, box) || !holds(a, box) || !holds(bi, box)) return false;
   std::vector<int64_t> ra = region_strides(a), rb = region_strides(bi), corner(nd), idx(nd, 0);
@@ -562,6 +767,11 @@ bool bce_with_logits(const TileCall& call, const Attrs&) {
   return sum_of_pairs(call, inverse_numel(call), [](double x, double t) {
     return nan_max(x, 0.0) - x * t + std::log(1.0 + std::exp(-std::fabs(x)));
   });
+}
+
+// lambda _: Sum(r..: a[r..] b[r..]), a one-element tensor (the gradient of a scale factor).
+bool sum_product(const TileCall& call, const Attrs&) {
+  return sum_of_pairs(call, 1.0, [](double a, double b) { return a * b; }, 1);
 }
 
 // -Sum(b, k: target[b, k] logp[b, k]) / batch with dense targets.
