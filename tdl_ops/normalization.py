@@ -195,7 +195,7 @@ def rms_norm_grad_input(dy, x, gamma, eps=1e-6):
 
 
 @tw.op(reference=lambda dy, x, eps=1e-6: (dy * x / np.sqrt((x * x).mean(axis=-1, keepdims=True) + eps))
-       .reshape(-1, x.shape[-1]).sum(axis=0))
+       .reshape(-1, x.shape[-1]).sum(axis=0), kernel="rms_norm_grad_gamma")
 def rms_norm_grad_gamma(dy, x, eps=1e-6):
     """dgamma of rms_norm: sum over the leading axes of dy x r."""
     def term(j, r):

@@ -567,6 +567,35 @@ TEST(TileKernelSum, WholeRowReductions) {
   }
 }
 
+TEST(TileKernelSum, RmsNormGammaGradientPartialOverRows) {
+  std::mt19937 rng(45);
+  for (int trial = 0; trial < 15; ++trial) {
+    const int lead = static_cast<int>(uniform(rng, 1, 2));
+    const Index x = random_shape(rng, lead + 1);
+    const int64_t n = x[lead];
+    std::vector<std::string> names = {"j"};
+    for (const std::string& r : numbered("r", lead)) names.push_back(r);
+    names.push_back("k");
+    Index extents = {n};
+    extents.insert(extents.end(), x.begin(), x.begin() + lead);
+    extents.push_back(n);
+    OpCase c = make_case("rms_norm_grad_gamma", names, {0}, extents, {x, x}, rng, 1 + lead, R"({"eps": 0.001})");
+    expect_native(c, [&](OpCase& c, Index& v) {
+      return sum_over(c, iota(lead, 1), v, [&] {
+        Index row(v.begin() + 1, v.begin() + 1 + lead), at = row;
+        double ms = 0;
+        for (int64_t k = 0; k < n; ++k) {
+          Index t = row;
+          t.push_back(k);
+          ms += c.inputs[1](t) * c.inputs[1](t);
+        }
+        at.push_back(v[0]);
+        return c.inputs[0](at) * c.inputs[1](at) / std::sqrt(ms / n + 0.001);
+      });
+    }, rng);
+  }
+}
+
 // ------------------------------------------------------------------------- upsampling and GRU
 
 TEST(TileKernelLayout, NearestUpsamplingAndItsGradient) {

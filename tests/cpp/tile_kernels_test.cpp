@@ -166,6 +166,21 @@ TEST(TileKernelGemm, MatvecVecmatOuter) {
   }
 }
 
+TEST(TileKernelGemm, RnnTanhCell) {
+  std::mt19937 rng(29);
+  for (int trial = 0; trial < 10; ++trial) {
+    const int64_t b = uniform(rng, 1, 4), hid = uniform(rng, 1, 6), in = uniform(rng, 1, 5);
+    OpCase c = make_case("rnn_tanh_cell", {"i", "j", "k", "k'"}, {0, 1}, {b, hid, in, hid},
+                         {{b, in}, {b, hid}, {hid, in}, {hid, hid}, {hid}}, rng, 2);
+    expect_native(c, [](OpCase& c, Index& v) {
+      double s = c.inputs[4]({v[1]});
+      for (int64_t k = 0; k < c.extents[2]; ++k) s += c.inputs[0]({v[0], k}) * c.inputs[2]({v[1], k});
+      for (int64_t k = 0; k < c.extents[3]; ++k) s += c.inputs[1]({v[0], k}) * c.inputs[3]({v[1], k});
+      return std::tanh(s);
+    }, rng);
+  }
+}
+
 TEST(TileKernelGemm, LstmGates) {
   std::mt19937 rng(7);
   for (int trial = 0; trial < 15; ++trial) {

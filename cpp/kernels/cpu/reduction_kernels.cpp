@@ -1042,12 +1042,13 @@ bool rms_norm_grad_input(const TileCall& call, const Attrs& attrs) {  // (dy, x,
   return true;
 }
 
-// (dy, x): dgamma[j] = sum over the leading indices r of dy[r, j] (x[r, j] - mu_r) rstd_r. Roles: j,
-// the leading indices (top-level reduction: a device may hold a part of them, a partial sum), then
-// the row statistics' variables (whole).
-bool layer_norm_grad_gamma(const TileCall& call, const Attrs& attrs) {
-  const double eps = attrs.num("eps", 1e-5);
-  if (!attrs.ok() || call.inputs.size() != 2 || !outputs_first(call, 1)) return false;
+namespace {
+
+// (dy, x): dgamma[j] = sum over the leading indices r of dy[r, j] (x[r, j] - mu_r) rstd_r (layer norm)
+// or dy[r, j] x[r, j] / rms_r (RMS norm). Roles: j, the leading indices (top-level reduction: a
+// device may hold a part of them, a partial sum), then the row statistics' variables (whole).
+bool norm_grad_gamma(const TileCall& call, double eps, bool rms) {
+  if (call.inputs.size() != 2 || !outputs_first(call, 1)) return false;
   const TileIn &dy = call.inputs[0], &x = call.inputs[1];
   const int lead = static_cast<int>(x.shape.size()) - 1;
   if (lead < 1 || dy.shape != x.shape || static_cast<int>(call.vars.size()) < 1 + lead ||
@@ -1069,8 +1070,9 @@ bool layer_norm_grad_gamma(const TileCall& call, const Attrs& attrs) {
     const float* xr = element(x, at);
     at[lead] = j.lo;
     const float* dr = element(dy, at);
-    double mu, rstd;
-    row_stats(xr, n, eps, &mu, &rstd);
+    double mu = 0, rstd;
+    if (rms) rstd = rms_inverse(xr, n, eps);
+    else row_stats(xr, n, eps, &mu, &rstd);
     for (int64_t c = j.lo; c <= j.hi; ++c) acc[c - j.lo] += static_cast<double>(dr[c - j.lo]) * (xr[c] - mu) * rstd;
     int d = lead - 1;
     while (d >= 0 && at[d] == rows[d].hi) at[d] = rows[d].lo, --d;
@@ -1079,6 +1081,18 @@ bool layer_norm_grad_gamma(const TileCall& call, const Attrs& attrs) {
   }
   for (int64_t c = 0; c < j.size(); ++c) call.out[c] = static_cast<float>(acc[c]);
   return true;
+}
+
+}  // namespace
+
+bool layer_norm_grad_gamma(const TileCall& call, const Attrs& attrs) {
+  const double eps = attrs.num("eps", 1e-5);
+  return attrs.ok() && norm_grad_gamma(call, eps, false);
+}
+
+bool rms_norm_grad_gamma(const TileCall& call, const Attrs& attrs) {
+  const double eps = attrs.num("eps", 1e-6);
+  return attrs.ok() && norm_grad_gamma(call, eps, true);
 }
 
 }  // namespace tilewise::kernels::tile

@@ -123,6 +123,7 @@ bool bmatmul(const TileCall&, const Attrs&);
 bool bmatmul_nt(const TileCall&, const Attrs&);
 bool bmatmul_tn(const TileCall&, const Attrs&);
 bool matmul_nd(const TileCall&, const Attrs&);
+bool rnn_tanh_cell(const TileCall&, const Attrs&);
 
 // elementwise_kernels.cpp: one output element from the inputs at (about) the same index.
 bool identity(const TileCall&, const Attrs&);
@@ -301,6 +302,7 @@ bool log_softmax_grad(const TileCall&, const Attrs&);
 bool layer_norm(const TileCall&, const Attrs&);
 bool layer_norm_grad_input(const TileCall&, const Attrs&);
 bool layer_norm_grad_gamma(const TileCall&, const Attrs&);
+bool rms_norm_grad_gamma(const TileCall&, const Attrs&);
 bool rms_norm(const TileCall&, const Attrs&);
 bool rms_norm_grad_input(const TileCall&, const Attrs&);
 
