@@ -185,7 +185,7 @@ def _depthwise_bwd_filter_ref(x, dy, stride=1, padding=0, dilation=1, kernel_h=0
 
 @tw.op(reference=_conv1d_ref,
        out_shape=lambda x, w, stride=1, padding=0, dilation=1:
-       (x[0], w[0], _out(x[2], w[2], stride, padding, dilation)))
+       (x[0], w[0], _out(x[2], w[2], stride, padding, dilation)), kernel="conv1d")
 def conv1d(data, filters, stride=1, padding=0, dilation=1):
     """1-D convolution, data (n, ci, w), filters (co, ci, k)."""
     return lambda b, co, x: tw.Sum(lambda ci, dx: data[b, ci, stride * x + dilation * dx - padding]
@@ -219,7 +219,8 @@ def _(g, data, filters, out, stride, padding, dilation):
 
 @tw.op(reference=_depthwise_ref,
        out_shape=lambda x, w, stride=1, padding=0, dilation=1:
-       (x[0], x[1], _out(x[2], w[2], stride, padding, dilation), _out(x[3], w[3], stride, padding, dilation)))
+       (x[0], x[1], _out(x[2], w[2], stride, padding, dilation), _out(x[3], w[3], stride, padding, dilation)),
+       kernel="depthwise_conv2d")
 def depthwise_conv2d(data, filters, stride=1, padding=0, dilation=1):
     """Depthwise 2-D convolution (groups = channels), filters (c, 1, kh, kw)."""
     s, p, d = stride, padding, dilation
@@ -253,13 +254,13 @@ def conv2d_backward_filter(data, dy, stride=1, padding=0, dilation=1, kernel_h=0
                                          * data[b, ci, s * y + d * kh - p, s * x + d * kw - p])
 
 
-@tw.op(reference=lambda dy: dy.sum(axis=(0, 2, 3)))
+@tw.op(reference=lambda dy: dy.sum(axis=(0, 2, 3)), kernel="conv2d_bias_grad")
 def conv2d_bias_grad(dy):
     """Bias gradient of conv2d: sum of dy over n, h, w."""
     return lambda co: tw.Sum(lambda b, y, x: dy[b, co, y, x])
 
 
-@tw.op(reference=_conv1d_bwd_data_ref, out_shape=_conv1d_bwd_data_shape)
+@tw.op(reference=_conv1d_bwd_data_ref, out_shape=_conv1d_bwd_data_shape, kernel="conv1d_backward_data")
 def conv1d_backward_data(dy, filters, stride=1, padding=0, dilation=1, in_w=0):
     """Data gradient of conv1d (a transposed conv); in_w = 0: the smallest input size."""
     s, p, d = stride, padding, dilation
@@ -267,14 +268,14 @@ def conv1d_backward_data(dy, filters, stride=1, padding=0, dilation=1, in_w=0):
                                    * filters[co, ci, k])
 
 
-@tw.op(reference=_conv1d_bwd_filter_ref, out_shape=_conv1d_bwd_filter_shape)
+@tw.op(reference=_conv1d_bwd_filter_ref, out_shape=_conv1d_bwd_filter_shape, kernel="conv1d_backward_filter")
 def conv1d_backward_filter(data, dy, stride=1, padding=0, dilation=1, kernel=0):
     """Filter gradient of conv1d; kernel = 0: derived from the shapes."""
     s, p, d = stride, padding, dilation
     return lambda co, ci, k: tw.Sum(lambda b, x: dy[b, co, x] * data[b, ci, s * x + d * k - p])
 
 
-@tw.op(reference=_depthwise_bwd_data_ref, out_shape=_depthwise_bwd_data_shape)
+@tw.op(reference=_depthwise_bwd_data_ref, out_shape=_depthwise_bwd_data_shape, kernel="depthwise_conv2d_backward_data")
 def depthwise_conv2d_backward_data(dy, filters, stride=1, padding=0, dilation=1, in_h=0, in_w=0):
     """Data gradient of depthwise_conv2d; in_h/in_w = 0: the smallest input size."""
     s, p, d = stride, padding, dilation
@@ -285,7 +286,8 @@ def depthwise_conv2d_backward_data(dy, filters, stride=1, padding=0, dilation=1,
     return lambda b, c, h, w: tw.Sum(lambda kh, kw: term(b, c, h, w, kh, kw))
 
 
-@tw.op(reference=_depthwise_bwd_filter_ref, out_shape=_depthwise_bwd_filter_shape)
+@tw.op(reference=_depthwise_bwd_filter_ref, out_shape=_depthwise_bwd_filter_shape,
+       kernel="depthwise_conv2d_backward_filter")
 def depthwise_conv2d_backward_filter(data, dy, stride=1, padding=0, dilation=1, kernel_h=0, kernel_w=0):
     """Filter gradient of depthwise_conv2d, shape (c, 1, kh, kw); kernel_h/kernel_w = 0: from the shapes."""
     s, p, d = stride, padding, dilation

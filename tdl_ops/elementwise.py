@@ -391,7 +391,7 @@ def _(g, x, b, out):
     return g, ops.sum_axes(g, axes=(0,) + tuple(range(2, x.ndim)))
 
 
-@tw.op(reference=lambda x, s: x * s[0])
+@tw.op(reference=lambda x, s: x * s[0], kernel="mul_scalar_tensor")
 def mul_scalar_tensor(x, s):
     """x * s[0] with s a one-element tensor (e.g. a loss scale)."""
     return tw.compute(x.ndim, lambda *i: x[i] * s[0])
@@ -494,7 +494,7 @@ def where_grad(cond, dy, branch=0):
     return tw.compute(dy.ndim, lambda *i: tw.where(cond[i], 0.0, dy[i]))
 
 
-@tw.op(reference=lambda a, b: np.asarray([(a * b).sum()]), out_shape=lambda a, b: (1,))
+@tw.op(reference=lambda a, b: np.asarray([(a * b).sum()]), out_shape=lambda a, b: (1,), kernel="sum_product")
 def sum_product(a, b):
     """sum(a * b) as a one-element tensor (the gradient of a one-element scale factor)."""
     return lambda _: tw.Sum(lambda *k: a[k] * b[k], ndim=a.ndim)

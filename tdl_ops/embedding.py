@@ -78,7 +78,7 @@ def embedding_seq_grad(ids, dy, num_embeddings=1, padding_idx=-1):
 
 
 @tw.op(reference=lambda ids, depth=2: (ids[..., None] == np.arange(depth)).astype(np.float64),
-       out_shape=lambda ids, depth=2: tuple(ids) + (depth,))
+       out_shape=lambda ids, depth=2: tuple(ids) + (depth,), kernel="one_hot")
 def one_hot(ids, depth=2):
     """out[..., v] = 1.0 where ids[...] == v."""
     return tw.compute(ids.ndim + 1, lambda *i: ids[i[:-1]] == tw.index_value(i[-1]))

@@ -39,7 +39,7 @@ def _(g, logits, target, out):
     return cross_entropy_backward(logits, target, g), nll_loss_backward(ops.log_softmax(logits), g)
 
 
-@tw.op(reference=lambda logits, target: (np_softmax(logits) - target) / logits.shape[0])
+@tw.op(reference=lambda logits, target: (np_softmax(logits) - target) / logits.shape[0], kernel="cross_entropy_grad")
 def cross_entropy_grad(logits, target):
     """(softmax(logits) - target) / batch (targets summing to 1 per row)."""
     def f(b, k):
@@ -49,7 +49,7 @@ def cross_entropy_grad(logits, target):
     return f
 
 
-@tw.op(reference=lambda logp, target: np.asarray(-(target * logp).sum() / logp.shape[0]))
+@tw.op(reference=lambda logp, target: np.asarray(-(target * logp).sum() / logp.shape[0]), kernel="nll_loss")
 def nll_loss(logp, target):
     """-mean_b sum_k target[b, k] * logp[b, k] with dense targets."""
     return lambda: -tw.Sum(lambda b, k: target[b, k] * logp[b, k]) / logp.shape[0]
@@ -77,7 +77,7 @@ def mse_loss_grad(a, b):
     return tw.compute(a.ndim, lambda *i: 2.0 * (a[i] - b[i]) / _numel(a))
 
 
-@tw.op(reference=lambda a, b: np.asarray(np.abs(a - b).mean()))
+@tw.op(reference=lambda a, b: np.asarray(np.abs(a - b).mean()), kernel="l1_loss")
 def l1_loss(a, b):
     """mean(|a - b|) over all elements, any rank."""
     return lambda: tw.Sum(lambda *i: tw.abs(a[i] - b[i]), ndim=a.ndim) / _numel(a)
@@ -93,7 +93,7 @@ def _smooth_l1_ref(a, b, beta=1.0):
     return np.asarray(np.where(d < beta, 0.5 * d * d / beta, d - 0.5 * beta).mean())
 
 
-@tw.op(reference=_smooth_l1_ref)
+@tw.op(reference=_smooth_l1_ref, kernel="smooth_l1_loss")
 def smooth_l1_loss(a, b, beta=1.0):
     """Huber-style loss, mean over elements: 0.5 d^2 / beta if |d| < beta else |d| - beta / 2."""
     def term(*i):
@@ -107,7 +107,8 @@ def _(g, a, b, out, beta):
     return smooth_l1_loss_backward(a, b, g, beta=beta), smooth_l1_loss_backward(b, a, g, beta=beta)
 
 
-@tw.op(reference=lambda x, t: np.asarray((np.maximum(x, 0) - x * t + np.log1p(np.exp(-np.abs(x)))).mean()))
+@tw.op(reference=lambda x, t: np.asarray((np.maximum(x, 0) - x * t + np.log1p(np.exp(-np.abs(x)))).mean()),
+       kernel="bce_with_logits")
 def bce_with_logits(x, t):
     """mean(max(x, 0) - x t + log(1 + exp(-|x|))), binary cross-entropy on logits."""
     def term(*i):
@@ -137,7 +138,7 @@ def cross_entropy_backward(logits, target, dy):
     return f
 
 
-@tw.op(reference=lambda other, dy: -other * dy / other.shape[0])
+@tw.op(reference=lambda other, dy: -other * dy / other.shape[0], kernel="nll_loss_backward")
 def nll_loss_backward(other, dy):
     """d nll_loss / d logp = -target dy / batch (and d / d target = -logp dy / batch): the other operand."""
     return lambda b, k: -other[b, k] * scalar(dy) / other.shape[0]
@@ -149,7 +150,7 @@ def mse_loss_backward(a, b, dy):
     return tw.compute(a.ndim, lambda *i: 2.0 * (a[i] - b[i]) * scalar(dy) / _numel(a))
 
 
-@tw.op(reference=lambda a, b, dy: np.sign(a - b) * dy / a.size)
+@tw.op(reference=lambda a, b, dy: np.sign(a - b) * dy / a.size, kernel="l1_loss_backward")
 def l1_loss_backward(a, b, dy):
     """d l1_loss / d a = sign(a - b) dy / numel."""
     return tw.compute(a.ndim, lambda *i: ((a[i] > b[i]) - (a[i] < b[i])) * scalar(dy) / _numel(a))
@@ -160,7 +161,7 @@ def _smooth_l1_backward_ref(a, b, dy, beta=1.0):
     return np.where(np.abs(d) < beta, d / beta, np.sign(d)) * dy / a.size
 
 
-@tw.op(reference=_smooth_l1_backward_ref)
+@tw.op(reference=_smooth_l1_backward_ref, kernel="smooth_l1_loss_backward")
 def smooth_l1_loss_backward(a, b, dy, beta=1.0):
     """d smooth_l1_loss / d a = (d / beta if |d| < beta else sign(d)) dy / numel, d = a - b."""
     def f(*i):
@@ -169,7 +170,7 @@ def smooth_l1_loss_backward(a, b, dy, beta=1.0):
     return tw.compute(a.ndim, f)
 
 
-@tw.op(reference=lambda x, t, dy: (np_sigmoid(x) - t) * dy / x.size)
+@tw.op(reference=lambda x, t, dy: (np_sigmoid(x) - t) * dy / x.size, kernel="bce_with_logits_backward")
 def bce_with_logits_backward(x, t, dy):
     """d bce_with_logits / d x = (sigmoid(x) - t) dy / numel."""
     return tw.compute(x.ndim, lambda *i: (tw.sigmoid(x[i]) - t[i]) * scalar(dy) / _numel(x))

@@ -71,7 +71,7 @@ def _shifted(t, rest, step):
     return t[tuple(rest[:-1]) + (rest[-1] + step,)]
 
 
-@tw.op(reference=_unselect_ref, out_shape=_unselect_shape)
+@tw.op(reference=_unselect_ref, out_shape=_unselect_shape, kernel="unselect")
 def unselect(g, axis=0, index=0, size=1, inner=1):
     """Gradient of select: g placed at ``index`` of a new axis of extent ``size``, zeros elsewhere.
 
@@ -134,7 +134,8 @@ def stack_op(n: int) -> tw.Op:
     if op is None:
         name = f"stack_{n}"
         op = tw.op(nary(n, _stack_body, name, {"axis": 0, "inner": 1}), name=name,
-                   reference=lambda *xs, axis=0, inner=1: np.stack(xs, axis=axis), out_shape=_stack_shape)
+                   reference=lambda *xs, axis=0, inner=1: np.stack(xs, axis=axis), out_shape=_stack_shape,
+                   kernel="stack")
 
         def grad(g, *xs, out=None, axis=0, inner=1):
             return tuple(select(g, axis=axis, index=k) for k in range(len(xs)))
@@ -178,7 +179,8 @@ def concat_op(n: int) -> tw.Op:
     if op is None:
         name = f"concat_{n}"
         op = tw.op(nary(n, _concat_body, name, {"axis": 0}), name=name,
-                   reference=lambda *xs, axis=0: np.concatenate(xs, axis=axis), out_shape=_concat_shape)
+                   reference=lambda *xs, axis=0: np.concatenate(xs, axis=axis), out_shape=_concat_shape,
+                   kernel="concat")
 
         def grad(g, *xs, out=None, axis=0):
             from .shape import slice_axis
@@ -263,14 +265,14 @@ def _merge_heads_grad(g, x, out=None, heads=1, dim_head=1, piece=0, pieces=1):
 # ---------------------------------------------------------------- broadcasting over leading axes
 
 
-@tw.op(reference=lambda x, y: x + y)
+@tw.op(reference=lambda x, y: x + y, kernel="add_broadcast")
 def add_broadcast(x, y):
     """x + y with y broadcast over x's leading axes (y's shape = x's trailing shape)."""
     lead = x.ndim - y.ndim
     return tw.compute(x.ndim, lambda *i: x[i] + y[i[lead:]])
 
 
-@tw.op(reference=lambda x, lead=1: x.sum(axis=tuple(range(lead))))
+@tw.op(reference=lambda x, lead=1: x.sum(axis=tuple(range(lead))), kernel="sum_leading")
 def sum_leading(x, lead=1):
     """Sum over the first ``lead`` axes (gradient of a broadcast over them)."""
     return tw.compute(x.ndim - lead, lambda *r: tw.Sum(lambda *k: x[k + r], ndim=lead))
@@ -335,6 +337,7 @@ CASES = [
     Case("select", [(3, 4, 5)], {"axis": 1, "index": 3}, name="select_axis1"),
     Case("unselect", [(3, 5)], {"axis": 0, "index": 2, "size": 4, "inner": 5}),
     Case("unselect", [(3, 5)], {"axis": 1, "index": 0, "size": 3, "inner": 5}, name="unselect_axis1"),
+    Case("unselect", [(3, 5)], {"axis": 2, "index": 1, "size": 4, "inner": 5}, name="unselect_last"),
     Case("split_heads", [(2, 3, 12)], {"heads": 2, "dim_head": 2, "piece": 1, "pieces": 3}),
     Case("split_heads", [(2, 3, 6)], {"heads": 3, "dim_head": 2}, name="split_heads_single"),
     Case("merge_heads", [(6, 3, 2)], {"heads": 3, "dim_head": 2}),

@@ -83,7 +83,7 @@ def _bn_var(x, c):
     return tw.Sum(lambda m, y, z: x[m, c, y, z] * x[m, c, y, z]) / n - _bn_mean(x, c) ** 2
 
 
-@tw.op(reference=lambda x: _bn_stats(x)[0])
+@tw.op(reference=lambda x: _bn_stats(x)[0], kernel="batch_norm_mean")
 def batch_norm_mean(x):
     """Per-channel mean over n, h, w: (n, c, h, w) -> (c,)."""
     return lambda c: _bn_mean(x, c)
@@ -118,7 +118,7 @@ def _(g, x, gamma, beta, out, eps):
             ops.sum_axes(g, axes=(0, 2, 3)))
 
 
-@tw.op(reference=_bn_infer_ref)
+@tw.op(reference=_bn_infer_ref, kernel="batch_norm_inference")
 def batch_norm_inference(x, mean, var, gamma, beta, eps=1e-5):
     """Batch norm forward with running statistics, NCHW."""
     return lambda b, c, h, w: (x[b, c, h, w] - mean[c]) / tw.sqrt(var[c] + eps) * gamma[c] + beta[c]
@@ -131,7 +131,7 @@ def _(g, x, mean, var, gamma, beta, out, eps):
             batch_norm_inference_grad_gamma(g, x, mean, var, eps=eps), ops.sum_axes(g, axes=(0, 2, 3)))
 
 
-@tw.op(reference=lambda r, s, momentum=0.1: (1.0 - momentum) * r + momentum * s)
+@tw.op(reference=lambda r, s, momentum=0.1: (1.0 - momentum) * r + momentum * s, kernel="running_stat_update")
 def running_stat_update(running, stat, momentum=0.1):
     """(1 - momentum) * running + momentum * stat (batch-norm running mean / var)."""
     return tw.compute(running.ndim, lambda *i: (1.0 - momentum) * running[i] + momentum * stat[i])
@@ -195,7 +195,7 @@ def rms_norm_grad_input(dy, x, gamma, eps=1e-6):
 
 
 @tw.op(reference=lambda dy, x, eps=1e-6: (dy * x / np.sqrt((x * x).mean(axis=-1, keepdims=True) + eps))
-       .reshape(-1, x.shape[-1]).sum(axis=0))
+       .reshape(-1, x.shape[-1]).sum(axis=0), kernel="rms_norm_grad_gamma")
 def rms_norm_grad_gamma(dy, x, eps=1e-6):
     """dgamma of rms_norm: sum over the leading axes of dy x r."""
     def term(j, r):
@@ -230,21 +230,22 @@ def batch_norm_grad_gamma(dy, x, eps=1e-5):
                       / tw.sqrt(_bn_var(x, c) + eps))
 
 
-@tw.op(reference=lambda dy, var, gamma, eps=1e-5: dy * (gamma / np.sqrt(var + eps)).reshape(_C))
+@tw.op(reference=lambda dy, var, gamma, eps=1e-5: dy * (gamma / np.sqrt(var + eps)).reshape(_C),
+       kernel="batch_norm_inference_grad_input")
 def batch_norm_inference_grad_input(dy, var, gamma, eps=1e-5):
     """dx of batch_norm_inference: dy gamma / sqrt(var + eps), per channel."""
     return lambda b, c, h, w: dy[b, c, h, w] * gamma[c] / tw.sqrt(var[c] + eps)
 
 
 @tw.op(reference=lambda dy, x, mean, var, eps=1e-5: (dy * (x - mean.reshape(_C))).sum(axis=_NHW)
-       / np.sqrt(var + eps))
+       / np.sqrt(var + eps), kernel="batch_norm_inference_grad_gamma")
 def batch_norm_inference_grad_gamma(dy, x, mean, var, eps=1e-5):
     """dgamma of batch_norm_inference: per-channel sum of dy (x - mean) / sqrt(var + eps)."""
     return lambda c: tw.Sum(lambda p, q, r: dy[p, c, q, r] * (x[p, c, q, r] - mean[c])) / tw.sqrt(var[c] + eps)
 
 
 @tw.op(reference=lambda dy, x: np.broadcast_to((dy / (x.size / x.shape[1])).reshape(_C), x.shape).copy(),
-       out_shape=lambda dy, x: tuple(x))
+       out_shape=lambda dy, x: tuple(x), kernel="batch_norm_mean_grad")
 def batch_norm_mean_grad(dy, x):
     """Gradient of batch_norm_mean: dy[c] / (n h w) everywhere (x only gives the shape)."""
     return lambda b, c, h, w: dy[c] / (x.shape[0] * x.shape[2] * x.shape[3])

@@ -99,7 +99,7 @@ def _(g, x, out, kernel, stride, padding):
     return (max_pool2d_grad(x, out, g, kernel=kernel, stride=stride, padding=padding),)
 
 
-@tw.op(reference=_avg_pool_ref, out_shape=_pool_shape)
+@tw.op(reference=_avg_pool_ref, out_shape=_pool_shape, kernel="avg_pool2d")
 def avg_pool2d(x, kernel=2, stride=2, padding=0):
     """Average pooling, zero padding counted (count_include_pad=True)."""
     k, s, p = kernel, stride, padding
@@ -124,7 +124,7 @@ def max_pool2d_grad(x, y, dy, kernel=2, stride=2, padding=0):
     return lambda b, c, h, w: tw.Sum(lambda i, j: term(b, c, h, w, i, j), extents=(k, k))
 
 
-@tw.op(reference=_avg_pool_grad_ref, out_shape=_grad_shape)
+@tw.op(reference=_avg_pool_grad_ref, out_shape=_grad_shape, kernel="avg_pool2d_grad")
 def avg_pool2d_grad(dy, kernel=2, stride=2, padding=0, in_h=0, in_w=0):
     """Gradient of avg_pool2d; in_h/in_w = 0: the smallest input size."""
     k, s, p = kernel, stride, padding
@@ -135,7 +135,7 @@ def avg_pool2d_grad(dy, kernel=2, stride=2, padding=0, in_h=0, in_w=0):
     return lambda b, c, h, w: tw.Sum(lambda i, j: term(b, c, h, w, i, j), extents=(k, k)) / (k * k)
 
 
-@tw.op(reference=lambda x: x.mean(axis=(2, 3)))
+@tw.op(reference=lambda x: x.mean(axis=(2, 3)), kernel="global_avg_pool2d")
 def global_avg_pool2d(x):
     """Mean over h, w: (n, c, h, w) -> (n, c)."""
     return lambda b, c: tw.Sum(lambda h, w: x[b, c, h, w]) / (x.shape[2] * x.shape[3])
@@ -146,7 +146,7 @@ def _(g, x, out):
     return (global_avg_pool2d_grad(g, in_h=x.shape[2], in_w=x.shape[3]),)
 
 
-@tw.op(reference=lambda x: x.max(axis=(2, 3)))
+@tw.op(reference=lambda x: x.max(axis=(2, 3)), kernel="global_max_pool2d")
 def global_max_pool2d(x):
     """Max over h, w: (n, c, h, w) -> (n, c)."""
     return lambda b, c: tw.Max(lambda h, w: x[b, c, h, w])
@@ -159,7 +159,7 @@ def _(g, x, out):
 
 @tw.op(reference=lambda dy, in_h=1, in_w=1: np.broadcast_to(dy[:, :, None, None] / (in_h * in_w),
                                                              dy.shape + (in_h, in_w)).copy(),
-       out_shape=lambda dy, in_h=1, in_w=1: tuple(dy) + (in_h, in_w))
+       out_shape=lambda dy, in_h=1, in_w=1: tuple(dy) + (in_h, in_w), kernel="global_avg_pool2d_grad")
 def global_avg_pool2d_grad(dy, in_h=1, in_w=1):
     """Gradient of global_avg_pool2d: dy[b, c] / (h w) at every position of an (h, w) map."""
     return lambda b, c, h, w: dy[b, c] / (in_h * in_w)
@@ -170,7 +170,7 @@ def _global_max_grad_ref(x, y, dy):
     return hit * (dy / hit.sum(axis=(2, 3)))[:, :, None, None]
 
 
-@tw.op(reference=_global_max_grad_ref)
+@tw.op(reference=_global_max_grad_ref, kernel="global_max_pool2d_grad")
 def global_max_pool2d_grad(x, y, dy):
     """Gradient of global_max_pool2d: dy split evenly over the positions equal to the max y."""
     return lambda b, c, h, w: ((x[b, c, h, w] == y[b, c]) * dy[b, c]

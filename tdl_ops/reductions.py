@@ -18,7 +18,7 @@ def _along(x, axis, body):
     return tw.compute(x.ndim - 1, lambda *i: body(lambda k: x[insert(i, a, k)], a))
 
 
-@tw.op(reference=lambda x, axis=-1: x.sum(axis=axis))
+@tw.op(reference=lambda x, axis=-1: x.sum(axis=axis), kernel="reduce_sum")
 def reduce_sum(x, axis=-1):
     """Sum along axis."""
     return _along(x, axis, lambda row, a: tw.Sum(row))
@@ -29,7 +29,7 @@ def _(g, x, out, axis):
     return (ops.broadcast_to(g, shape=x.shape, new_axes=(norm_axis(axis, x.ndim),)),)
 
 
-@tw.op(reference=lambda x, axis=-1: x.mean(axis=axis))
+@tw.op(reference=lambda x, axis=-1: x.mean(axis=axis), kernel="reduce_mean")
 def reduce_mean(x, axis=-1):
     """Mean along axis."""
     return _along(x, axis, lambda row, a: tw.Sum(row) / x.shape[a])
@@ -41,7 +41,7 @@ def _(g, x, out, axis):
     return (reduce_mean_grad(g, axis=a, size=x.shape[a]),)
 
 
-@tw.op(reference=lambda x, axis=-1: x.max(axis=axis))
+@tw.op(reference=lambda x, axis=-1: x.max(axis=axis), kernel="reduce_max")
 def reduce_max(x, axis=-1):
     """Max along axis."""
     return _along(x, axis, lambda row, a: tw.Max(row))
@@ -52,7 +52,7 @@ def _(g, x, out, axis):
     return (reduce_extremum_grad(g, x, out, axis=norm_axis(axis, x.ndim)),)
 
 
-@tw.op(reference=lambda x, axis=-1: x.min(axis=axis))
+@tw.op(reference=lambda x, axis=-1: x.min(axis=axis), kernel="reduce_min")
 def reduce_min(x, axis=-1):
     """Min along axis."""
     return _along(x, axis, lambda row, a: tw.Min(row))
@@ -74,7 +74,7 @@ def _(g, x, out, axis):
     return (reduce_prod_grad(g, x, axis=norm_axis(axis, x.ndim)),)
 
 
-@tw.op(reference=lambda x, axis=-1: x.var(axis=axis))
+@tw.op(reference=lambda x, axis=-1: x.var(axis=axis), kernel="reduce_var")
 def reduce_var(x, axis=-1):
     """Biased variance along axis."""
     def body(row, a):
@@ -89,7 +89,7 @@ def _(g, x, out, axis):
 
 
 @tw.op(reference=lambda x, axis=-1: np.log(np.exp(x - x.max(axis=axis, keepdims=True)).sum(axis=axis))
-       + x.max(axis=axis))
+       + x.max(axis=axis), kernel="logsumexp")
 def logsumexp(x, axis=-1):
     """log(sum(exp(x))) along axis, shifted by the max."""
     def body(row, a):
@@ -103,7 +103,7 @@ def _(g, x, out, axis):
     return (logsumexp_grad(g, x, out, axis=norm_axis(axis, x.ndim)),)
 
 
-@tw.op(reference=lambda x, axis=-1: np.argmax(x, axis=axis).astype(np.float64))
+@tw.op(reference=lambda x, axis=-1: np.argmax(x, axis=axis).astype(np.float64), kernel="argmax")
 def argmax(x, axis=-1):
     """Index of the first maximum along axis (as float64): min of k over k where x == max."""
     def body(row, a):
@@ -117,7 +117,7 @@ def _(g, x, out, axis):
     return (None,)  # an index: piecewise constant
 
 
-@tw.op(reference=lambda x: np.cumsum(x, axis=-1), out_shape=lambda x: tuple(x))
+@tw.op(reference=lambda x: np.cumsum(x, axis=-1), out_shape=lambda x: tuple(x), kernel="cumsum")
 def cumsum(x):
     """Inclusive prefix sum over the last axis of a matrix: sum of x[i, k] for k <= j."""
     return lambda i, j: tw.Sum(lambda k: x[i, k] * (tw.index_value(k) <= tw.index_value(j)))
@@ -128,7 +128,7 @@ def _(g, x, out):
     return (cumsum_grad(g),)
 
 
-@tw.op(reference=lambda x: x.sum(axis=0))
+@tw.op(reference=lambda x: x.sum(axis=0), kernel="sum_rows")
 def sum_rows(x):
     """Sum over the first axis of a matrix (bias gradient of a linear layer)."""
     return lambda j: tw.Sum(lambda b: x[b, j])
@@ -180,7 +180,7 @@ def _drop(i, a):
 
 
 @tw.op(reference=lambda dy, axis=0, size=1: np.repeat(np.expand_dims(dy, axis), size, axis=axis) / size,
-       out_shape=lambda dy, axis=0, size=1: insert(tuple(dy), axis, size))
+       out_shape=lambda dy, axis=0, size=1: insert(tuple(dy), axis, size), kernel="reduce_mean_grad")
 def reduce_mean_grad(dy, axis=0, size=1):
     """Gradient of reduce_mean: dy / size repeated `size` times along a new axis (axis >= 0)."""
     return tw.compute(dy.ndim + 1, lambda *i: dy[_drop(i, axis)] / size)
@@ -191,7 +191,7 @@ def _extremum_grad_ref(dy, x, y, axis=0):
     return hit * np.expand_dims(dy / hit.sum(axis=axis), axis)
 
 
-@tw.op(reference=_extremum_grad_ref)
+@tw.op(reference=_extremum_grad_ref, kernel="reduce_extremum_grad")
 def reduce_extremum_grad(dy, x, y, axis=0):
     """Gradient of reduce_max / reduce_min (y the result): dy split evenly over the entries equal to y."""
     def f(*i):
@@ -217,7 +217,7 @@ def reduce_prod_grad(dy, x, axis=0):
 
 
 @tw.op(reference=lambda dy, x, axis=0: 2.0 * np.expand_dims(dy, axis) * (x - x.mean(axis=axis, keepdims=True))
-       / x.shape[axis])
+       / x.shape[axis], kernel="reduce_var_grad")
 def reduce_var_grad(dy, x, axis=0):
     """Gradient of reduce_var: 2 dy (x - mean) / n."""
     def f(*i):
@@ -227,13 +227,15 @@ def reduce_var_grad(dy, x, axis=0):
     return tw.compute(x.ndim, f)
 
 
-@tw.op(reference=lambda dy, x, y, axis=0: np.expand_dims(dy, axis) * np.exp(x - np.expand_dims(y, axis)))
+@tw.op(reference=lambda dy, x, y, axis=0: np.expand_dims(dy, axis) * np.exp(x - np.expand_dims(y, axis)),
+       kernel="logsumexp_grad")
 def logsumexp_grad(dy, x, y, axis=0):
     """Gradient of logsumexp (y the result): dy exp(x - y), the softmax along axis."""
     return tw.compute(x.ndim, lambda *i: dy[_drop(i, axis)] * tw.exp(x[i] - y[_drop(i, axis)]))
 
 
-@tw.op(reference=lambda dy: np.flip(np.cumsum(np.flip(dy, -1), axis=-1), -1).copy(), out_shape=lambda dy: tuple(dy))
+@tw.op(reference=lambda dy: np.flip(np.cumsum(np.flip(dy, -1), axis=-1), -1).copy(), out_shape=lambda dy: tuple(dy),
+       kernel="cumsum_grad")
 def cumsum_grad(dy):
     """Gradient of cumsum: the suffix sums, sum of dy[i, k] for k >= j."""
     return lambda i, j: tw.Sum(lambda k: dy[i, k] * (tw.index_value(k) >= tw.index_value(j)))
@@ -245,6 +247,7 @@ CASES = [
     Case("reduce_sum", [(3, 4, 5)], {"axis": 0}, name="reduce_sum_axis0"),
     Case("reduce_mean", [(3, 4, 5)], {"axis": -1}),
     Case("reduce_mean", [(2, 3, 4, 5)], {"axis": 2}, name="reduce_mean_4d"),
+    Case("reduce_mean", [(6, 4)], {"axis": 0}, name="reduce_mean_first"),
     Case("reduce_max", [(3, 4, 5)], {"axis": 1}),
     Case("reduce_max", [(6, 5)], {"axis": 0}, name="reduce_max_axis0"),
     Case("reduce_min", [(3, 4, 5)], {"axis": 2}),
@@ -260,6 +263,7 @@ CASES = [
     Case("sum_axes", [(3, 4)], {"axes": (0, 1)}, name="sum_axes_all"),
     Case("sum_axes", [(3, 4, 5)], {"axes": (-1,)}, name="sum_axes_negative"),
     Case("reduce_mean_grad", [(3, 5)], {"axis": 1, "size": 4}),
+    Case("reduce_mean_grad", [(3, 5)], {"axis": 2, "size": 6}, name="reduce_mean_grad_last"),
     Case("reduce_extremum_grad", [(3, 5), (3, 4, 5), (3, 5)], {"axis": 1}, ("normal", "distinct"),
          prepare=lambda inputs, attrs: [inputs[0], inputs[1], inputs[1].max(axis=1)]),
     Case("reduce_extremum_grad", [(4,), (3, 4), (4,)], {"axis": 0}, name="reduce_extremum_grad_ties",

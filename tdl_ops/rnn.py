@@ -72,7 +72,7 @@ def _(g, gates, c_new, out):
     return lstm_hidden_grad_gates(g, gates, c_new), lstm_hidden_grad_c(g, gates, c_new)
 
 
-@tw.op(reference=lambda x, h, w_ih, w_hh, b: np.tanh(x @ w_ih.T + h @ w_hh.T + b))
+@tw.op(reference=lambda x, h, w_ih, w_hh, b: np.tanh(x @ w_ih.T + h @ w_hh.T + b), kernel="rnn_tanh_cell")
 def rnn_tanh_cell(x, h, w_ih, w_hh, b):
     """h' = tanh(x @ W_ih^T + h @ W_hh^T + b)."""
     return lambda i, j: tw.tanh(tw.Sum(lambda k: x[i, k] * w_ih[j, k])

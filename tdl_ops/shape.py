@@ -12,7 +12,7 @@ from ._cases import Case
 from ._util import insert, norm_axis, replace
 
 
-@tw.op(reference=lambda x: x.T.copy())
+@tw.op(reference=lambda x: x.T.copy(), kernel="transpose")
 def transpose(x):
     """2-D transpose."""
     return lambda i, j: x[j, i]
@@ -52,7 +52,7 @@ def _expand(x, shape, new_axes):
 
 
 @tw.op(reference=lambda x, shape=(), new_axes=(): _expand(x, shape, new_axes),
-       out_shape=lambda x, shape=(), new_axes=(): tuple(shape))
+       out_shape=lambda x, shape=(), new_axes=(): tuple(shape), kernel="broadcast_to")
 def broadcast_to(x, shape=(), new_axes=()):
     """Broadcast to shape by repeating along new_axes (x has the other axes; default: leading)."""
     axes = _new_axes(x.ndim, shape, new_axes)
@@ -71,7 +71,7 @@ def _concat_shape(a, b, axis=0):
     return replace(a, ax, a[ax] + b[ax])
 
 
-@tw.op(reference=lambda a, b, axis=0: np.concatenate([a, b], axis=axis), out_shape=_concat_shape)
+@tw.op(reference=lambda a, b, axis=0: np.concatenate([a, b], axis=axis), out_shape=_concat_shape, kernel="concat")
 def concat(a, b, axis=0):
     """Concatenate two tensors along axis (out-of-bounds reads are 0)."""
     ax = norm_axis(axis, a.ndim)
@@ -100,7 +100,7 @@ def _slice_ref(x, axis=0, start=0, stop=0, step=1):
     return x[tuple(idx)].copy()
 
 
-@tw.op(reference=_slice_ref, out_shape=_slice_shape)
+@tw.op(reference=_slice_ref, out_shape=_slice_shape, kernel="slice_axis")
 def slice_axis(x, axis=0, start=0, stop=0, step=1):
     """x[start:stop:step] along axis (start >= 0, step > 0; stop <= 0 counts from the end)."""
     ax = norm_axis(axis, x.ndim)
@@ -119,7 +119,7 @@ def _split_shape(x, axis=0, sections=2, index=0):
 
 
 @tw.op(reference=lambda x, axis=0, sections=2, index=0: np.split(x, sections, axis=axis)[index].copy(),
-       out_shape=_split_shape)
+       out_shape=_split_shape, kernel="split")
 def split(x, axis=0, sections=2, index=0):
     """Piece `index` of x split into `sections` equal pieces along axis."""
     ax = norm_axis(axis, x.ndim)
@@ -141,7 +141,7 @@ def _pad_ref(x, pads=()):
     return np.pad(x, width)
 
 
-@tw.op(reference=_pad_ref, out_shape=_pad_shape)
+@tw.op(reference=_pad_ref, out_shape=_pad_shape, kernel="pad")
 def pad(x, pads=()):
     """Constant-zero padding; pads = ((before, after), ...) for the leading axes."""
     before = [pads[d][0] if d < len(pads) else 0 for d in range(x.ndim)]
@@ -154,7 +154,7 @@ def _(g, x, out, pads):
 
 
 @tw.op(reference=lambda x, c=1, h=1, w=1: x.reshape(x.shape[0], -1),
-       out_shape=lambda x, c=1, h=1, w=1: (x[0], x[1] * x[2] * x[3]))
+       out_shape=lambda x, c=1, h=1, w=1: (x[0], x[1] * x[2] * x[3]), kernel="reshape")
 def flatten(x, c=1, h=1, w=1):
     """(n, c, h, w) -> (n, c*h*w); the extents h, w are attributes (c only for checking)."""
     return lambda n, k: x[n, k // (h * w), (k // w) % h, k % w]
@@ -166,7 +166,7 @@ def _(g, x, out, c, h, w):
 
 
 @tw.op(reference=lambda x, c=1, h=1, w=1: x.reshape(x.shape[0], c, h, w),
-       out_shape=lambda x, c=1, h=1, w=1: (x[0], c, h, w))
+       out_shape=lambda x, c=1, h=1, w=1: (x[0], c, h, w), kernel="reshape")
 def unflatten(x, c=1, h=1, w=1):
     """(n, c*h*w) -> (n, c, h, w) with c, h, w attributes."""
     return lambda n, ci, y, xx: x[n, ci * (h * w) + y * w + xx]
@@ -177,7 +177,7 @@ def _(g, x, out, c, h, w):
     return (flatten(g, c=c, h=h, w=w),)
 
 
-@tw.op(reference=lambda x, axis=0: np.flip(x, axis=axis).copy(), out_shape=lambda x, axis=0: tuple(x))
+@tw.op(reference=lambda x, axis=0: np.flip(x, axis=axis).copy(), out_shape=lambda x, axis=0: tuple(x), kernel="flip")
 def flip(x, axis=0):
     """Reverse along axis: x[n - 1 - i]."""
     ax = norm_axis(axis, x.ndim)
@@ -189,7 +189,7 @@ def _(g, x, out, axis):
     return (flip(g, axis=axis),)
 
 
-@tw.op(reference=lambda x, axis=0: np.squeeze(x, axis=axis))
+@tw.op(reference=lambda x, axis=0: np.squeeze(x, axis=axis), kernel="squeeze")
 def squeeze(x, axis=0):
     """Drop a size-1 axis."""
     ax = norm_axis(axis, x.ndim)
@@ -202,7 +202,7 @@ def _(g, x, out, axis):
 
 
 @tw.op(reference=lambda x, axis=0: np.expand_dims(x, axis),
-       out_shape=lambda x, axis=0: insert(tuple(x), norm_axis(axis, len(x) + 1), 1))
+       out_shape=lambda x, axis=0: insert(tuple(x), norm_axis(axis, len(x) + 1), 1), kernel="unsqueeze")
 def unsqueeze(x, axis=0):
     """Insert a size-1 axis."""
     ax = norm_axis(axis, x.ndim + 1)
@@ -214,7 +214,7 @@ def _(g, x, out, axis):
     return (squeeze(g, axis=norm_axis(axis, x.ndim + 1)),)
 
 
-@tw.op(reference=lambda x: np.diagonal(x, axis1=1, axis2=2).copy())
+@tw.op(reference=lambda x: np.diagonal(x, axis1=1, axis2=2).copy(), kernel="batch_diagonal")
 def batch_diagonal(x):
     """Diagonals of a batch of square matrices: (b, n, n) -> (b, n)."""
     return lambda b, i: x[b, i, i]
@@ -225,7 +225,7 @@ def _(g, x, out):
     return (batch_diagonal_grad(g),)
 
 
-@tw.op(reference=lambda x, scale=2: x.repeat(scale, axis=2).repeat(scale, axis=3))
+@tw.op(reference=lambda x, scale=2: x.repeat(scale, axis=2).repeat(scale, axis=3), kernel="upsample_nearest2d")
 def upsample_nearest2d(x, scale=2):
     """Nearest-neighbour upsampling of NCHW by an integer factor: x[b, c, y // s, x // s]."""
     return lambda b, c, y, xx: x[b, c, y // scale, xx // scale]
@@ -259,7 +259,8 @@ def _slice_grad_ref(dy, axis=0, start=0, step=1, size=1):
     return out
 
 
-@tw.op(reference=_slice_grad_ref, out_shape=lambda dy, axis=0, start=0, step=1, size=1: replace(dy, axis, size))
+@tw.op(reference=_slice_grad_ref, out_shape=lambda dy, axis=0, start=0, step=1, size=1: replace(dy, axis, size),
+       kernel="slice_axis_grad")
 def slice_axis_grad(dy, axis=0, start=0, step=1, size=1):
     """Gradient of slice_axis / split: dy scattered back to positions start + step * k of an axis of
     length size (axis >= 0), zero elsewhere."""
@@ -279,7 +280,7 @@ def _unpad_ref(dy, pads=()):
     return dy[idx].copy()
 
 
-@tw.op(reference=_unpad_ref, out_shape=_unpad_shape)
+@tw.op(reference=_unpad_ref, out_shape=_unpad_shape, kernel="unpad")
 def unpad(dy, pads=()):
     """Gradient of pad: the interior, dropping pads = ((before, after), ...) of the leading axes."""
     before = [pads[d][0] if d < len(pads) else 0 for d in range(dy.ndim)]
@@ -291,7 +292,8 @@ def _(g, x, out, pads):
     return (pad(g, pads=pads),)
 
 
-@tw.op(reference=lambda dy: dy[:, :, None] * np.eye(dy.shape[1]), out_shape=lambda dy: (dy[0], dy[1], dy[1]))
+@tw.op(reference=lambda dy: dy[:, :, None] * np.eye(dy.shape[1]), out_shape=lambda dy: (dy[0], dy[1], dy[1]),
+       kernel="batch_diagonal_grad")
 def batch_diagonal_grad(dy):
     """Gradient of batch_diagonal: dy on the diagonals of a batch of square matrices, zero elsewhere."""
     return lambda b, i, j: dy[b, i] * (tw.index_value(i) == tw.index_value(j))
@@ -303,7 +305,7 @@ def _upsample_grad_ref(dy, scale=2):
 
 
 @tw.op(reference=_upsample_grad_ref,
-       out_shape=lambda dy, scale=2: (dy[0], dy[1], dy[2] // scale, dy[3] // scale))
+       out_shape=lambda dy, scale=2: (dy[0], dy[1], dy[2] // scale, dy[3] // scale), kernel="upsample_nearest2d_grad")
 def upsample_nearest2d_grad(dy, scale=2):
     """Gradient of upsample_nearest2d: the sum of each scale x scale block."""
     return lambda b, c, y, x: tw.Sum(lambda i, j: dy[b, c, scale * y + i, scale * x + j], extents=(scale, scale))
@@ -331,9 +333,13 @@ CASES = [
     Case("unflatten", [(2, 24)], {"c": 2, "h": 3, "w": 4}),
     Case("flip", [(4, 5)], {"axis": 1}),
     Case("squeeze", [(3, 1, 4)], {"axis": 1}),
+    Case("squeeze", [(3, 4, 1)], {"axis": -1}, name="squeeze_last"),
     Case("unsqueeze", [(3, 4)], {"axis": 1}),
+    Case("unsqueeze", [(3, 4)], {"axis": 2}, name="unsqueeze_last"),
+    Case("unsqueeze", [(3, 4)], {"axis": 0}, name="unsqueeze_first"),
     Case("batch_diagonal", [(3, 4, 4)]),
     Case("upsample_nearest2d", [(1, 2, 3, 4)], {"scale": 2}),
+    Case("upsample_nearest2d", [(2, 3, 2, 3)], {"scale": 3}, name="upsample_nearest2d_3"),
     Case("identity", [(3, 4)]),
     Case("slice_axis_grad", [(4, 5)], {"axis": 0, "start": 2, "size": 7}),
     Case("slice_axis_grad", [(3, 3, 2)], {"axis": 1, "start": 1, "step": 3, "size": 9}, name="slice_axis_grad_step"),
@@ -342,4 +348,7 @@ CASES = [
     Case("unpad", [(2, 3, 5, 7)], {"pads": ((0, 0), (0, 0), (1, 1), (2, 1))}, name="unpad_nchw"),
     Case("batch_diagonal_grad", [(3, 4)]),
     Case("upsample_nearest2d_grad", [(1, 2, 6, 8)], {"scale": 2}),
+    Case("upsample_nearest2d_grad", [(2, 3, 6, 9)], {"scale": 3}, name="upsample_nearest2d_grad_3"),
+    Case("broadcast_to", [(4,)], {"shape": (2, 3, 4)}, name="broadcast_to_two_leading"),
+    Case("slice_axis", [(2, 9, 4)], {"axis": 2, "start": 1, "stop": 4}, name="slice_axis_last"),
 ]

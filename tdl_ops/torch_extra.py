@@ -109,7 +109,7 @@ def _at(t, i, bcast):
 
 
 @tw.op(reference=lambda x, shape=(), bcast=(): np.broadcast_to(x, shape).copy(),
-       out_shape=lambda x, shape=(), bcast=(): tuple(shape))
+       out_shape=lambda x, shape=(), bcast=(): tuple(shape), kernel="expand")
 def expand(x, shape=(), bcast=()):
     """Broadcast x to shape (PyTorch expand): x right-aligned; its axes in bcast (extent 1) read at 0."""
     return tw.compute(len(shape), lambda *i: _at(x, i, bcast))
@@ -125,7 +125,7 @@ def _sum_to_ref(x, shape=(), bcast=()):
     return y.sum(axis=tuple(bcast), keepdims=True) if bcast else y.copy()
 
 
-@tw.op(reference=_sum_to_ref, out_shape=_sum_to_shape)
+@tw.op(reference=_sum_to_ref, out_shape=_sum_to_shape, kernel="sum_to")
 def sum_to(x, shape=(), bcast=()):
     """x summed down to shape (the gradient of expand): over x's extra leading axes and the axes
     in bcast (where shape has extent 1)."""
@@ -177,7 +177,7 @@ def _bop(name, np_fn, fn, doc):
     describe = _binary(fn)
     describe.__name__ = name
     describe.__doc__ = doc
-    return tw.op(describe, name=name, reference=ref, out_shape=_bshape)
+    return tw.op(describe, name=name, reference=ref, out_shape=_bshape, kernel=name)
 
 
 broadcast_add = _bop("broadcast_add", np.add, lambda u, v: u + v,
@@ -217,7 +217,7 @@ def _(g, a, b, out, a_bcast, b_bcast):
 
 
 @tw.op(reference=lambda x, mask, value=0.0, mask_bcast=(): np.where(mask != 0, value, x),
-       out_shape=lambda x, mask, value=0.0, mask_bcast=(): tuple(x))
+       out_shape=lambda x, mask, value=0.0, mask_bcast=(): tuple(x), kernel="masked_fill")
 def masked_fill(x, mask, value=0.0, mask_bcast=()):
     """value where mask != 0, else x (mask broadcast against x; mask_bcast: its axes read at 0)."""
     return tw.compute(x.ndim, lambda *i: tw.where(_at(mask, i, mask_bcast), value, x[i]))
@@ -305,15 +305,22 @@ CASES = [
     Case("reshape", [(2, 8, 6)], {"shape": (1, 2, 8, 2, 3), "in_shape": (2, 8, 6)}, name="reshape_heads"),
     Case("expand", [(3, 1)], {"shape": (2, 3, 4), "bcast": (1,)}),
     Case("expand", [(1, 5)], {"shape": (4, 5), "bcast": (0,)}, name="expand_rows"),
+    Case("expand", [(1, 4, 1, 3)], {"shape": (2, 2, 4, 5, 3), "bcast": (0, 2)}, name="expand_lead_and_inner"),
     Case("broadcast_add", [(2, 1, 4), (3, 1)], {"a_bcast": (1,), "b_bcast": (1,)}),
     Case("broadcast_add", [(2, 8, 6), (1, 8, 6)], {"b_bcast": (0,)}, name="broadcast_add_batch"),
     Case("broadcast_sub", [(4, 5), (5,)]),
     Case("broadcast_mul", [(2, 3, 4, 4), (3, 1, 1)], {"b_bcast": (1, 2)}),
+    Case("broadcast_mul", [(2, 8, 1), (2, 8, 6)], {"a_bcast": (2,)}, name="broadcast_mul_rows"),
+    Case("broadcast_add", [(6,), (3, 4, 6)], name="broadcast_add_low_rank_first"),
     Case("broadcast_div", [(4, 5), (4, 1)], {"b_bcast": (1,)}, ("normal", "positive")),
     Case("broadcast_maximum", [(1, 5), (4, 1)], {"a_bcast": (0,), "b_bcast": (1,)}),
     Case("broadcast_minimum", [(3, 4), (4,)]),
     Case("masked_fill", [(2, 3, 4), (3, 1)], {"value": -7.5, "mask_bcast": (1,)}, ("normal", "normal"),
          prepare=_mask_prepare),
+    Case("masked_fill", [(2, 3, 4, 4), (2, 1, 4, 4)], {"value": -5.0, "mask_bcast": (1,)}, ("normal", "normal"),
+         prepare=_mask_prepare, name="masked_fill_attention"),
+    Case("masked_fill", [(3, 4), (4,)], {"value": 2.0}, ("normal", "normal"), prepare=_mask_prepare,
+         name="masked_fill_row_mask"),
     Case("bmatmul", [(2, 3, 4, 5), (2, 3, 5, 6)]),
     Case("bmatmul_nt", [(2, 3, 4, 5), (2, 3, 6, 5)]),
     Case("bmatmul_tn", [(2, 3, 5, 4), (2, 3, 5, 6)]),
@@ -321,4 +328,6 @@ CASES = [
     Case("matmul_nd_tn", [(2, 3, 4, 5), (2, 3, 4, 6)]),
     Case("sum_to", [(2, 3, 4)], {"shape": (3, 1), "bcast": (1,)}),
     Case("sum_to", [(5, 4)], {"shape": (1, 4), "bcast": (0,)}, name="sum_to_rows"),
+    Case("sum_to", [(2, 3, 4, 5)], {"shape": (1, 4, 1), "bcast": (0, 2)}, name="sum_to_lead_and_inner"),
+    Case("sum_to", [(3, 6, 5)], {"shape": (5,), "bcast": ()}, name="sum_to_leading"),
 ]

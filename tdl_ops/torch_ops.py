@@ -69,7 +69,7 @@ class _Gates:
         return tw.tanh(self.gi[b, j + n + n] + self.r(b, j) * self.gh[b, j + n + n])
 
 
-@tw.op(reference=_gru_ref, out_shape=lambda gi, gh, h: tuple(h))
+@tw.op(reference=_gru_ref, out_shape=lambda gi, gh, h: tuple(h), kernel="gru_cell")
 def gru_cell(gi, gh, h):
     """h' = (1 - z) * n + z * h from the input and hidden pre-activations gi, gh (b, 3H) = [r | z | n]."""
     g = _Gates(gi, gh, h.shape[1])
@@ -99,19 +99,19 @@ def _gate_grads(dy, gi, gh, h, times_r):
     return f
 
 
-@tw.op(reference=_gru_grad_gi_ref, out_shape=lambda dy, gi, gh, h: tuple(gi))
+@tw.op(reference=_gru_grad_gi_ref, out_shape=lambda dy, gi, gh, h: tuple(gi), kernel="gru_cell_grad_gi")
 def gru_cell_grad_gi(dy, gi, gh, h):
     """d gi of gru_cell: [d r_pre | d z_pre | d n_pre] (b, 3H)."""
     return _gate_grads(dy, gi, gh, h, False)
 
 
-@tw.op(reference=_gru_grad_gh_ref, out_shape=lambda dy, gi, gh, h: tuple(gh))
+@tw.op(reference=_gru_grad_gh_ref, out_shape=lambda dy, gi, gh, h: tuple(gh), kernel="gru_cell_grad_gh")
 def gru_cell_grad_gh(dy, gi, gh, h):
     """d gh of gru_cell: as d gi, the last third times r."""
     return _gate_grads(dy, gi, gh, h, True)
 
 
-@tw.op(reference=_gru_grad_h_ref, out_shape=lambda dy, gi, gh: tuple(dy))
+@tw.op(reference=_gru_grad_h_ref, out_shape=lambda dy, gi, gh: tuple(dy), kernel="gru_cell_grad_h")
 def gru_cell_grad_h(dy, gi, gh):
     """d h of gru_cell: dy * z."""
     g = _Gates(gi, gh, dy.shape[1])
@@ -126,7 +126,7 @@ def _upsample_ref(x, sh=1, sw=1):
 
 
 @tw.op(reference=_upsample_ref,
-       out_shape=lambda x, sh=1, sw=1: (x[0], x[1], x[2] * sh, x[3] * sw))
+       out_shape=lambda x, sh=1, sw=1: (x[0], x[1], x[2] * sh, x[3] * sw), kernel="upsample_nearest2d_hw")
 def upsample_nearest2d_hw(x, sh=1, sw=1):
     """Nearest-neighbour upsampling of NCHW by integer factors sh (height) and sw (width)."""
     return lambda b, c, y, xx: x[b, c, y // sh, xx // sw]
@@ -143,7 +143,7 @@ def _upsample_grad_ref(dy, sh=1, sw=1):
 
 
 @tw.op(reference=_upsample_grad_ref,
-       out_shape=lambda dy, sh=1, sw=1: (dy[0], dy[1], dy[2] // sh, dy[3] // sw))
+       out_shape=lambda dy, sh=1, sw=1: (dy[0], dy[1], dy[2] // sh, dy[3] // sw), kernel="upsample_nearest2d_hw_grad")
 def upsample_nearest2d_hw_grad(dy, sh=1, sw=1):
     """Gradient of upsample_nearest2d_hw: the sum of each sh x sw block."""
     return lambda b, c, y, x: tw.Sum(lambda i, j: dy[b, c, sh * y + i, sw * x + j], extents=(sh, sw))
@@ -157,7 +157,7 @@ def _max_pool1d_ref(x, kernel=2):
     return x[:, :, :length // kernel * kernel].reshape(n, c, length // kernel, kernel).max(axis=3)
 
 
-@tw.op(reference=_max_pool1d_ref, out_shape=lambda x, kernel=2: (x[0], x[1], x[2] // kernel))
+@tw.op(reference=_max_pool1d_ref, out_shape=lambda x, kernel=2: (x[0], x[1], x[2] // kernel), kernel="max_pool1d")
 def max_pool1d(x, kernel=2):
     """Max over non-overlapping windows of ``kernel`` along the last axis of (n, c, l) (stride = kernel)."""
     return lambda b, c, i: tw.Max(lambda k: x[b, c, kernel * i + k], extents=(kernel,))
@@ -175,7 +175,7 @@ def _max_pool1d_grad_ref(x, y, dy, kernel=2):
     return up
 
 
-@tw.op(reference=_max_pool1d_grad_ref, out_shape=lambda x, y, dy, kernel=2: tuple(x))
+@tw.op(reference=_max_pool1d_grad_ref, out_shape=lambda x, y, dy, kernel=2: tuple(x), kernel="max_pool1d_grad")
 def max_pool1d_grad(x, y, dy, kernel=2):
     """Gradient of max_pool1d: dy routed to the inputs equal to their window's max y (no ties)."""
     return lambda b, c, i: (x[b, c, i] == y[b, c, i // kernel]) * dy[b, c, i // kernel]

@@ -21,6 +21,11 @@ namespace {
 
 using namespace oracle;  // NOLINT(google-build-using-namespace): the test harness
 
+Index without_axis(Index v, int64_t axis) {
+  v.erase(v.begin() + axis);
+  return v;
+}
+
 // ------------------------------------------------------------------------------------- reductions
 
 TEST(TileKernelReduction, SumAxesPartialOverEveryAxisChoice) {
@@ -209,6 +214,180 @@ TEST(TileKernelReduction, BatchNormTrainAndGrads) {
   }
 }
 
+// The losses torch.nn.functional offers beside mse and cross-entropy, partial over every axis, and
+// their gradients (a rank-0 dy).
+TEST(TileKernelReduction, PairLossesAndTheirGradients) {
+  std::mt19937 rng(24);
+  struct Loss {
+    const char* type;
+    const char* attrs;
+    double (*term)(double, double);
+    double (*grad)(double, double);
+  };
+  const std::vector<Loss> losses = {
+      {"l1_loss", "{}", [](double a, double b) { return std::fabs(a - b); },
+       [](double a, double b) { return static_cast<double>((a > b) - (a < b)); }},
+      {"smooth_l1_loss", R"({"beta": 0.5})",
+       [](double a, double b) {
+         const double d = std::fabs(a - b);
+         return d < 0.5 ? d * d : d - 0.25;
+       },
+       [](double a, double b) {
+         const double d = a - b;
+         return std::fabs(d) < 0.5 ? d / 0.5 : static_cast<double>((d > 0) - (d < 0));
+       }},
+      {"bce_with_logits", "{}",
+       [](double x, double t) { return std::max(x, 0.0) - x * t + std::log(1.0 + std::exp(-std::fabs(x))); },
+       [](double x, double t) { return 1.0 / (1.0 + std::exp(-x)) - t; }},
+  };
+  for (const Loss& loss : losses) {
+    for (int trial = 0; trial < 10; ++trial) {
+      const int rank = static_cast<int>(uniform(rng, 1, 3));
+      const Index shape = random_shape(rng, rank);
+      OpCase f = make_case(loss.type, numbered("r", rank), {}, shape, {shape, shape}, rng, -1, loss.attrs);
+      const double numel = static_cast<double>(f.inputs[0].numel());
+      expect_native(f, [&](OpCase& c, Index& v) {
+        return sum_over(c, iota(rank), v, [&] { return loss.term(c.inputs[0](v), c.inputs[1](v)); }) / numel;
+      }, rng);
+      OpCase g = make_case(std::string(loss.type) + "_backward", numbered("i", rank), iota(rank), shape,
+                           {shape, shape, {}}, rng, -1, loss.attrs);
+      expect_native(g, [&](OpCase& c, Index& v) {
+        return loss.grad(c.inputs[0](v), c.inputs[1](v)) * c.inputs[2]({}) / numel;
+      }, rng);
+    }
+  }
+  for (int trial = 0; trial < 10; ++trial) {
+    const int64_t b = uniform(rng, 1, 5), k = uniform(rng, 1, 6);
+    OpCase n = make_case("nll_loss", {"b", "k"}, {}, {b, k}, {{b, k}, {b, k}}, rng);
+    expect_native(n, [&](OpCase& c, Index& v) {
+      return -sum_over(c, {0, 1}, v, [&] { return c.inputs[1](v) * c.inputs[0](v); }) / static_cast<double>(b);
+    }, rng);
+    OpCase g = make_case("nll_loss_backward", {"b", "k"}, {0, 1}, {b, k}, {{b, k}, {}}, rng);
+    expect_native(g, [&](OpCase& c, Index& v) { return -c.inputs[0](v) * c.inputs[1]({}) / static_cast<double>(b); },
+                  rng);
+  }
+}
+
+TEST(TileKernelReduction, MaxPool1dAndItsGradient) {
+  std::mt19937 rng(25);
+  for (int trial = 0; trial < 20; ++trial) {
+    const int64_t k = uniform(rng, 1, 3), n = uniform(rng, 1, 3), ch = uniform(rng, 1, 3), len = uniform(rng, k, 9);
+    const int64_t windows = len / k;
+    OpCase f = make_case("max_pool1d", {"b", "c", "i", "k"}, {0, 1, 2}, {n, ch, windows, k}, {{n, ch, len}}, rng, -1,
+                         R"({"kernel": )" + std::to_string(k) + "}");
+    expect_native(f, [k](OpCase& c, Index& v) {
+      double m = -kInf;
+      for (v[3] = c.vars[3].lo; v[3] <= c.vars[3].hi; ++v[3]) m = std::max(m, c.inputs[0]({v[0], v[1], k * v[2] + v[3]}));
+      return m;
+    }, rng);
+    OpCase g = make_case("max_pool1d_grad", {"b", "c", "i"}, {0, 1, 2}, {n, ch, len},
+                         {{n, ch, len}, {n, ch, windows}, {n, ch, windows}}, rng, -1,
+                         R"({"kernel": )" + std::to_string(k) + "}");
+    // y: the window maxima of x (so some entries match), dy random.
+    for (int64_t b = 0; b < n; ++b)
+      for (int64_t cc = 0; cc < ch; ++cc)
+        for (int64_t w = 0; w < windows; ++w) {
+          double m = -kInf;
+          for (int64_t t = 0; t < k; ++t) m = std::max(m, g.inputs[0].data[(b * ch + cc) * len + w * k + t]);
+          g.inputs[1].data[(b * ch + cc) * windows + w] = m;
+        }
+    expect_native(g, [k](OpCase& c, Index& v) {
+      const double x = c.inputs[0](v), y = c.inputs[1]({v[0], v[1], v[2] / k});
+      return (x == y ? 1.0 : 0.0) * c.inputs[2]({v[0], v[1], v[2] / k});
+    }, rng);
+  }
+}
+
+TEST(TileKernelReduction, BatchNormWithRunningStatistics) {
+  std::mt19937 rng(26);
+  for (int trial = 0; trial < 15; ++trial) {
+    const Index x = random_shape(rng, 4);
+    const Index ch = {x[1]};
+    OpCase f = make_case("batch_norm_inference", {"b", "c", "h", "w"}, iota(4), x, {x, ch, ch, ch, ch}, rng, -1,
+                         R"({"eps": 0.001})");
+    for (double& v : f.inputs[2].data) v = static_cast<double>(static_cast<float>(0.5 + std::fabs(v)));
+    expect_native(f, [](OpCase& c, Index& v) {
+      const Index at = {v[1]};
+      return (c.inputs[0](v) - c.inputs[1](at)) / std::sqrt(c.inputs[2](at) + 0.001) * c.inputs[3](at) +
+             c.inputs[4](at);
+    }, rng, 1e-4);
+    OpCase d = make_case("batch_norm_inference_grad_input", {"b", "c", "h", "w"}, iota(4), x, {x, ch, ch}, rng, -1,
+                         R"({"eps": 0.001})");
+    for (double& v : d.inputs[1].data) v = static_cast<double>(static_cast<float>(0.5 + std::fabs(v)));
+    expect_native(d, [](OpCase& c, Index& v) {
+      return c.inputs[0](v) * c.inputs[2]({v[1]}) / std::sqrt(c.inputs[1]({v[1]}) + 0.001);
+    }, rng, 1e-4);
+    OpCase g = make_case("batch_norm_inference_grad_gamma", {"c", "p", "q", "r"}, {0}, {x[1], x[0], x[2], x[3]},
+                         {x, x, ch, ch}, rng, -1, R"({"eps": 0.001})");
+    for (double& v : g.inputs[3].data) v = static_cast<double>(static_cast<float>(0.5 + std::fabs(v)));
+    expect_native(g, [](OpCase& c, Index& v) {
+      return sum_over(c, {1, 2, 3}, v, [&] {
+               const Index at = {v[1], v[0], v[2], v[3]};
+               return c.inputs[0](at) * (c.inputs[1](at) - c.inputs[2]({v[0]}));
+             }) / std::sqrt(c.inputs[3]({v[0]}) + 0.001);
+    }, rng, 1e-4);
+  }
+}
+
+TEST(TileKernelReduction, BiasSumsScalarScaleAndExtremumGradient) {
+  std::mt19937 rng(27);
+  for (int trial = 0; trial < 15; ++trial) {
+    const Index dy = random_shape(rng, 4);
+    OpCase b = make_case("conv2d_bias_grad", {"co", "b", "y", "x"}, {0}, {dy[1], dy[0], dy[2], dy[3]}, {dy}, rng);
+    expect_native(b, [](OpCase& c, Index& v) {
+      return sum_over(c, {1, 2, 3}, v, [&] { return c.inputs[0]({v[1], v[0], v[2], v[3]}); });
+    }, rng);
+    OpCase r = make_case("sum_rows", {"j", "b"}, {0}, {dy[1], dy[0]}, {{dy[0], dy[1]}}, rng);
+    expect_native(r, [](OpCase& c, Index& v) { return sum_over(c, {1}, v, [&] { return c.inputs[0]({v[1], v[0]}); }); },
+                  rng);
+    OpCase m = make_case("mul_scalar_tensor", numbered("i", 3), iota(3), {dy[0], dy[1], dy[2]},
+                         {{dy[0], dy[1], dy[2]}, {1}}, rng);
+    expect_native(m, [](OpCase& c, Index& v) { return c.inputs[0](v) * c.inputs[1]({0}); }, rng);
+
+    // reduce_extremum_grad along a random axis, with ties: x from few distinct values, y its max.
+    const int nd = static_cast<int>(uniform(rng, 1, 3));
+    const Index x = random_shape(rng, nd);
+    const int64_t axis = uniform(rng, 0, nd - 1);
+    const Index ys = without_axis(x, axis);
+    Index extents = x;
+    extents.push_back(x[axis]);
+    OpCase e = make_case("reduce_extremum_grad", numbered("i", nd + 1), iota(nd), extents, {ys, x, ys}, rng, nd,
+                         R"({"axis": )" + std::to_string(axis) + "}");
+    for (double& v : e.inputs[1].data) v = std::round(v * 2);
+    std::vector<int64_t> stride(nd, 1);
+    for (int d = nd - 2; d >= 0; --d) stride[d] = stride[d + 1] * x[d + 1];
+    for (int64_t f = 0; f < e.inputs[2].numel(); ++f) {
+      // y at flat index f of ys: the max of x along the axis.
+      Index at(nd - 1);
+      int64_t rest = f;
+      for (int d = nd - 2; d >= 0; --d) at[d] = rest % ys[d], rest /= ys[d];
+      Index full = at;
+      full.insert(full.begin() + axis, 0);
+      double best = -kInf;
+      for (int64_t t = 0; t < x[axis]; ++t) {
+        full[axis] = t;
+        int64_t off = 0;
+        for (int d = 0; d < nd; ++d) off += full[d] * stride[d];
+        best = std::max(best, e.inputs[1].data[off]);
+      }
+      e.inputs[2].data[f] = best;
+    }
+    expect_native(e, [&](OpCase& c, Index& v) {
+      Index j(v.begin(), v.begin() + nd);
+      j.erase(j.begin() + axis);
+      const double y = c.inputs[2](j);
+      double count = 0;
+      Index at(v.begin(), v.begin() + nd);
+      for (int64_t t = 0; t < x[axis]; ++t) {
+        at[axis] = t;
+        count += c.inputs[1](at) == y;
+      }
+      Index here(v.begin(), v.begin() + nd);
+      return (c.inputs[1](here) == y ? 1.0 : 0.0) * c.inputs[0](j) / count;
+    }, rng);
+  }
+}
+
 TEST(TileKernelReduction, LossesPartialOverTheBatch) {
   std::mt19937 rng(16);
   for (int trial = 0; trial < 15; ++trial) {
@@ -362,6 +541,111 @@ TEST(TileKernelConv, Conv2dLargerBlocks) {
         return c.inputs[0]({v[0], v[4], g.s * v[2] + g.d * v[5] - g.p, g.s * v[3] + g.d * v[6] - g.p}) *
                c.inputs[1]({v[1], v[4], v[5], v[6]});
       });
+    }, rng);
+  }
+}
+
+// Depthwise convolutions: the conv shapes with one channel count, filters (c, 1, kh, kw).
+TEST(TileKernelConv, DepthwiseForwardAndGradients) {
+  std::mt19937 rng(22);
+  for (int trial = 0; trial < 60; ++trial) {
+    const ConvShape g = random_conv(rng);
+    const int64_t ch = g.ci;
+    OpCase f = make_case("depthwise_conv2d", {"b", "c", "y", "x", "dy", "dx"}, {0, 1, 2, 3},
+                         {g.n, ch, g.oh, g.ow, g.kh, g.kw}, {{g.n, ch, g.h, g.w}, {ch, 1, g.kh, g.kw}}, rng, -1,
+                         g.attrs());
+    expect_native(f, [g](OpCase& c, Index& v) {
+      return sum_over(c, {4, 5}, v, [&] {
+        return c.inputs[0]({v[0], v[1], g.s * v[2] + g.d * v[4] - g.p, g.s * v[3] + g.d * v[5] - g.p}) *
+               c.inputs[1]({v[1], 0, v[4], v[5]});
+      });
+    }, rng);
+
+    const std::string in_hw = ", \"in_h\": " + std::to_string(g.h) + ", \"in_w\": " + std::to_string(g.w);
+    OpCase d = make_case("depthwise_conv2d_backward_data", {"b", "c", "h", "w", "kh", "kw"}, {0, 1, 2, 3},
+                         {g.n, ch, g.h, g.w, g.kh, g.kw}, {{g.n, ch, g.oh, g.ow}, {ch, 1, g.kh, g.kw}}, rng, -1,
+                         g.attrs(in_hw));
+    expect_native(d, [g](OpCase& c, Index& v) {
+      return sum_over(c, {4, 5}, v, [&] {
+        const double w = c.inputs[1]({v[1], 0, v[4], v[5]});  // read for every offset, as the description does
+        const int64_t th = v[2] + g.p - g.d * v[4], tw = v[3] + g.p - g.d * v[5];
+        if (th < 0 || tw < 0 || th % g.s != 0 || tw % g.s != 0) return 0.0;
+        return c.inputs[0]({v[0], v[1], th / g.s, tw / g.s}) * w;
+      });
+    }, rng);
+
+    const std::string k_hw = ", \"kernel_h\": " + std::to_string(g.kh) + ", \"kernel_w\": " + std::to_string(g.kw);
+    OpCase w = make_case("depthwise_conv2d_backward_filter", {"c", "one", "kh", "kw", "b", "y", "x"}, {0, 1, 2, 3},
+                         {ch, 1, g.kh, g.kw, g.n, g.oh, g.ow}, {{g.n, ch, g.h, g.w}, {g.n, ch, g.oh, g.ow}}, rng, -1,
+                         g.attrs(k_hw));
+    expect_native(w, [g](OpCase& c, Index& v) {
+      return sum_over(c, {4, 5, 6}, v, [&] {
+        return c.inputs[1]({v[4], v[0], v[5], v[6]}) *
+               c.inputs[0]({v[4], v[0], g.s * v[5] + g.d * v[2] - g.p, g.s * v[6] + g.d * v[3] - g.p});
+      });
+    }, rng);
+  }
+}
+
+// 1-D convolutions: the conv shapes' width axis only.
+TEST(TileKernelConv, Conv1dForwardAndGradients) {
+  std::mt19937 rng(28);
+  for (int trial = 0; trial < 60; ++trial) {
+    const ConvShape g = random_conv(rng);
+    OpCase f = make_case("conv1d", {"b", "co", "x", "ci", "dx"}, {0, 1, 2}, {g.n, g.co, g.ow, g.ci, g.kw},
+                         {{g.n, g.ci, g.w}, {g.co, g.ci, g.kw}}, rng, -1, g.attrs());
+    expect_native(f, [g](OpCase& c, Index& v) {
+      return sum_over(c, {3, 4}, v, [&] {
+        return c.inputs[0]({v[0], v[3], g.s * v[2] + g.d * v[4] - g.p}) * c.inputs[1]({v[1], v[3], v[4]});
+      });
+    }, rng);
+    OpCase d = make_case("conv1d_backward_data", {"b", "ci", "x", "co", "k"}, {0, 1, 2}, {g.n, g.ci, g.w, g.co, g.kw},
+                         {{g.n, g.co, g.ow}, {g.co, g.ci, g.kw}}, rng, -1,
+                         g.attrs(", \"in_w\": " + std::to_string(g.w)));
+    expect_native(d, [g](OpCase& c, Index& v) {
+      return sum_over(c, {3, 4}, v, [&] {
+        const double w = c.inputs[1]({v[3], v[1], v[4]});  // read for every offset, as the description does
+        const int64_t t = v[2] + g.p - g.d * v[4];
+        if (t < 0 || t % g.s != 0) return 0.0;
+        return c.inputs[0]({v[0], v[3], t / g.s}) * w;
+      });
+    }, rng);
+    OpCase w = make_case("conv1d_backward_filter", {"co", "ci", "k", "b", "x"}, {0, 1, 2}, {g.co, g.ci, g.kw, g.n, g.ow},
+                         {{g.n, g.ci, g.w}, {g.n, g.co, g.ow}}, rng, -1,
+                         g.attrs(", \"kernel\": " + std::to_string(g.kw)));
+    expect_native(w, [g](OpCase& c, Index& v) {
+      return sum_over(c, {3, 4}, v, [&] {
+        return c.inputs[1]({v[3], v[0], v[4]}) * c.inputs[0]({v[3], v[1], g.s * v[4] + g.d * v[2] - g.p});
+      });
+    }, rng);
+  }
+}
+
+// Average pooling, zero padding counted; its gradient spreads each window's dy evenly over it.
+TEST(TileKernelReduction, AvgPool2dPaddedAndItsGradient) {
+  std::mt19937 rng(23);
+  for (int trial = 0; trial < 60; ++trial) {
+    const int64_t k = uniform(rng, 1, 3), s = uniform(rng, 1, 3), p = uniform(rng, 0, k / 2);
+    const int64_t n = uniform(rng, 1, 2), ch = uniform(rng, 1, 3), h = uniform(rng, k, 8), w = uniform(rng, k, 8);
+    const int64_t oh = (h + 2 * p - k) / s + 1, ow = (w + 2 * p - k) / s + 1;
+    const std::string attrs = "{\"kernel\": " + std::to_string(k) + ", \"stride\": " + std::to_string(s) +
+                              ", \"padding\": " + std::to_string(p);
+    OpCase f = make_case("avg_pool2d", {"b", "c", "y", "x", "i", "j"}, {0, 1, 2, 3}, {n, ch, oh, ow, k, k},
+                         {{n, ch, h, w}}, rng, -1, attrs + "}");
+    expect_native(f, [=](OpCase& c, Index& v) {
+      return sum_over(c, {4, 5}, v, [&] {
+        return c.inputs[0]({v[0], v[1], s * v[2] + v[4] - p, s * v[3] + v[5] - p});
+      }) / static_cast<double>(k * k);
+    }, rng);
+    OpCase g = make_case("avg_pool2d_grad", {"b", "c", "h", "w", "i", "j"}, {0, 1, 2, 3}, {n, ch, h, w, k, k},
+                         {{n, ch, oh, ow}}, rng, -1,
+                         attrs + ", \"in_h\": " + std::to_string(h) + ", \"in_w\": " + std::to_string(w) + "}");
+    expect_native(g, [=](OpCase& c, Index& v) {
+      return sum_over(c, {4, 5}, v, [&] {
+        const int64_t th = v[2] + p - v[4], tw = v[3] + p - v[5];
+        if (th < 0 || tw < 0 || th % s != 0 || tw % s != 0) return 0.0;
+        return c.inputs[0]({v[0], v[1], th / s, tw / s});
+      }) / static_cast<double>(k * k);
     }, rng);
   }
 }

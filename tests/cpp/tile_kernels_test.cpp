@@ -166,6 +166,21 @@ TEST(TileKernelGemm, MatvecVecmatOuter) {
   }
 }
 
+TEST(TileKernelGemm, RnnTanhCell) {
+  std::mt19937 rng(29);
+  for (int trial = 0; trial < 10; ++trial) {
+    const int64_t b = uniform(rng, 1, 4), hid = uniform(rng, 1, 6), in = uniform(rng, 1, 5);
+    OpCase c = make_case("rnn_tanh_cell", {"i", "j", "k", "k'"}, {0, 1}, {b, hid, in, hid},
+                         {{b, in}, {b, hid}, {hid, in}, {hid, hid}, {hid}}, rng, 2);
+    expect_native(c, [](OpCase& c, Index& v) {
+      double s = c.inputs[4]({v[1]});
+      for (int64_t k = 0; k < c.extents[2]; ++k) s += c.inputs[0]({v[0], k}) * c.inputs[2]({v[1], k});
+      for (int64_t k = 0; k < c.extents[3]; ++k) s += c.inputs[1]({v[0], k}) * c.inputs[3]({v[1], k});
+      return std::tanh(s);
+    }, rng);
+  }
+}
+
 TEST(TileKernelGemm, LstmGates) {
   std::mt19937 rng(7);
   for (int trial = 0; trial < 15; ++trial) {
@@ -283,6 +298,25 @@ TEST(TileKernelElementwise, FillLikeReadsNothing) {
     OpCase c = make_case("fill_like", numbered("i", rank), iota(rank), shape, {shape}, rng, -1, R"({"value": -2.5})");
     expect_native(c, [](OpCase&, Index&) { return -2.5; }, rng);
   }
+  // The runtime binds no buffer to an input no region reads; a rank-0 one (the loss a backward pass
+  // seeds) cannot say so by an empty region, yet the call is well formed.
+  OpCase seed = make_case("fill_like", {}, {}, {}, {{}}, rng, -1, R"({"value": 1.0})");
+  Prepared p = prepare(seed, rng);
+  p.call.inputs[0].data = nullptr;
+  p.call.inputs[0].raw = nullptr;
+  ASSERT_TRUE(run_native(p.call));
+  EXPECT_EQ(p.out[0], 1.0f);
+  // A kernel that reads such an input still declines.
+  OpCase mse = make_case("mse_loss_backward", {"i0"}, {0}, {3}, {{3}, {3}, {}}, rng);
+  for (Tensor& t : mse.inputs) {
+    for (size_t d = 0; d < t.shape.size(); ++d) t.touched[d] = {0, t.shape[d] - 1};
+    t.any_read = true;
+  }
+  Prepared q = prepare(mse, rng);
+  ASSERT_TRUE(run_native(q.call));
+  q.call.inputs[2].data = nullptr;
+  q.call.inputs[2].raw = nullptr;
+  expect_declined(q.call);
 }
 
 TEST(TileKernelElementwise, MseLossBackwardReadsAScalar) {

@@ -102,11 +102,15 @@ struct OpCase {
   }
 };
 
-/// The kernel an op type declares in tdl_ops (the n-ary add_<k> all declare "add_n").
+/// The kernel an op type declares in tdl_ops (the n-ary add_<k>, concat_<k> and stack_<k> declare
+/// "add_n", "concat" and "stack").
 inline std::string kernel_of(const std::string& type) {
-  if (type.size() > 4 && type.compare(0, 4, "add_") == 0 &&
-      type.find_first_not_of("0123456789", 4) == std::string::npos)
-    return "add_n";
+  for (const std::string family : {"add", "concat", "stack"}) {
+    const size_t n = family.size() + 1;
+    if (type.size() > n && type.compare(0, n, family + "_") == 0 &&
+        type.find_first_not_of("0123456789", n) == std::string::npos)
+      return family == "add" ? "add_n" : family;
+  }
   return type;
 }
 

@@ -32,12 +32,9 @@ except ImportError:  # pragma: no cover - depends on the machine
 pytestmark = pytest.mark.skipif(torch is None, reason="from_torch needs PyTorch: pip install torch==2.13.0")
 
 STEPS = 5
-# Op types that still run on the interpreter fallback in these models (issue 14 wants none); a
-# model that interprets anything else fails, so the list only shrinks.
-STILL_INTERPRETED = {"broadcast_add", "broadcast_mul", "concat_2", "concat_3", "expand", "fill_like", "gru_cell",
-                     "gru_cell_grad_gh", "gru_cell_grad_gi", "gru_cell_grad_h", "masked_fill", "reduce_mean",
-                     "reduce_mean_grad", "reshape", "slice_axis", "slice_axis_grad", "squeeze", "stack_2", "stack_5",
-                     "sum_to", "unselect", "unsqueeze", "upsample_nearest2d", "upsample_nearest2d_grad"}
+# Op types that still run on the interpreter fallback in these models (issue 14 wants none, and every
+# op here has a native kernel now); a model that interprets anything else fails, so the set only shrinks.
+STILL_INTERPRETED: set[str] = set()
 
 
 def _transformers():

@@ -33,7 +33,7 @@ def test_every_declared_kernel_runs_its_cases(case):
 
 def test_every_kernel_is_declared_by_a_library_op():
     declared = {op.kernel for op in tdl_ops.ALL.values() if op.kernel is not None}
-    declared.add(tdl_ops.nary_op("add_2").kernel)
+    declared.update(tdl_ops.nary_op(name).kernel for name in ("add_2", "concat_2", "stack_2"))
     assert set(native_kernel_roles()) == declared
     assert len(_DECLARED) >= 90
 
@@ -152,3 +152,27 @@ def test_declared_kernels_on_devices_shares_match_the_reference(devices, algorit
             wrong.append(case.name or case.op)
     assert not wrong, wrong
     assert native >= 0.9 * len(_DECLARED), f"only {native} of {len(_DECLARED)} ran natively on every device"
+
+
+_NARY = [("concat_3", [(2, 3, 4), (2, 1, 4), (2, 5, 4)], {"axis": 1}),
+         ("concat_2", [(3, 2), (3, 5)], {"axis": -1}),
+         ("concat_4", [(1, 3), (2, 3), (4, 3), (1, 3)], {"axis": 0}),
+         ("stack_2", [(3, 4), (3, 4)], {"axis": 0, "inner": 4}),
+         ("stack_5", [(2, 6), (2, 6), (2, 6), (2, 6), (2, 6)], {"axis": 1, "inner": 6}),
+         ("stack_3", [(2, 3), (2, 3), (2, 3)], {"axis": 2, "inner": 3})]
+
+
+@pytest.mark.parametrize("devices, algorithm", [(1, "data_parallel"), (2, "kcuts"), (3, "equal_chop"), (4, "tofu")])
+@pytest.mark.parametrize("name, shapes, attrs", _NARY, ids=[f"{n}-{a}" for n, _, a in _NARY])
+def test_nary_concat_and_stack_run_natively(name, shapes, attrs, devices, algorithm):
+    # The n-ary families are made per arity on first use, so tdl_ops.CASES cannot list them.
+    rng = np.random.default_rng(6)
+    g = tw.Graph()
+    ins = [g.input(f"in{i}", s) for i, s in enumerate(shapes)]
+    y = g.apply(tdl_ops.nary_op(name), ins, attrs)
+    feeds = {f"in{i}": rng.standard_normal(s).astype(np.float32) for i, s in enumerate(shapes)}
+    exe = tw.compile(g, tw.partition(g, devices=devices, algorithm=algorithm))
+    exe.step(feeds)
+    assert exe.stats.native_ops == 1, f"{name} ran on the interpreter"
+    want = tw.run_reference(g, {k: v.astype(np.float64) for k, v in feeds.items()})[y.name]
+    np.testing.assert_array_equal(exe.get(y), want.astype(np.float32))

@@ -8,10 +8,14 @@ import tdl_ops
 import tilewise as tw
 
 # The interpreter reads a tensor outside its bounds as 0 and multiplies that 0 (or a 0/1 mask: the
-# max-pool winner, the embedding row an id names) into the term, so 0 * Inf = NaN there; these
-# kernels skip such terms, as torch does: their non-finite values must be a subset of the interpreter's.
+# max-pool winner, the embedding row an id names, slice_axis_grad's positions between strided hits,
+# cumsum's positions past the prefix)
+# into the term, so 0 * Inf = NaN there; these kernels skip such terms, as torch does: their non-finite
+# values must be a subset of the interpreter's.
 _PADDING_TIMES_INF = ("conv2d_backward_data", "max_pool2d_grad", "embedding_grad", "embedding_seq_grad",
-                      "lstm_cell_grad_gates", "lstm_hidden_grad_gates")
+                      "lstm_cell_grad_gates", "lstm_hidden_grad_gates", "gru_cell_grad_gi", "gru_cell_grad_gh",
+                      "slice_axis_grad", "avg_pool2d_grad", "depthwise_conv2d_backward_data", "conv1d_backward_data",
+                      "cumsum", "cumsum_grad", "batch_diagonal_grad")
 _VALUE_KINDS = ("normal", "wide", "negative", "positive", "unit", "prob", "distinct")
 
 

@@ -40,8 +40,8 @@ def test_zoo_model_step_matches_the_reference(name):
 
 @pytest.mark.parametrize("algorithm", ["tofu", "data_parallel"])
 def test_transformer_with_embedding_lookups_runs_partitioned(algorithm):
-    """Embedding lookups are opaque functions: they run in the interpreter fallback, calling back
-    into Python from the device threads."""
+    """Embedding lookups (int ids) and every other op of the zoo transformer run on native kernels,
+    partitioned over 2 devices (issue 14: nothing falls back to the interpreter)."""
     g = tw.models.transformer(layers=1, hidden=16, heads=2, seq=4, batch=2, vocab=11, classes=3, dropout=0.0)
     rng = np.random.default_rng(0)
     feeds = {}
@@ -58,4 +58,4 @@ def test_transformer_with_embedding_lookups_runs_partitioned(algorithm):
         exe.set(k, v)
     assert abs(float(exe.step()["loss"]) - expected) <= 1e-5 * abs(expected)
     assert exe.stats.bytes_moved == plan.comm_bytes
-    assert exe.stats.interpreted_ops > 0
+    assert exe.stats.interpreted_ops == 0

@@ -6,6 +6,7 @@
 // The kernel-offset variables and the input channels may be sub-ranges (a partial reduction of the
 // forward conv), as may the batch and output positions of the filter gradient. Reads outside the
 // tensor are the zero padding; im2col writes them as zeros.
+// Depthwise 2-D and 1-D convolutions are direct loops at the end of the file.
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -257,6 +258,258 @@ bool conv2d_backward_filter(const TileCall& call, const Attrs& attrs) {
     const MatRef d = matrix_of(dy, bb, co, y, x, dybuf);
     gemm(false, true, co.size(), n, k, 1.0f, d.p, d.ld, col.data(), std::max<int64_t>(k, 1), bb == b.lo ? 0.0f : 1.0f,
          call.out, std::max<int64_t>(n, 1));
+  }
+  return true;
+}
+
+// ----- depthwise convolutions (groups = channels, filters (c, 1, kh, kw)): direct loops, a few
+// multiply-adds per output. A padded read is 0 times the other factor, as in the description and in
+// torch's zero-padded convolution (0 * Inf is NaN there too).
+
+namespace {
+
+// The (c, 1, kh, kw) filters holding channels c and offsets kh x kw of a (b, c, ...) data tensor.
+bool depthwise_filters(const TileIn& f, Span c, Span kh, Span kw, int64_t channels, Region4* r) {
+  return f.shape.size() == 4 && f.shape[0] == channels && f.shape[1] == 1 && kh.hi < f.shape[2] &&
+         kw.hi < f.shape[3] && c.hi < channels && region4(f, {c, {0, 0}, kh, kw}, r);
+}
+
+}  // namespace
+
+// lambda b, c, y, x: Sum(dy, dx: data[b, c, s y + d dy - p, s x + d dx - p] filters[c, 0, dy, dx]),
+// partial over dy, dx.
+bool depthwise_conv2d(const TileCall& call, const Attrs& attrs) {
+  Window g;
+  if (!geometry(attrs, &g) || call.inputs.size() != 2 || call.vars.size() != 6 ||
+      call.output_vars != std::vector<int>{0, 1, 2, 3})
+    return false;
+  const Span b = call.vars[0], c = call.vars[1], y = call.vars[2], x = call.vars[3], ky = call.vars[4],
+             kx = call.vars[5];
+  const TileIn& din = call.inputs[0];
+  if (din.shape.size() != 4 || b.hi >= din.shape[0]) return false;
+  const int64_t H = din.shape[2], W = din.shape[3];
+  Region4 data, f;
+  if (!region4(din, {b, c, g.reads(y, ky, H), g.reads(x, kx, W)}, &data) ||
+      !depthwise_filters(call.inputs[1], c, ky, kx, din.shape[1], &f) || call.extents[4] != f.shape[2] ||
+      call.extents[5] != f.shape[3])
+    return false;
+  float* out = call.out;
+  for (int64_t bb = b.lo; bb <= b.hi; ++bb) {
+    for (int64_t cc = c.lo; cc <= c.hi; ++cc) {
+      for (int64_t yy = y.lo; yy <= y.hi; ++yy) {
+        for (int64_t xx = x.lo; xx <= x.hi; ++xx) {
+          double acc = 0;
+          for (int64_t i = ky.lo; i <= ky.hi; ++i) {
+            const int64_t h = g.in(yy, i);
+            for (int64_t j = kx.lo; j <= kx.hi; ++j) {
+              const int64_t w = g.in(xx, j);
+              const float v = h >= 0 && h < H && w >= 0 && w < W ? *data.at(bb, cc, h, w) : 0.0f;
+              acc += static_cast<double>(v) * *f.at(cc, 0, i, j);
+            }
+          }
+          *out++ = static_cast<float>(acc);
+        }
+      }
+    }
+  }
+  return true;
+}
+
+// lambda b, c, h, w: Sum(kh, kw: [s | h + p - d kh] [s | w + p - d kw] dy[b, c, (h + p - d kh) / s, ...]
+// filters[c, 0, kh, kw]), partial over kh, kw; the terms whose dy index is not whole are skipped.
+bool depthwise_conv2d_backward_data(const TileCall& call, const Attrs& attrs) {
+  Window g;
+  if (!geometry(attrs, &g) || call.inputs.size() != 2 || call.vars.size() != 6 ||
+      call.output_vars != std::vector<int>{0, 1, 2, 3})
+    return false;
+  const Span b = call.vars[0], c = call.vars[1], h = call.vars[2], w = call.vars[3], ky = call.vars[4],
+             kx = call.vars[5];
+  const TileIn& dyin = call.inputs[0];
+  if (dyin.shape.size() != 4 || b.hi >= dyin.shape[0]) return false;
+  const int64_t OH = dyin.shape[2], OW = dyin.shape[3];
+  Region4 dy, f;
+  if (!region4(dyin, {b, c, g.readers(h, ky, OH), g.readers(w, kx, OW)}, &dy) ||
+      !depthwise_filters(call.inputs[1], c, ky, kx, dyin.shape[1], &f) || call.extents[4] != f.shape[2] ||
+      call.extents[5] != f.shape[3])
+    return false;
+  float* out = call.out;
+  for (int64_t bb = b.lo; bb <= b.hi; ++bb) {
+    for (int64_t cc = c.lo; cc <= c.hi; ++cc) {
+      for (int64_t hh = h.lo; hh <= h.hi; ++hh) {
+        for (int64_t ww = w.lo; ww <= w.hi; ++ww) {
+          double acc = 0;
+          for (int64_t i = ky.lo; i <= ky.hi; ++i) {
+            const int64_t th = hh + g.p - g.d * i;
+            if (th < 0 || th % g.s != 0 || th / g.s >= OH) continue;  // reads outside dy are 0
+            for (int64_t j = kx.lo; j <= kx.hi; ++j) {
+              const int64_t tw = ww + g.p - g.d * j;
+              if (tw < 0 || tw % g.s != 0 || tw / g.s >= OW) continue;
+              acc += static_cast<double>(*dy.at(bb, cc, th / g.s, tw / g.s)) * *f.at(cc, 0, i, j);
+            }
+          }
+          *out++ = static_cast<float>(acc);
+        }
+      }
+    }
+  }
+  return true;
+}
+
+// lambda c, one, kh, kw: Sum(b, y, x: dy[b, c, y, x] data[b, c, s y + d kh - p, s x + d kw - p]),
+// partial over b, y, x.
+bool depthwise_conv2d_backward_filter(const TileCall& call, const Attrs& attrs) {
+  Window g;
+  if (!geometry(attrs, &g) || call.inputs.size() != 2 || call.vars.size() != 7 ||
+      call.output_vars != std::vector<int>{0, 1, 2, 3})
+    return false;
+  const Span c = call.vars[0], one = call.vars[1], ky = call.vars[2], kx = call.vars[3], b = call.vars[4],
+             y = call.vars[5], x = call.vars[6];
+  const TileIn &din = call.inputs[0], &dyin = call.inputs[1];
+  if (din.shape.size() != 4 || dyin.shape.size() != 4 || one.lo != 0 || one.hi != 0 || b.hi >= din.shape[0] ||
+      c.hi >= din.shape[1] || y.hi >= dyin.shape[2] || x.hi >= dyin.shape[3] || b.hi >= dyin.shape[0] ||
+      c.hi >= dyin.shape[1])
+    return false;
+  const int64_t H = din.shape[2], W = din.shape[3];
+  Region4 data, dy;
+  if (!region4(din, {b, c, g.reads(y, ky, H), g.reads(x, kx, W)}, &data) || !region4(dyin, {b, c, y, x}, &dy))
+    return false;
+  float* out = call.out;
+  for (int64_t cc = c.lo; cc <= c.hi; ++cc) {
+    for (int64_t i = ky.lo; i <= ky.hi; ++i) {
+      for (int64_t j = kx.lo; j <= kx.hi; ++j) {
+        double acc = 0;
+        for (int64_t bb = b.lo; bb <= b.hi; ++bb) {
+          for (int64_t yy = y.lo; yy <= y.hi; ++yy) {
+            const int64_t hh = g.in(yy, i);
+            const float* d = dy.at(bb, cc, yy, x.lo);
+            for (int64_t xx = x.lo; xx <= x.hi; ++xx) {
+              const int64_t ww = g.in(xx, j);
+              const float v = hh >= 0 && hh < H && ww >= 0 && ww < W ? *data.at(bb, cc, hh, ww) : 0.0f;
+              acc += static_cast<double>(d[xx - x.lo]) * v;
+            }
+          }
+        }
+        *out++ = static_cast<float>(acc);
+      }
+    }
+  }
+  return true;
+}
+
+// ----- 1-D convolutions: data (n, ci, w), filters (co, ci, k), direct loops. As for the depthwise
+// ones, a padded read is 0 times the other factor.
+
+namespace {
+
+/// A rank-3 input's region addressed by full-tensor coordinates.
+struct View3 {
+  const float* data = nullptr;
+  int64_t lo[3] = {0, 0, 0};
+  int64_t st[3] = {0, 0, 1};
+  const float* at(int64_t a, int64_t b, int64_t c) const {
+    return data + (a - lo[0]) * st[0] + (b - lo[1]) * st[1] + (c - lo[2]) * st[2];
+  }
+};
+
+bool view3(const TileIn& in, const std::vector<Span>& box, View3* v) {
+  if (in.shape.size() != 3 || box.size() != 3 || !holds(in, box)) return false;
+  for (int d = 0; d < 2; ++d)
+    if (box[d].lo < 0 || box[d].hi >= in.shape[d]) return false;  // only the last axis is padded
+  const std::vector<int64_t> rs = region_strides(in);
+  v->data = in.data;
+  for (int d = 0; d < 3; ++d) v->lo[d] = in.region[d].lo, v->st[d] = rs[d];
+  return true;
+}
+
+}  // namespace
+
+// lambda b, co, x: Sum(ci, dx: data[b, ci, s x + d dx - p] filters[co, ci, dx]), partial over ci, dx.
+bool conv1d(const TileCall& call, const Attrs& attrs) {
+  Window g;
+  if (!geometry(attrs, &g) || call.inputs.size() != 2 || call.vars.size() != 5 || !outputs_first(call, 3))
+    return false;
+  const Span b = call.vars[0], co = call.vars[1], x = call.vars[2], ci = call.vars[3], k = call.vars[4];
+  const TileIn &din = call.inputs[0], &fin = call.inputs[1];
+  if (din.shape.size() != 3 || fin.shape.size() != 3 || fin.shape[2] != call.extents[4]) return false;
+  const int64_t W = din.shape[2];
+  View3 data, f;
+  if (!view3(din, {b, ci, g.reads(x, k, W)}, &data) || !view3(fin, {co, ci, k}, &f)) return false;
+  float* out = call.out;
+  for (int64_t bb = b.lo; bb <= b.hi; ++bb) {
+    for (int64_t o = co.lo; o <= co.hi; ++o) {
+      for (int64_t xx = x.lo; xx <= x.hi; ++xx) {
+        double acc = 0;
+        for (int64_t c = ci.lo; c <= ci.hi; ++c) {
+          for (int64_t t = k.lo; t <= k.hi; ++t) {
+            const int64_t w = g.in(xx, t);
+            const float v = w >= 0 && w < W ? *data.at(bb, c, w) : 0.0f;
+            acc += static_cast<double>(v) * *f.at(o, c, t);
+          }
+        }
+        *out++ = static_cast<float>(acc);
+      }
+    }
+  }
+  return true;
+}
+
+// lambda b, ci, x: Sum(co, k: [s | x + p - d k] dy[b, co, (x + p - d k) / s] filters[co, ci, k]),
+// partial over co, k; the terms whose dy index is not whole are skipped.
+bool conv1d_backward_data(const TileCall& call, const Attrs& attrs) {
+  Window g;
+  if (!geometry(attrs, &g) || call.inputs.size() != 2 || call.vars.size() != 5 || !outputs_first(call, 3))
+    return false;
+  const Span b = call.vars[0], ci = call.vars[1], x = call.vars[2], co = call.vars[3], k = call.vars[4];
+  const TileIn &dyin = call.inputs[0], &fin = call.inputs[1];
+  if (dyin.shape.size() != 3 || fin.shape.size() != 3 || fin.shape[2] != call.extents[4]) return false;
+  const int64_t OW = dyin.shape[2];
+  View3 dy, f;
+  if (!view3(dyin, {b, co, g.readers(x, k, OW)}, &dy) || !view3(fin, {co, ci, k}, &f)) return false;
+  float* out = call.out;
+  for (int64_t bb = b.lo; bb <= b.hi; ++bb) {
+    for (int64_t c = ci.lo; c <= ci.hi; ++c) {
+      for (int64_t xx = x.lo; xx <= x.hi; ++xx) {
+        double acc = 0;
+        for (int64_t t = k.lo; t <= k.hi; ++t) {
+          const int64_t tw = xx + g.p - g.d * t;
+          if (tw < 0 || tw % g.s != 0 || tw / g.s >= OW) continue;  // reads outside dy are 0
+          for (int64_t o = co.lo; o <= co.hi; ++o)
+            acc += static_cast<double>(*dy.at(bb, o, tw / g.s)) * *f.at(o, c, t);
+        }
+        *out++ = static_cast<float>(acc);
+      }
+    }
+  }
+  return true;
+}
+
+// lambda co, ci, k: Sum(b, x: dy[b, co, x] data[b, ci, s x + d k - p]), partial over b, x.
+bool conv1d_backward_filter(const TileCall& call, const Attrs& attrs) {
+  Window g;
+  if (!geometry(attrs, &g) || call.inputs.size() != 2 || call.vars.size() != 5 || !outputs_first(call, 3))
+    return false;
+  const Span co = call.vars[0], ci = call.vars[1], k = call.vars[2], b = call.vars[3], x = call.vars[4];
+  const TileIn &din = call.inputs[0], &dyin = call.inputs[1];
+  if (din.shape.size() != 3 || dyin.shape.size() != 3 || x.hi >= dyin.shape[2]) return false;
+  const int64_t W = din.shape[2];
+  View3 data, dy;
+  if (!view3(din, {b, ci, g.reads(x, k, W)}, &data) || !view3(dyin, {b, co, x}, &dy)) return false;
+  float* out = call.out;
+  for (int64_t o = co.lo; o <= co.hi; ++o) {
+    for (int64_t c = ci.lo; c <= ci.hi; ++c) {
+      for (int64_t t = k.lo; t <= k.hi; ++t) {
+        double acc = 0;
+        for (int64_t bb = b.lo; bb <= b.hi; ++bb) {
+          const float* d = dy.at(bb, o, x.lo);
+          for (int64_t xx = x.lo; xx <= x.hi; ++xx) {
+            const int64_t w = g.in(xx, t);
+            const float v = w >= 0 && w < W ? *data.at(bb, c, w) : 0.0f;
+            acc += static_cast<double>(d[xx - x.lo]) * v;
+          }
+        }
+        *out++ = static_cast<float>(acc);
+      }
+    }
   }
   return true;
 }

@@ -291,6 +291,56 @@ bool mse_loss_backward(const TileCall& call, const Attrs&) {
                 [=](float a, float b, float dy) { return 2.0f * (a - b) * dy * inv; });
 }
 
+namespace {
+// f(a, b, dy) over a and b of the output's shape and dy a rank-0 tensor (a loss's gradient).
+template <class F>
+bool loss_backward(const TileCall& call, F f) {
+  if (!pure_map(call, 3) || !call.inputs[2].shape.empty()) return false;
+  return map<3>(call, {aligned(call, 0), aligned(call, 1), Read{2, {}, {}}}, f);
+}
+
+float numel_of(const TileCall& call) {
+  double n = 1;
+  for (int64_t e : call.inputs[0].shape) n *= static_cast<double>(e);
+  return static_cast<float>(n);
+}
+}  // namespace
+
+// sign(a - b) dy / numel.
+bool l1_loss_backward(const TileCall& call, const Attrs&) {
+  if (call.inputs.size() != 3) return false;
+  const float n = numel_of(call);
+  return loss_backward(call, [=](float a, float b, float dy) {
+    return (static_cast<float>(a > b) - static_cast<float>(a < b)) * dy / n;
+  });
+}
+
+// (d / beta where |d| < beta, else sign(d)) dy / numel, d = a - b.
+bool smooth_l1_loss_backward(const TileCall& call, const Attrs& attrs) {
+  const float beta = static_cast<float>(attrs.num("beta", 1.0));
+  if (!attrs.ok() || call.inputs.size() != 3) return false;
+  const float n = numel_of(call);
+  return loss_backward(call, [=](float a, float b, float dy) {
+    const float d = a - b;
+    const float g = std::fabs(d) < beta ? d / beta : static_cast<float>(d > 0) - static_cast<float>(d < 0);
+    return g * dy / n;
+  });
+}
+
+// (sigmoid(x) - t) dy / numel.
+bool bce_with_logits_backward(const TileCall& call, const Attrs&) {
+  if (call.inputs.size() != 3) return false;
+  const float n = numel_of(call);
+  return loss_backward(call, [=](float x, float t, float dy) { return (1.0f / (1.0f + std::exp(-x)) - t) * dy / n; });
+}
+
+// -other dy / batch: nll_loss's gradient with respect to either operand, dy a rank-0 tensor.
+bool nll_loss_backward(const TileCall& call, const Attrs&) {
+  if (!pure_map(call, 2) || !call.inputs[1].shape.empty() || call.inputs[0].shape.size() != 2) return false;
+  const float batch = static_cast<float>(call.inputs[0].shape[0]);
+  return map<2>(call, {aligned(call, 0), Read{1, {}, {}}}, [=](float o, float dy) { return -o * dy / batch; });
+}
+
 // ---- shifted and constant reads: a time step of a sequence, the quarters of LSTM gates.
 
 // x[..., index, ...] along `axis`: that input dimension read at a constant.
@@ -319,7 +369,7 @@ bool lstm_layout(const TileCall& call, size_t inputs, int gates, int hidden_of, 
   return g.shape[1] == 4 * *hidden;
 }
 
-// gates read at quarter q of the current column.
+// gates read at quarter q of the current column (or third q, for the GRU's).
 Read quarter(int gates, int64_t q, int64_t hidden) { return Read{gates, {0, 1}, {0, q * hidden}}; }
 }  // namespace
 
@@ -642,5 +692,301 @@ bool lstm_hidden_grad_gates(const TileCall& call, const Attrs&) {
   });
   return true;
 }
+
+// ----- broadcasts: inputs right-aligned against the output (PyTorch's rule), their axes listed in
+// an attribute read at index 0; size-1 axes inserted or dropped; GRU gates by thirds.
+
+namespace {
+
+// The axes of a rank-`nd` input listed in attribute `key` (negative counting from the end), or false.
+bool axes_of(const Attrs& attrs, const std::string& key, int nd, std::vector<bool>* axes) {
+  axes->assign(nd, false);
+  for (int64_t a : attrs.ints(key)) {
+    if (a < -nd || a >= nd) return false;
+    (*axes)[a < 0 ? a + nd : a] = true;
+  }
+  return attrs.ok();
+}
+
+// Input `input` right-aligned against the output, its axes in attribute `key` read at 0. False when
+// the input has more axes than the output or the attribute is not a list of its axes.
+bool right_aligned(const TileCall& call, int input, const Attrs& attrs, const std::string& key, Read* r) {
+  const int nd = static_cast<int>(call.inputs[input].shape.size());
+  const int off = static_cast<int>(call.output_vars.size()) - nd;
+  std::vector<bool> bcast;
+  if (off < 0 || !axes_of(attrs, key, nd, &bcast)) return false;
+  *r = Read{input, {}, {}};
+  for (int d = 0; d < nd; ++d) r->at.push_back(bcast[d] ? kConstant : off + d);
+  return true;
+}
+
+// out = f(a, b) with a and b broadcast against each other (a_bcast, b_bcast: their axes read at 0).
+template <class F>
+bool broadcast_binary(const TileCall& call, const Attrs& attrs, F f) {
+  Read a, b;
+  if (!pure_map(call, 2) || !right_aligned(call, 0, attrs, "a_bcast", &a) ||
+      !right_aligned(call, 1, attrs, "b_bcast", &b))
+    return false;
+  return map<2>(call, {a, b}, f);
+}
+
+// The input read at the output index with output dimension `axis` left out (a size-1 axis inserted
+// there, or the axis a reduction removed).
+Read skipping(const TileCall& call, int axis) {
+  Read r{0, {}, {}};
+  for (int d = 0; d < static_cast<int>(call.output_vars.size()); ++d)
+    if (d != axis) r.at.push_back(d);
+  return r;
+}
+
+// The output axis named by attribute "axis" of an output of rank `rank` (negative counting from the end).
+bool output_axis(const Attrs& attrs, int rank, int* axis) {
+  const int64_t a = attrs.integer("axis", 0);
+  if (!attrs.ok() || a < -rank || a >= rank) return false;
+  *axis = static_cast<int>(a < 0 ? a + rank : a);
+  return true;
+}
+
+}  // namespace
+
+bool broadcast_add(const TileCall& call, const Attrs& attrs) {
+  return broadcast_binary(call, attrs, [](float a, float b) { return a + b; });
+}
+bool broadcast_sub(const TileCall& call, const Attrs& attrs) {
+  return broadcast_binary(call, attrs, [](float a, float b) { return a - b; });
+}
+bool broadcast_mul(const TileCall& call, const Attrs& attrs) {
+  return broadcast_binary(call, attrs, [](float a, float b) { return a * b; });
+}
+bool broadcast_div(const TileCall& call, const Attrs& attrs) {
+  return broadcast_binary(call, attrs, [](float a, float b) { return a / b; });
+}
+bool broadcast_maximum(const TileCall& call, const Attrs& attrs) { return broadcast_binary(call, attrs, nan_max); }
+bool broadcast_minimum(const TileCall& call, const Attrs& attrs) { return broadcast_binary(call, attrs, nan_min); }
+
+// x broadcast to the output's shape, right-aligned, its axes in `bcast` read at 0 (PyTorch expand).
+bool expand(const TileCall& call, const Attrs& attrs) {
+  Read x;
+  if (!pure_map(call, 1) || !right_aligned(call, 0, attrs, "bcast", &x)) return false;
+  return map<1>(call, {x}, [](float v) { return v; });
+}
+
+// x repeated along the output axes `new_axes` (default: the leading ones); x has the others, in order.
+bool broadcast_to(const TileCall& call, const Attrs& attrs) {
+  if (!pure_map(call, 1)) return false;
+  const int rank = static_cast<int>(call.output_vars.size());
+  const int nd = static_cast<int>(call.inputs[0].shape.size());
+  std::vector<bool> fresh;
+  if (nd > rank || !axes_of(attrs, "new_axes", rank, &fresh)) return false;
+  if (attrs.ints("new_axes").empty())
+    for (int d = 0; d < rank - nd; ++d) fresh[d] = true;
+  Read x{0, {}, {}};
+  for (int d = 0; d < rank; ++d)
+    if (!fresh[d]) x.at.push_back(d);
+  if (static_cast<int>(x.at.size()) != nd) return false;
+  return map<1>(call, {x}, [](float v) { return v; });
+}
+
+// x + y, y broadcast over x's leading axes.
+bool add_broadcast(const TileCall& call, const Attrs&) {
+  if (!pure_map(call, 2)) return false;
+  const int rank = static_cast<int>(call.output_vars.size()), nd = static_cast<int>(call.inputs[1].shape.size());
+  if (nd > rank) return false;
+  Read y{1, {}, {}};
+  for (int d = rank - nd; d < rank; ++d) y.at.push_back(d);
+  return map<2>(call, {aligned(call, 0), y}, [](float a, float b) { return a + b; });
+}
+
+// value where mask != 0 (NaN counts as true, as in where), else x; mask broadcast as in expand.
+bool masked_fill(const TileCall& call, const Attrs& attrs) {
+  const float value = static_cast<float>(attrs.num("value", 0.0));
+  Read mask;
+  if (!attrs.ok() || !pure_map(call, 2) || !right_aligned(call, 1, attrs, "mask_bcast", &mask)) return false;
+  return map<2>(call, {aligned(call, 0), mask}, [=](float x, float m) { return m != 0.0f ? value : x; });
+}
+
+// x without its size-1 axis `axis`: that axis read at 0.
+bool squeeze(const TileCall& call, const Attrs& attrs) {
+  if (!pure_map(call, 1)) return false;
+  const int nd = static_cast<int>(call.inputs[0].shape.size());
+  int ax = 0;
+  if (nd != static_cast<int>(call.output_vars.size()) + 1 || !output_axis(attrs, nd, &ax)) return false;
+  Read r{0, {}, {}};
+  for (int d = 0; d < nd; ++d) r.at.push_back(d == ax ? kConstant : (d < ax ? d : d - 1));
+  return map<1>(call, {r}, [](float v) { return v; });
+}
+
+// x with a size-1 axis inserted at `axis`.
+bool unsqueeze(const TileCall& call, const Attrs& attrs) {
+  const int rank = static_cast<int>(call.output_vars.size());
+  int ax = 0;
+  if (!pure_map(call, 1) || !output_axis(attrs, rank, &ax) ||
+      static_cast<int>(call.inputs[0].shape.size()) != rank - 1)
+    return false;
+  return map<1>(call, {skipping(call, ax)}, [](float v) { return v; });
+}
+
+// dy / size repeated along the new output axis `axis` (the gradient of reduce_mean).
+bool reduce_mean_grad(const TileCall& call, const Attrs& attrs) {
+  const int rank = static_cast<int>(call.output_vars.size());
+  const int64_t axis = attrs.integer("axis", 0);
+  const double size = attrs.num("size", 1.0);
+  if (!attrs.ok() || !pure_map(call, 1) || axis < 0 || axis >= rank || size <= 0 ||
+      static_cast<int>(call.inputs[0].shape.size()) != rank - 1)
+    return false;
+  const float n = static_cast<float>(size);
+  return map<1>(call, {skipping(call, static_cast<int>(axis))}, [=](float dy) { return dy / n; });
+}
+
+// dy[b, c] / (in_h in_w) at every (h, w): the gradient of global_avg_pool2d.
+bool global_avg_pool2d_grad(const TileCall& call, const Attrs& attrs) {
+  const double area = attrs.num("in_h", 1.0) * attrs.num("in_w", 1.0);
+  if (!attrs.ok() || !pure_map(call, 1) || call.output_vars.size() != 4 || area <= 0) return false;
+  const float n = static_cast<float>(area);
+  return map<1>(call, {Read{0, {0, 1}, {}}}, [=](float dy) { return dy / n; });
+}
+
+// x * s[0], s a one-element tensor.
+bool mul_scalar_tensor(const TileCall& call, const Attrs&) {
+  if (!pure_map(call, 2) || call.inputs[1].shape.size() != 1) return false;
+  return map<2>(call, {aligned(call, 0), Read{1, {kConstant}, {0}}}, [](float x, float s) { return x * s; });
+}
+
+// dy[j] exp(x[i] - y[j]), j = i without `axis`: the gradient of logsumexp (y its result).
+bool logsumexp_grad(const TileCall& call, const Attrs& attrs) {  // (dy, x, y)
+  const int rank = static_cast<int>(call.output_vars.size());
+  int ax = 0;
+  if (!pure_map(call, 3) || !output_axis(attrs, rank, &ax)) return false;
+  Read dy = skipping(call, ax), y = skipping(call, ax);
+  y.input = 2;
+  return map<3>(call, {dy, aligned(call, 1), y}, [](float d, float x, float m) { return d * std::exp(x - m); });
+}
+
+// dy[c] / (n h w) over x's shape (x gives only the shape): the gradient of batch_norm_mean.
+bool batch_norm_mean_grad(const TileCall& call, const Attrs&) {  // (dy, x)
+  if (!pure_map(call, 2) || call.output_vars.size() != 4 || call.inputs[1].shape.size() != 4) return false;
+  const auto& s = call.inputs[1].shape;
+  const float n = static_cast<float>(static_cast<double>(s[0] * s[2] * s[3]));
+  return map<1>(call, {Read{0, {1}, {}}}, [=](float dy) { return dy / n; });
+}
+
+// (1 - momentum) running + momentum stat: batch norm's running mean and variance.
+bool running_stat_update(const TileCall& call, const Attrs& attrs) {
+  const double m = attrs.num("momentum", 0.1);
+  const float keep = static_cast<float>(1.0 - m), take = static_cast<float>(m);
+  return attrs.ok() && map_aligned<2>(call, [=](float r, float s) { return keep * r + take * s; });
+}
+
+// (x - mean[c]) / sqrt(var[c] + eps) gamma[c] + beta[c] over NCHW, with running statistics.
+bool batch_norm_inference(const TileCall& call, const Attrs& attrs) {  // (x, mean, var, gamma, beta)
+  const float eps = static_cast<float>(attrs.num("eps", 1e-5));
+  if (!attrs.ok() || !pure_map(call, 5) || call.output_vars.size() != 4) return false;
+  const Read m{1, {1}, {}}, v{2, {1}, {}}, g{3, {1}, {}}, b{4, {1}, {}};
+  return map<5>(call, {aligned(call, 0), m, v, g, b}, [=](float x, float mu, float var, float gamma, float beta) {
+    return (x - mu) / std::sqrt(var + eps) * gamma + beta;
+  });
+}
+
+// dy gamma[c] / sqrt(var[c] + eps).
+bool batch_norm_inference_grad_input(const TileCall& call, const Attrs& attrs) {  // (dy, var, gamma)
+  const float eps = static_cast<float>(attrs.num("eps", 1e-5));
+  if (!attrs.ok() || !pure_map(call, 3) || call.output_vars.size() != 4) return false;
+  return map<3>(call, {aligned(call, 0), Read{1, {1}, {}}, Read{2, {1}, {}}},
+                [=](float dy, float var, float gamma) { return dy * gamma / std::sqrt(var + eps); });
+}
+
+// ----- the GRU cell (torch.nn.GRU, gates r | z | n): gi, gh (batch, 3 hidden), h (batch, hidden).
+
+namespace {
+
+// Variables b, j over (batch, hidden) of a map whose inputs `gi` and `gi + 1` hold the gates of
+// `hidden` = the second extent of input `hidden_of`.
+bool gru_layout(const TileCall& call, size_t inputs, int gi, int hidden_of, int64_t* hidden) {
+  if (!pure_map(call, inputs) || call.vars.size() != 2) return false;
+  const TileIn &a = call.inputs[gi], &b = call.inputs[gi + 1], &h = call.inputs[hidden_of];
+  if (a.shape.size() != 2 || b.shape.size() != 2 || h.shape.size() != 2) return false;
+  *hidden = h.shape[1];
+  return a.shape[1] == 3 * *hidden && b.shape[1] == 3 * *hidden;
+}
+
+// The gates at one column from gi and gh at thirds r, z, n: r, z and the new state n.
+struct GruGates {
+  float r, z, n;
+  GruGates(float gir, float ghr, float giz, float ghz, float gin, float ghn)
+      : r(sigmoid(gir + ghr)), z(sigmoid(giz + ghz)), n(std::tanh(gin + r * ghn)) {}
+};
+
+}  // namespace
+
+// h' = (1 - z) n + z h.
+bool gru_cell(const TileCall& call, const Attrs&) {  // (gi, gh, h)
+  int64_t n = 0;
+  if (!gru_layout(call, 3, 0, 2, &n)) return false;
+  const std::array<Read, 7> reads = {quarter(0, 0, n), quarter(1, 0, n), quarter(0, 1, n), quarter(1, 1, n),
+                                     quarter(0, 2, n), quarter(1, 2, n), aligned(call, 2)};
+  return map<7>(call, reads, [](float gir, float ghr, float giz, float ghz, float gin, float ghn, float h) {
+    const GruGates g(gir, ghr, giz, ghz, gin, ghn);
+    return (1.0f - g.z) * g.n + g.z * h;
+  });
+}
+
+// dh = dy z.
+bool gru_cell_grad_h(const TileCall& call, const Attrs&) {  // (dy, gi, gh)
+  int64_t n = 0;
+  if (!gru_layout(call, 3, 1, 0, &n)) return false;
+  return map<3>(call, {aligned(call, 0), quarter(1, 1, n), quarter(2, 1, n)},
+                [](float dy, float giz, float ghz) { return dy * sigmoid(giz + ghz); });
+}
+
+namespace {
+
+// d gi (times_r false) or d gh (true), (batch, 3 hidden) by thirds of the columns, each a formula
+// of dy, h and the gates at the column's offset k inside its third:
+// [dn ghn r (1 - r) | dy (h - n) z (1 - z) | dn (r)] with dn = dy (1 - z) (1 - n^2). The description
+// reads outside the tensors for the other terms, which the interpreter takes as 0: those vanish.
+bool gru_gate_grads(const TileCall& call, bool times_r) {  // (dy, gi, gh, h)
+  if (call.inputs.size() != 4 || call.vars.size() != 2 || call.output_vars != std::vector<int>{0, 1}) return false;
+  const TileIn &dy = call.inputs[0], &gi = call.inputs[1], &gh = call.inputs[2], &h = call.inputs[3];
+  if (dy.shape.size() != 2 || gi.shape.size() != 2 || gh.shape != gi.shape || h.shape != dy.shape) return false;
+  const int64_t n = dy.shape[1];
+  if (gi.shape[1] != 3 * n) return false;
+  const Span b = call.vars[0], j = call.vars[1];
+  auto thirds = [&](auto&& f) {  // f(third, k range) for the block's parts in each third
+    for (int64_t q = 0; q < 3; ++q) {
+      const int64_t lo = std::max(j.lo, q * n), hi = std::min(j.hi, q * n + n - 1);
+      if (lo <= hi) f(q, Span{lo - q * n, hi - q * n});
+    }
+  };
+  bool ok = true;
+  thirds([&](int64_t q, Span k) {
+    for (int64_t t = 0; t < 3; ++t)
+      ok = ok && holds(gi, {b, {k.lo + t * n, k.hi + t * n}}) && holds(gh, {b, {k.lo + t * n, k.hi + t * n}});
+    ok = ok && holds(dy, {b, k}) && (q != 1 || holds(h, {b, k}));
+  });
+  if (!ok) return false;
+  const int64_t width = j.size();
+  thirds([&](int64_t q, Span k) {
+    for (int64_t bb = b.lo; bb <= b.hi; ++bb) {
+      float* out = call.out + (bb - b.lo) * width + (k.lo + q * n - j.lo);
+      const float* d = element(dy, {bb, k.lo});
+      const float* x = element(gi, {bb, k.lo});
+      const float* y = element(gh, {bb, k.lo});
+      const float* hh = q == 1 ? element(h, {bb, k.lo}) : nullptr;
+      for (int64_t t = 0; t < k.size(); ++t) {
+        const GruGates g(x[t], y[t], x[t + n], y[t + n], x[t + 2 * n], y[t + 2 * n]);
+        const float dn = d[t] * (1.0f - g.z) * (1.0f - g.n * g.n);
+        if (q == 0) out[t] = dn * y[t + 2 * n] * g.r * (1.0f - g.r);
+        if (q == 1) out[t] = d[t] * (hh[t] - g.n) * g.z * (1.0f - g.z);
+        if (q == 2) out[t] = times_r ? dn * g.r : dn;
+      }
+    }
+  });
+  return true;
+}
+
+}  // namespace
+
+bool gru_cell_grad_gi(const TileCall& call, const Attrs&) { return gru_gate_grads(call, false); }
+bool gru_cell_grad_gh(const TileCall& call, const Attrs&) { return gru_gate_grads(call, true); }
 
 }  // namespace tilewise::kernels::tile

@@ -123,4 +123,31 @@ bool embedding_grad(const TileCall& call, const Attrs& attrs) {
   return attrs.ok() && lookup_grad(call, padding);
 }
 
+// lambda i.., v: ids[i..] == v: one-hot rows of `depth` (an id that names no row, a fraction or NaN
+// gives a zero row, as the comparison does).
+bool one_hot(const TileCall& call, const Attrs&) {
+  if (call.inputs.size() != 1 || call.vars.size() != call.output_vars.size()) return false;
+  const TileIn& ids = call.inputs[0];
+  const size_t nd = ids.shape.size();
+  if (call.output_vars.size() != nd + 1) return false;
+  for (size_t d = 0; d <= nd; ++d)
+    if (call.output_vars[d] != static_cast<int>(d)) return false;
+  const std::vector<Span> box(call.vars.begin(), call.vars.begin() + static_cast<int64_t>(nd));
+  for (size_t d = 0; d < nd; ++d)
+    if (box[d].hi >= ids.shape[d]) return false;
+  if (!holds(ids, box)) return false;
+  const Span v = call.vars[nd];
+  std::vector<int64_t> at(nd);
+  for (size_t d = 0; d < nd; ++d) at[d] = box[d].lo;
+  float* out = call.out;
+  while (true) {
+    const int64_t id = id_at(ids, at);
+    for (int64_t k = v.lo; k <= v.hi; ++k) *out++ = id == k ? 1.0f : 0.0f;
+    int d = static_cast<int>(nd) - 1;
+    while (d >= 0 && at[d] == box[d].hi) at[d] = box[d].lo, --d;
+    if (d < 0) return true;
+    ++at[d];
+  }
+}
+
 }  // namespace tilewise::kernels::tile

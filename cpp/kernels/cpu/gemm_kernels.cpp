@@ -4,6 +4,7 @@
 // copied. A restricted k is a partial GEMM; a restricted reduction variable among the loops
 // accumulates over the loop with beta = 1.
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -327,6 +328,25 @@ bool lstm_gates(const TileCall& call, const Attrs&) {
   fill_bias(call, {4, 5}, 1);
   run_plan(call, px, true);
   run_plan(call, ph, true);
+  return true;
+}
+
+// tanh(x W_ih^T + h W_hh^T + b): lstm_gates' two GEMMs onto one bias, then tanh (nn.RNN's cell).
+bool rnn_tanh_cell(const TileCall& call, const Attrs&) {
+  // vars: i = 0, j = 1, k = 2, k' = 3 (both reductions sit under tanh: never split)
+  if (!outputs_are(call, {0, 1}) || call.inputs.size() != 5) return false;
+  if (!full_range(call, 2, 4) || !holds_bias(call, {4}, 1)) return false;
+  Plan px, ph;
+  Contraction cx{{0, {0, 2}}, {2, {1, 2}}, 0, 1, 2, {3}};
+  Contraction ch{{1, {0, 3}}, {3, {1, 3}}, 0, 1, 3, {2}};
+  if (!make_plan(call, cx, &px) || !make_plan(call, ch, &ph)) return false;
+  px.loops.clear();
+  ph.loops.clear();
+  fill_bias(call, {4}, 1);
+  run_plan(call, px, true);
+  run_plan(call, ph, true);
+  const int64_t n = output_size(call);
+  for (int64_t t = 0; t < n; ++t) call.out[t] = std::tanh(call.out[t]);
   return true;
 }
 

@@ -33,14 +33,15 @@ class JsonReader {
       Entry e;
       const size_t start = pos_;
       if (peek() == '[') {
-        e.list = number_list(&e.nums);
+        e.list = number_list(&e.nums, &e.inner);
         if (!e.list) e.numeric = false;
       } else if (!scalar(&e.nums)) {
         e.numeric = false;
       }
       if (!e.numeric) {
-        // Something no kernel reads (a string, null, an object, a nested list): skip it.
+        // Something no kernel reads (a string, null, an object, a deeper list): skip it.
         e.nums.clear();
+        e.inner = 0;
         pos_ = start;
         if (!skip_value()) return false;
       }
@@ -106,13 +107,24 @@ class JsonReader {
     }
     return true;
   }
-  bool number_list(std::vector<double>* out) {
+  // A list of numbers, or (when `inner` is given) of equally long lists of numbers, flattened into
+  // out with *inner their length.
+  bool number_list(std::vector<double>* out, int64_t* inner = nullptr) {
     if (!eat('[')) return false;
     skip_ws();
     if (eat(']')) return true;
+    const bool nested = inner && peek() == '[';
     while (true) {
       skip_ws();
-      if (!scalar(out)) return false;
+      if (nested) {
+        const size_t before = out->size();
+        if (!number_list(out)) return false;
+        const auto n = static_cast<int64_t>(out->size() - before);
+        if (n == 0 || (*inner != 0 && n != *inner)) return false;
+        *inner = n;
+      } else if (!scalar(out)) {
+        return false;
+      }
       skip_ws();
       if (eat(',')) continue;
       return eat(']');

@@ -1,6 +1,6 @@
-// Reductions, batch normalisation, pooling and losses. Sums accumulate in double, as the TDL
-// interpreter does, so a long reduction (a batch-norm channel, a loss) matches it to float
-// rounding. Nested reductions (the statistics inside batch norm, the softmax inside a loss) must
+// Reductions (sums, means, extrema along axes), batch normalisation, losses and row-wise ops
+// (softmax, layer and RMS norm). Sums accumulate in double, as the TDL interpreter does, so a long
+// reduction (a batch-norm channel, a loss) matches it to float rounding. Nested reductions (the statistics inside batch norm, the softmax inside a loss) must
 // cover their full extent; a restricted top-level reduction variable gives the partial result.
 #include <algorithm>
 #include <cmath>
@@ -12,28 +12,6 @@
 
 namespace tilewise::kernels::tile {
 namespace {
-
-/// A rank-4 input's region addressed by full-tensor coordinates.
-struct View4 {
-  const float* data = nullptr;
-  int64_t lo[4] = {0, 0, 0, 0};
-  int64_t st[4] = {0, 0, 0, 1};
-  const float* at(int64_t a, int64_t b, int64_t c, int64_t d) const {
-    return data + (a - lo[0]) * st[0] + (b - lo[1]) * st[1] + (c - lo[2]) * st[2] + (d - lo[3]) * st[3];
-  }
-};
-
-// A rank-4 input holding the box; false (decline) otherwise.
-bool view4(const TileIn& in, const std::vector<Span>& box, View4* v) {
-  if (in.shape.size() != 4 || !holds(in, box)) return false;
-  std::vector<int64_t> rs = region_strides(in);
-  v->data = in.data;
-  for (int d = 0; d < 4; ++d) {
-    v->lo[d] = in.region[d].lo;
-    v->st[d] = rs[d];
-  }
-  return true;
-}
 
 Span all(int64_t n) { return {0, n - 1}; }
 
@@ -84,14 +62,6 @@ bool nested_full(const TileCall& call, int first) {
   return full_range(call, first, static_cast<int>(call.vars.size()));
 }
 
-bool outputs_first(const TileCall& call, int count) {
-  if (static_cast<int>(call.output_vars.size()) != count) return false;
-  for (int p = 0; p < count; ++p) {
-    if (call.output_vars[p] != p) return false;
-  }
-  return true;
-}
-
 // The box every variable in `dim_vars` spans, each clipped to nothing beyond the tensor.
 bool in_tensor(const TileIn& in, const std::vector<Span>& box) {
   for (size_t d = 0; d < box.size(); ++d) {
@@ -102,31 +72,47 @@ bool in_tensor(const TileIn& in, const std::vector<Span>& box) {
 
 }  // namespace
 
-// ------------------------------------------------------------------------------------- sum_axes
+// ------------------------------------------------------------------------------------- sums
 
-// lambda i..: Sum(r..: x[..]) with the kept axes read by i0.. and the summed ones by r0.., each in
-// axis order. Accumulates the input block row by row into a double buffer.
-bool sum_axes(const TileCall& call, const Attrs& attrs) {
+namespace {
+
+// The box of the one input a reduction reads, its axis d read by variable dim_var[d]: output
+// variables (the first ones, in output order) or reduced ones, restricted or not (a partial
+// result). Output variables that read no axis have extent 1. False to decline.
+bool reduction_box(const TileCall& call, const std::vector<int>& dim_var, std::vector<Span>* box) {
   if (call.inputs.size() != 1) return false;
   const TileIn& in = call.inputs[0];
-  const int nd = static_cast<int>(in.shape.size());
-  std::vector<bool> reduced(nd, false);
-  for (int64_t a : attrs.ints("axes")) {
-    if (a < -nd || a >= nd) return false;
-    reduced[a < 0 ? a + nd : a] = true;
+  const int kept = static_cast<int>(call.output_vars.size());
+  if (dim_var.size() != in.shape.size() || !outputs_first(call, kept)) return false;
+  std::vector<int> reads(call.vars.size(), 0);
+  for (int v : dim_var) {
+    if (v < 0 || v >= static_cast<int>(call.vars.size()) || reads[v]++) return false;
   }
-  if (!attrs.ok() || static_cast<int>(call.vars.size()) != nd) return false;
-  const int kept = static_cast<int>(std::count(reduced.begin(), reduced.end(), false));
-  if (kept == nd || !outputs_first(call, kept)) return false;
-  // dim_var[d]: the variable reading axis d (kept axes first in the variable list).
-  std::vector<int> dim_var(nd);
-  for (int d = 0, ki = 0, ri = kept; d < nd; ++d) dim_var[d] = reduced[d] ? ri++ : ki++;
-  std::vector<Span> box = box_of(call, dim_var);
-  if (!in_tensor(in, box) || !holds(in, box)) return false;
+  for (int v = 0; v < static_cast<int>(call.vars.size()); ++v)
+    if (!reads[v] && (v >= kept || call.extents[v] != 1)) return false;
+  *box = box_of(call, dim_var);
+  return in_tensor(in, *box) && holds(in, *box);
+}
 
+// lambda i..: Sum(r..: x[..]) * scale over reduction_box's box. Accumulates the input block row by
+// row into a double buffer.
+bool sum_into(const TileCall& call, const std::vector<int>& dim_var, double scale) {
+  std::vector<Span> box;
+  if (!reduction_box(call, dim_var, &box)) return false;
+  const TileIn& in = call.inputs[0];
+  const int nd = static_cast<int>(in.shape.size());
+
+  std::vector<double> acc(static_cast<size_t>(output_size(call)), 0.0);
+  auto finish = [&] {
+    for (size_t t = 0; t < acc.size(); ++t) call.out[t] = static_cast<float>(acc[t] * scale);
+    return true;
+  };
+  if (nd == 0) {
+    acc[0] = *in.data;
+    return finish();
+  }
   std::vector<int64_t> rs = region_strides(in), os = output_strides(call), corner(nd);
   for (int d = 0; d < nd; ++d) corner[d] = box[d].lo;
-  std::vector<double> acc(static_cast<size_t>(output_size(call)), 0.0);
   const float* base = element(in, corner);
   const int64_t len = box[nd - 1].size(), ostep = os[dim_var[nd - 1]];
   std::vector<int64_t> idx(nd, 0);
@@ -137,14 +123,11 @@ bool sum_axes(const TileCall& call, const Attrs& attrs) {
       acc[oo] += sum_of(len, [row](int64_t t) { return static_cast<double>(row[t]); });
     } else {
       double* a = acc.data() + oo;
-      for (int64_t t = 0; t < len; ++t) a[t] += row[t];
+      for (int64_t t = 0; t < len; ++t) a[t * ostep] += row[t];
     }
     int d = nd - 1;
     while (true) {
-      if (--d < 0) {
-        for (size_t t = 0; t < acc.size(); ++t) call.out[t] = static_cast<float>(acc[t]);
-        return true;
-      }
+      if (--d < 0) return finish();
       const int64_t o = os[dim_var[d]];
       if (++idx[d] < box[d].size()) {
         xo += rs[d];
@@ -158,151 +141,422 @@ bool sum_axes(const TileCall& call, const Attrs& attrs) {
   }
 }
 
-// ----------------------------------------------------------------------------------- max_pool2d
-
-// lambda b, c, y, xx: Max(i, j: x[b, c, s y + i - p, s xx + j - p]), padded positions -inf (when
-// padding > 0; with no padding the description reads x directly, where outside reads are 0).
-bool max_pool2d(const TileCall& call, const Attrs& attrs) {
-  const int64_t k = attrs.integer("kernel", 2), s = attrs.integer("stride", 2), p = attrs.integer("padding", 0);
-  if (!attrs.ok() || k < 1 || s < 1 || p < 0 || call.inputs.size() != 1) return false;
-  if (!outputs_first(call, 4)) return false;
-  if (call.extents[4] != k || call.extents[5] != k) return false;
-  const Span b = call.vars[0], c = call.vars[1], y = call.vars[2], x = call.vars[3], i = call.vars[4],
-             j = call.vars[5];
+// lambda i..: Max(r..: x[..]) (Min when !is_max) over reduction_box's box; NaN wins and stays,
+// as in the interpreter and torch.
+bool extremum_into(const TileCall& call, const std::vector<int>& dim_var, bool is_max) {
+  std::vector<Span> box;
+  if (!reduction_box(call, dim_var, &box)) return false;
   const TileIn& in = call.inputs[0];
-  if (in.shape.size() != 4) return false;
-  const Window win{s, p, 1};
-  View4 v;
-  if (!view4(in, {b, c, win.reads(y, i, in.shape[2]), win.reads(x, j, in.shape[3])}, &v)) return false;
-  const int64_t H = in.shape[2], W = in.shape[3];
-  const float outside = p > 0 ? -std::numeric_limits<float>::infinity() : 0.0f;
-  float* out = call.out;
-  for (int64_t bb = b.lo; bb <= b.hi; ++bb) {
-    for (int64_t cc = c.lo; cc <= c.hi; ++cc) {
-      for (int64_t yy = y.lo; yy <= y.hi; ++yy) {
-        for (int64_t xx = x.lo; xx <= x.hi; ++xx) {
-          float m = -std::numeric_limits<float>::infinity();
-          for (int64_t ii = i.lo; ii <= i.hi; ++ii) {
-            const int64_t h = s * yy + ii - p;
-            for (int64_t jj = j.lo; jj <= j.hi; ++jj) {
-              const int64_t w = s * xx + jj - p;
-              const float val = (h >= 0 && h < H && w >= 0 && w < W) ? *v.at(bb, cc, h, w) : outside;
-              m = (val > m || std::isnan(val)) && !std::isnan(m) ? val : m;  // NaN wins, as in torch
-            }
-          }
-          *out++ = m;
-        }
+  const int nd = static_cast<int>(in.shape.size());
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> acc(static_cast<size_t>(output_size(call)), is_max ? -inf : inf);
+  std::vector<int64_t> rs = region_strides(in), os = output_strides(call), corner(nd), idx(nd, 0);
+  for (int d = 0; d < nd; ++d) corner[d] = box[d].lo;
+  const float* base = nd == 0 ? in.data : element(in, corner);
+  const int64_t len = nd == 0 ? 1 : box[nd - 1].size(), ostep = nd == 0 ? 0 : os[dim_var[nd - 1]];
+  int64_t xo = 0, oo = 0;
+  while (true) {
+    for (int64_t t = 0; t < len; ++t) {
+      const float v = base[xo + t];
+      float& a = acc[oo + t * ostep];
+      if (std::isnan(v) || (is_max ? v > a : v < a)) a = v;
+    }
+    int d = nd - 1;
+    while (true) {
+      if (--d < 0) {
+        std::copy(acc.begin(), acc.end(), call.out);
+        return true;
       }
+      if (++idx[d] < box[d].size()) {
+        xo += rs[d];
+        oo += os[dim_var[d]];
+        break;
+      }
+      xo -= rs[d] * (box[d].size() - 1);
+      oo -= os[dim_var[d]] * (box[d].size() - 1);
+      idx[d] = 0;
+    }
+  }
+}
+
+// Variables of a reduction along attribute "axis" of the input (the output keeps the other axes in
+// order; the reduction variable comes last).
+bool along_axis(const TileCall& call, const Attrs& attrs, std::vector<int>* dim_var, int64_t* extent) {
+  if (call.inputs.size() != 1) return false;
+  const int nd = static_cast<int>(call.inputs[0].shape.size());
+  const int64_t axis = attrs.integer("axis", -1);
+  if (!attrs.ok() || axis < -nd || axis >= nd || static_cast<int>(call.vars.size()) != nd) return false;
+  const int a = static_cast<int>(axis < 0 ? axis + nd : axis);
+  dim_var->clear();
+  for (int d = 0; d < nd; ++d) dim_var->push_back(d < a ? d : (d == a ? nd - 1 : d - 1));
+  *extent = call.inputs[0].shape[a];
+  return true;
+}
+
+}  // namespace
+
+// lambda i..: Sum(r..: x[..]) with the kept axes read by i0.. and the summed ones by r0.., each in
+// axis order.
+bool sum_axes(const TileCall& call, const Attrs& attrs) {
+  if (call.inputs.size() != 1) return false;
+  const int nd = static_cast<int>(call.inputs[0].shape.size());
+  std::vector<bool> reduced(nd, false);
+  for (int64_t a : attrs.ints("axes")) {
+    if (a < -nd || a >= nd) return false;
+    reduced[a < 0 ? a + nd : a] = true;
+  }
+  if (!attrs.ok() || static_cast<int>(call.vars.size()) != nd) return false;
+  const int kept = static_cast<int>(std::count(reduced.begin(), reduced.end(), false));
+  if (kept == nd) return false;
+  std::vector<int> dim_var(nd);
+  for (int d = 0, ki = 0, ri = kept; d < nd; ++d) dim_var[d] = reduced[d] ? ri++ : ki++;
+  return sum_into(call, dim_var, 1.0);
+}
+
+// lambda i..: Sum(k..: x[k_lead.., i or k_bcast..]): x summed down to `shape` over its extra leading
+// axes and the axes in `bcast` (extent 1 in the output), the summed variables in axis order.
+bool sum_to(const TileCall& call, const Attrs& attrs) {
+  if (call.inputs.size() != 1) return false;
+  const int rank = static_cast<int>(call.output_vars.size());
+  const int lead = static_cast<int>(call.inputs[0].shape.size()) - rank;
+  std::vector<bool> bcast(rank, false);
+  for (int64_t a : attrs.ints("bcast")) {
+    if (a < 0 || a >= rank) return false;  // the description reads the axes as listed
+    bcast[a] = true;
+  }
+  if (!attrs.ok() || lead < 0) return false;
+  std::vector<int> dim_var;
+  int next = rank;
+  for (int d = 0; d < lead; ++d) dim_var.push_back(next++);
+  for (int d = 0; d < rank; ++d) dim_var.push_back(bcast[d] ? next++ : d);
+  return sum_into(call, dim_var, 1.0);
+}
+
+// lambda r..: Sum(k..: x[k.., r..]) over the first `lead` axes.
+bool sum_leading(const TileCall& call, const Attrs& attrs) {
+  const int64_t lead = attrs.integer("lead", 1);
+  if (!attrs.ok() || call.inputs.size() != 1) return false;
+  const int nd = static_cast<int>(call.inputs[0].shape.size()), rank = static_cast<int>(call.output_vars.size());
+  if (lead < 0 || lead != nd - rank) return false;
+  std::vector<int> dim_var;
+  for (int d = 0; d < nd; ++d) dim_var.push_back(d < lead ? rank + d : d - static_cast<int>(lead));
+  return sum_into(call, dim_var, 1.0);
+}
+
+// lambda i..: Sum(k: x[i.. with k at axis]) / n: the mean (a partial sum / n over a restricted k).
+bool reduce_mean(const TileCall& call, const Attrs& attrs) {
+  std::vector<int> dim_var;
+  int64_t n = 0;
+  return along_axis(call, attrs, &dim_var, &n) && sum_into(call, dim_var, 1.0 / static_cast<double>(n));
+}
+
+bool reduce_sum(const TileCall& call, const Attrs& attrs) {
+  std::vector<int> dim_var;
+  int64_t n = 0;
+  return along_axis(call, attrs, &dim_var, &n) && sum_into(call, dim_var, 1.0);
+}
+
+bool reduce_max(const TileCall& call, const Attrs& attrs) {
+  std::vector<int> dim_var;
+  int64_t n = 0;
+  return along_axis(call, attrs, &dim_var, &n) && extremum_into(call, dim_var, true);
+}
+
+bool reduce_min(const TileCall& call, const Attrs& attrs) {
+  std::vector<int> dim_var;
+  int64_t n = 0;
+  return along_axis(call, attrs, &dim_var, &n) && extremum_into(call, dim_var, false);
+}
+
+// lambda i, j: Sum(k: x[i, k] [k <= j]) (cumsum, prefix sums over the last axis of a matrix) or
+// [k >= j] (cumsum_grad, suffix sums), partial over k. Positions outside the prefix are skipped, as
+// in torch: the description multiplies them by 0, which makes an Inf there NaN.
+namespace {
+bool prefix_sums(const TileCall& call, bool suffix) {
+  if (call.inputs.size() != 1 || call.vars.size() != 3 || !outputs_first(call, 2)) return false;
+  const TileIn& x = call.inputs[0];
+  const Span i = call.vars[0], j = call.vars[1], k = call.vars[2];
+  if (x.shape.size() != 2 || i.hi >= x.shape[0] || k.hi >= x.shape[1] || !holds(x, {i, k})) return false;
+  float* out = call.out;
+  for (int64_t ii = i.lo; ii <= i.hi; ++ii) {
+    const float* row = element(x, {ii, k.lo});  // row[t - k.lo] is x[ii, t] for t in k
+    // The running sum over k in order (or in reverse), read off at each j of the block.
+    double acc = 0;
+    if (!suffix) {
+      int64_t t = k.lo;
+      for (int64_t jj = j.lo; jj <= j.hi; ++jj) {
+        for (; t <= std::min(jj, k.hi); ++t) acc += row[t - k.lo];
+        *out++ = static_cast<float>(acc);
+      }
+    } else {
+      int64_t t = k.hi;
+      for (int64_t jj = j.hi; jj >= j.lo; --jj) {
+        for (; t >= std::max(jj, k.lo); --t) acc += row[t - k.lo];
+        out[jj - j.lo] = static_cast<float>(acc);
+      }
+      out += j.size();
     }
   }
   return true;
 }
+}  // namespace
 
-// lambda b, c, h, w: Sum(i, j: [s | h + p - i] [s | w + p - j] (x[b, c, h, w] == y[b, c, oh, ow]) dy[b, c, oh, ow])
-// with oh = (h + p - i) / s, ow likewise: dy routed to the inputs equal to their window's max.
-bool max_pool2d_grad(const TileCall& call, const Attrs& attrs) {
-  const int64_t k = attrs.integer("kernel", 2), s = attrs.integer("stride", 2), p = attrs.integer("padding", 0);
-  if (!attrs.ok() || k < 1 || s < 1 || p < 0 || call.inputs.size() != 3) return false;
-  if (!outputs_first(call, 4)) return false;
-  if (call.extents[4] != k || call.extents[5] != k) return false;
-  const Span b = call.vars[0], c = call.vars[1], h = call.vars[2], w = call.vars[3], i = call.vars[4],
-             j = call.vars[5];
-  const TileIn &xin = call.inputs[0], &yin = call.inputs[1], &dyin = call.inputs[2];
-  if (xin.shape.size() != 4 || yin.shape.size() != 4 || dyin.shape != yin.shape) return false;
-  const Window win{s, p, 1};
-  const int64_t OH = yin.shape[2], OW = yin.shape[3];
-  const std::vector<Span> outs = {b, c, win.readers(h, i, OH), win.readers(w, j, OW)};
-  View4 x, y, dy;
-  if (!view4(xin, {b, c, h, w}, &x) || !view4(yin, outs, &y) || !view4(dyin, outs, &dy) || h.hi >= xin.shape[2] ||
-      w.hi >= xin.shape[3]) {
+bool cumsum(const TileCall& call, const Attrs&) { return prefix_sums(call, false); }
+bool cumsum_grad(const TileCall& call, const Attrs&) { return prefix_sums(call, true); }
+
+// ----- reductions along one axis whose formula needs the whole row first (a max, a mean): the
+// output's variables are x's other axes in order, then the row's nested reductions (whole), then
+// the top-level one, if any (a partial result over its range).
+
+namespace {
+
+inline double sticky_max(double m, double v) { return std::isnan(v) || v > m ? v : m; }  // NaN wins and stays
+
+// Calls f(row, stride, out) for each output element, in order: row points at x's element 0 along
+// `axis` (the whole axis held), stride is the axis' step in the region buffer.
+template <class F>
+bool for_each_row_along(const TileCall& call, const TileIn& x, int axis, F&& f) {
+  const int nd = static_cast<int>(x.shape.size());
+  if (axis < 0 || axis >= nd || !outputs_first(call, nd - 1)) return false;
+  std::vector<Span> box(call.vars.begin(), call.vars.begin() + (nd - 1));
+  box.insert(box.begin() + axis, Span{0, x.shape[axis] - 1});
+  if (!in_tensor(x, box) || !holds(x, box)) return false;
+  const int64_t stride = region_strides(x)[axis];
+  std::vector<int64_t> at(nd);
+  for (int d = 0; d < nd; ++d) at[d] = box[d].lo;
+  float* out = call.out;
+  while (true) {
+    f(element(x, at), stride, out++);
+    int d = nd - 1;
+    while (d >= 0 && (d == axis || at[d] == box[d].hi)) {
+      if (d != axis) at[d] = box[d].lo;
+      --d;
+    }
+    if (d < 0) return true;
+    ++at[d];
+  }
+}
+
+bool axis_attr(const Attrs& attrs, int nd, int64_t fallback, int* axis) {
+  const int64_t a = attrs.integer("axis", fallback);
+  if (!attrs.ok() || a < -nd || a >= nd) return false;
+  *axis = static_cast<int>(a < 0 ? a + nd : a);
+  return true;
+}
+
+}  // namespace
+
+// lambda i..: Max(k: row) + log(Sum(k': exp(row - Max(k: row)))), both reductions whole.
+bool logsumexp(const TileCall& call, const Attrs& attrs) {
+  if (call.inputs.size() != 1) return false;
+  const TileIn& x = call.inputs[0];
+  const int nd = static_cast<int>(x.shape.size());
+  int axis = 0;
+  if (!axis_attr(attrs, nd, -1, &axis) || static_cast<int>(call.vars.size()) != nd + 1 || !nested_full(call, nd - 1))
     return false;
-  }
-  float* out = call.out;
-  for (int64_t bb = b.lo; bb <= b.hi; ++bb) {
-    for (int64_t cc = c.lo; cc <= c.hi; ++cc) {
-      for (int64_t hh = h.lo; hh <= h.hi; ++hh) {
-        for (int64_t ww = w.lo; ww <= w.hi; ++ww) {
-          const float xv = *x.at(bb, cc, hh, ww);
-          double acc = 0;
-          for (int64_t ii = i.lo; ii <= i.hi; ++ii) {
-            const int64_t th = hh + p - ii;
-            if (th < 0 || th % s != 0 || th / s >= OH) continue;  // reads outside y, dy are 0
-            for (int64_t jj = j.lo; jj <= j.hi; ++jj) {
-              const int64_t tw = ww + p - jj;
-              if (tw < 0 || tw % s != 0 || tw / s >= OW) continue;
-              if (xv == *y.at(bb, cc, th / s, tw / s)) acc += *dy.at(bb, cc, th / s, tw / s);
-            }
-          }
-          *out++ = static_cast<float>(acc);
-        }
+  const int64_t n = x.shape[axis];
+  return for_each_row_along(call, x, axis, [n](const float* row, int64_t st, float* out) {
+    double m = -std::numeric_limits<double>::infinity(), s = 0;
+    for (int64_t t = 0; t < n; ++t) m = sticky_max(m, row[t * st]);
+    for (int64_t t = 0; t < n; ++t) s += std::exp(row[t * st] - m);
+    *out = static_cast<float>(m + std::log(s));
+  });
+}
+
+// lambda i..: Min(k': k' where row[k'] == Max(k: row), else inf): the first maximum's index, partial
+// over k' (a row holding NaN has none: inf, as in the description).
+bool argmax(const TileCall& call, const Attrs& attrs) {
+  if (call.inputs.size() != 1) return false;
+  const TileIn& x = call.inputs[0];
+  const int nd = static_cast<int>(x.shape.size());
+  int axis = 0;
+  if (!axis_attr(attrs, nd, -1, &axis) || static_cast<int>(call.vars.size()) != nd + 1 || !full_range(call, nd - 1, nd))
+    return false;
+  const int64_t n = x.shape[axis];
+  const Span k = call.vars[nd];
+  return for_each_row_along(call, x, axis, [n, k](const float* row, int64_t st, float* out) {
+    double m = -std::numeric_limits<double>::infinity();
+    for (int64_t t = 0; t < n; ++t) m = sticky_max(m, row[t * st]);
+    float best = std::numeric_limits<float>::infinity();
+    for (int64_t t = k.lo; t <= k.hi; ++t) {
+      if (row[t * st] == m) {
+        best = static_cast<float>(t);
+        break;
       }
     }
+    *out = best;
+  });
+}
+
+// lambda i..: Sum(k': (row[k'] - Sum(k: row) / n)^2) / n: the biased variance, partial over k'.
+bool reduce_var(const TileCall& call, const Attrs& attrs) {
+  if (call.inputs.size() != 1) return false;
+  const TileIn& x = call.inputs[0];
+  const int nd = static_cast<int>(x.shape.size());
+  int axis = 0;
+  if (!axis_attr(attrs, nd, -1, &axis) || static_cast<int>(call.vars.size()) != nd + 1 || !full_range(call, nd - 1, nd))
+    return false;
+  const int64_t n = x.shape[axis];
+  const Span k = call.vars[nd];
+  return for_each_row_along(call, x, axis, [n, k](const float* row, int64_t st, float* out) {
+    double mu = 0, s = 0;
+    for (int64_t t = 0; t < n; ++t) mu += row[t * st];
+    mu /= static_cast<double>(n);
+    for (int64_t t = k.lo; t <= k.hi; ++t) s += (row[t * st] - mu) * (row[t * st] - mu);
+    *out = static_cast<float>(s / static_cast<double>(n));
+  });
+}
+
+// lambda b, k: (exp(l[b, k] - m) / Sum(j': exp(l[b, j'] - m)) - target[b, k]) / batch, m = Max(j: l[b, j]).
+bool cross_entropy_grad(const TileCall& call, const Attrs&) {
+  if (call.inputs.size() != 2 || call.vars.size() != 4 || !outputs_first(call, 2) || !nested_full(call, 2))
+    return false;
+  const TileIn &logits = call.inputs[0], &target = call.inputs[1];
+  if (logits.shape.size() != 2 || target.shape != logits.shape) return false;
+  const Span b = call.vars[0], k = call.vars[1];
+  const int64_t nj = logits.shape[1];
+  if (!in_tensor(logits, {b, all(nj)}) || !holds(logits, {b, all(nj)}) || !holds(target, {b, k})) return false;
+  const double batch = static_cast<double>(logits.shape[0]);
+  float* out = call.out;
+  for (int64_t bb = b.lo; bb <= b.hi; ++bb) {
+    const float* row = element(logits, {bb, 0});
+    double m = -std::numeric_limits<double>::infinity(), s = 0;
+    for (int64_t t = 0; t < nj; ++t) m = sticky_max(m, row[t]);
+    for (int64_t t = 0; t < nj; ++t) s += std::exp(row[t] - m);
+    const float* trow = element(target, {bb, k.lo});
+    for (int64_t kk = k.lo; kk <= k.hi; ++kk)
+      *out++ = static_cast<float>((std::exp(row[kk] - m) / s - trow[kk - k.lo]) / batch);
   }
   return true;
 }
 
-// lambda b, c, y, z: Sum(i, j: x[b, c, kh y + i, kw z + j]) / (kh kw), partial over i, j.
-bool adaptive_avg_pool2d(const TileCall& call, const Attrs& attrs) {
-  const int64_t kh = attrs.integer("kernel_h", 1), kw = attrs.integer("kernel_w", 1);
-  if (!attrs.ok() || kh < 1 || kw < 1 || call.inputs.size() != 1) return false;
-  if (!outputs_first(call, 4)) return false;
-  if (call.extents[4] != kh || call.extents[5] != kw) return false;
-  const Span b = call.vars[0], c = call.vars[1], y = call.vars[2], z = call.vars[3], i = call.vars[4],
-             j = call.vars[5];
-  const TileIn& in = call.inputs[0];
-  if (in.shape.size() != 4) return false;
-  const Window rows{kh, 0, 1}, cols{kw, 0, 1};
+// lambda i..: 2 dy[j] (x[i] - Sum(k: x[i with k at axis]) / n) / n, j = i without `axis`: the
+// gradient of reduce_var (the mean a whole-row nested reduction).
+bool reduce_var_grad(const TileCall& call, const Attrs& attrs) {  // (dy, x)
+  if (call.inputs.size() != 2) return false;
+  const TileIn &dy = call.inputs[0], &x = call.inputs[1];
+  const int nd = static_cast<int>(x.shape.size());
+  int axis = 0;
+  if (!axis_attr(attrs, nd, 0, &axis) || static_cast<int>(call.vars.size()) != nd + 1 || !outputs_first(call, nd) ||
+      !nested_full(call, nd) || dy.shape.size() != static_cast<size_t>(nd - 1))
+    return false;
+  std::vector<Span> block(call.vars.begin(), call.vars.begin() + nd), whole = block, rest = block;
+  whole[axis] = {0, x.shape[axis] - 1};
+  rest.erase(rest.begin() + axis);
+  if (!in_tensor(x, whole) || !holds(x, whole) || !in_tensor(dy, rest) || !holds(dy, rest)) return false;
+  const int64_t n = x.shape[axis], st = region_strides(x)[axis];
+  const std::vector<int64_t> os = output_strides(call);
+  std::vector<int64_t> at(nd), j(nd - 1);
+  for (int d = 0; d < nd; ++d) at[d] = whole[d].lo;
+  // One row along the axis at a time: its mean, then the block's positions in it.
+  while (true) {
+    const float* row = element(x, at);
+    double mu = 0;
+    for (int64_t t = 0; t < n; ++t) mu += row[t * st];
+    mu /= static_cast<double>(n);
+    for (int d = 0, e = 0; d < nd; ++d)
+      if (d != axis) j[e++] = at[d];
+    const double g = *element(dy, j);
+    int64_t o = 0;
+    for (int d = 0; d < nd; ++d)
+      if (d != axis) o += (at[d] - block[d].lo) * os[d];
+    for (int64_t t = block[axis].lo; t <= block[axis].hi; ++t)
+      call.out[o + (t - block[axis].lo) * os[axis]] = static_cast<float>(2.0 * g * (row[t * st] - mu) / static_cast<double>(n));
+    int d = nd - 1;
+    while (d >= 0 && (d == axis || at[d] == block[d].hi)) {
+      if (d != axis) at[d] = block[d].lo;
+      --d;
+    }
+    if (d < 0) return true;
+    ++at[d];
+  }
+}
+
+// lambda b, c, h, w: (x == y[b, c]) dy[b, c] / Sum(i, j: x[b, c, i, j] == y[b, c]): the gradient of
+// global_max_pool2d split over the ties (the count a whole-map nested reduction).
+bool global_max_pool2d_grad(const TileCall& call, const Attrs&) {  // (x, y, dy)
+  if (call.inputs.size() != 3 || call.vars.size() != 6 || !outputs_first(call, 4) || !nested_full(call, 4)) return false;
+  const TileIn &xin = call.inputs[0], &y = call.inputs[1], &dy = call.inputs[2];
+  if (xin.shape.size() != 4 || y.shape.size() != 2 || dy.shape != y.shape) return false;
+  const Span b = call.vars[0], c = call.vars[1], h = call.vars[2], w = call.vars[3];
+  const int64_t H = xin.shape[2], W = xin.shape[3];
   View4 x;
-  if (!view4(in, {b, c, rows.reads(y, i, in.shape[2]), cols.reads(z, j, in.shape[3])}, &x)) return false;
-  const int64_t H = in.shape[2], W = in.shape[3];
-  const double inv = 1.0 / static_cast<double>(kh * kw);
+  if (!in_tensor(xin, {b, c, all(H), all(W)}) || !view4(xin, {b, c, all(H), all(W)}, &x) ||
+      !in_tensor(y, {b, c}) || !holds(y, {b, c}) || !holds(dy, {b, c}))
+    return false;
   float* out = call.out;
   for (int64_t bb = b.lo; bb <= b.hi; ++bb) {
     for (int64_t cc = c.lo; cc <= c.hi; ++cc) {
-      for (int64_t yy = y.lo; yy <= y.hi; ++yy) {
-        for (int64_t zz = z.lo; zz <= z.hi; ++zz) {
-          double acc = 0;
-          for (int64_t ii = i.lo; ii <= i.hi; ++ii) {
-            const int64_t hh = kh * yy + ii;
-            if (hh >= H) continue;
-            const int64_t w0 = kw * zz + j.lo, w1 = std::min(kw * zz + j.hi, W - 1);
-            if (w0 > w1) continue;
-            const float* row = x.at(bb, cc, hh, w0);
-            for (int64_t t = 0; t <= w1 - w0; ++t) acc += row[t];
-          }
-          *out++ = static_cast<float>(acc * inv);
-        }
-      }
+      const float yv = *element(y, {bb, cc}), dv = *element(dy, {bb, cc});
+      double count = 0;
+      for (int64_t i = 0; i < H; ++i)
+        for (int64_t j = 0; j < W; ++j) count += *x.at(bb, cc, i, j) == yv;
+      for (int64_t hh = h.lo; hh <= h.hi; ++hh)
+        for (int64_t ww = w.lo; ww <= w.hi; ++ww)
+          *out++ = static_cast<float>(static_cast<double>(*x.at(bb, cc, hh, ww) == yv) * dv / count);
     }
   }
   return true;
 }
 
-// lambda b, c, y, z: dy[b, c, y / kh, z / kw] / (kh kw).
-bool adaptive_avg_pool2d_grad(const TileCall& call, const Attrs& attrs) {
-  const int64_t kh = attrs.integer("kernel_h", 1), kw = attrs.integer("kernel_w", 1);
-  if (!attrs.ok() || kh < 1 || kw < 1 || call.inputs.size() != 1) return false;
-  if (!outputs_first(call, 4)) return false;
-  const Span b = call.vars[0], c = call.vars[1], y = call.vars[2], z = call.vars[3];
-  const TileIn& in = call.inputs[0];
-  if (in.shape.size() != 4) return false;
-  View4 dy;
-  if (!view4(in, {b, c, {y.lo / kh, y.hi / kh}, {z.lo / kw, z.hi / kw}}, &dy)) return false;
-  const int64_t OH = in.shape[2], OW = in.shape[3];
-  const float inv = static_cast<float>(1.0 / static_cast<double>(kh * kw));
-  float* out = call.out;
-  for (int64_t bb = b.lo; bb <= b.hi; ++bb) {
-    for (int64_t cc = c.lo; cc <= c.hi; ++cc) {
-      for (int64_t yy = y.lo; yy <= y.hi; ++yy) {
-        for (int64_t zz = z.lo; zz <= z.hi; ++zz) {
-          const bool inside = yy / kh < OH && zz / kw < OW;
-          *out++ = inside ? *dy.at(bb, cc, yy / kh, zz / kw) * inv : 0.0f;
-        }
-      }
-    }
-  }
-  return true;
+// lambda c: Sum(n, y, z: x[n, c, y, z]) / (n h w): batch norm's channel mean, partial over n, y, z.
+bool batch_norm_mean(const TileCall& call, const Attrs&) {
+  if (call.inputs.size() != 1 || call.inputs[0].shape.size() != 4) return false;
+  const auto& s = call.inputs[0].shape;
+  return sum_into(call, {1, 0, 2, 3}, 1.0 / static_cast<double>(s[0] * s[2] * s[3]));
 }
+
+// Sums that are bias gradients: lambda co: Sum(b, y, x: dy[b, co, y, x]) and lambda j: Sum(b: x[b, j]).
+bool conv2d_bias_grad(const TileCall& call, const Attrs&) { return sum_into(call, {1, 0, 2, 3}, 1.0); }
+bool sum_rows(const TileCall& call, const Attrs&) { return sum_into(call, {1, 0}, 1.0); }
+
+// lambda i..: (x[i] == y[j]) dy[j] / Sum(k: x[i with k at axis] == y[j]), j = i without `axis`: the
+// gradient of reduce_max / reduce_min (y the result) split evenly over the ties. The count is a
+// nested reduction over the whole axis; 0 / 0 where y matches nothing (a NaN) is NaN, as there.
+bool reduce_extremum_grad(const TileCall& call, const Attrs& attrs) {
+  const int64_t axis = attrs.integer("axis", 0);
+  if (!attrs.ok() || call.inputs.size() != 3) return false;
+  const TileIn &dy = call.inputs[0], &x = call.inputs[1], &y = call.inputs[2];
+  const int nd = static_cast<int>(x.shape.size());
+  if (axis < 0 || axis >= nd || !outputs_first(call, nd) || static_cast<int>(call.vars.size()) != nd + 1 ||
+      !nested_full(call, nd) || y.shape.size() != static_cast<size_t>(nd - 1) || dy.shape != y.shape)
+    return false;
+  const int a = static_cast<int>(axis);
+  std::vector<Span> block(call.vars.begin(), call.vars.begin() + nd), whole = block, rest = block;
+  whole[a] = {0, x.shape[a] - 1};
+  rest.erase(rest.begin() + a);
+  if (!in_tensor(x, whole) || !holds(x, whole) || !in_tensor(y, rest) || !holds(y, rest) || !holds(dy, rest))
+    return false;
+  const std::vector<int64_t> xs = region_strides(x);
+  std::vector<int64_t> idx(nd), at(nd - 1);
+  for (int d = 0; d < nd; ++d) idx[d] = block[d].lo;
+  float* out = call.out;
+  while (true) {
+    for (int d = 0, e = 0; d < nd; ++d)
+      if (d != a) at[e++] = idx[d];
+    const float yv = *element(y, at), dv = *element(dy, at);
+    std::vector<int64_t> first = idx;
+    first[a] = 0;
+    const float* row = element(x, first);
+    double count = 0;
+    for (int64_t k = 0; k < x.shape[a]; ++k) count += row[k * xs[a]] == yv;
+    const float xv = row[idx[a] * xs[a]];
+    *out++ = static_cast<float>(static_cast<double>(xv == yv) * dv / count);
+    int d = nd - 1;
+    while (d >= 0 && idx[d] == block[d].hi) idx[d] = block[d].lo, --d;
+    if (d < 0) return true;
+    ++idx[d];
+  }
+}
+
+// lambda b, c: Sum(h, w: x[b, c, h, w]) / (h w) and Max(h, w: x[b, c, h, w]).
+bool global_avg_pool2d(const TileCall& call, const Attrs&) {
+  if (call.inputs.size() != 1 || call.inputs[0].shape.size() != 4) return false;
+  const auto& s = call.inputs[0].shape;
+  return sum_into(call, {0, 1, 2, 3}, 1.0 / static_cast<double>(s[2] * s[3]));
+}
+
+bool global_max_pool2d(const TileCall& call, const Attrs&) { return extremum_into(call, {0, 1, 2, 3}, true); }
 
 // ----------------------------------------------------------------------------------- batch norm
 
@@ -406,35 +660,65 @@ bool batch_norm_grad_gamma(const TileCall& call, const Attrs& attrs) {
   return true;
 }
 
+// lambda c: Sum(p, q, r: dy[p, c, q, r] (x[p, c, q, r] - mean[c])) / sqrt(var[c] + eps): the gamma
+// gradient of batch norm with running statistics, partial over p, q, r.
+bool batch_norm_inference_grad_gamma(const TileCall& call, const Attrs& attrs) {
+  const double eps = attrs.num("eps", 1e-5);
+  if (!attrs.ok() || call.inputs.size() != 4 || call.vars.size() != 4 || !outputs_first(call, 1)) return false;
+  const TileIn &dyin = call.inputs[0], &xin = call.inputs[1], &mean = call.inputs[2], &var = call.inputs[3];
+  const Span c = call.vars[0], p = call.vars[1], q = call.vars[2], r = call.vars[3];
+  if (xin.shape.size() != 4 || dyin.shape != xin.shape || mean.shape.size() != 1 || var.shape.size() != 1 ||
+      !in_tensor(xin, {p, c, q, r}) || c.hi >= mean.shape[0] || c.hi >= var.shape[0] || !holds(mean, {c}) ||
+      !holds(var, {c}))
+    return false;
+  View4 x, dy;
+  if (!view4(xin, {p, c, q, r}, &x) || !view4(dyin, {p, c, q, r}, &dy)) return false;
+  for (int64_t cc = c.lo; cc <= c.hi; ++cc) {
+    const double mu = *element(mean, {cc});
+    double s = 0;
+    for (int64_t a = p.lo; a <= p.hi; ++a) {
+      for (int64_t y = q.lo; y <= q.hi; ++y) {
+        const float *xr = x.at(a, cc, y, r.lo), *dr = dy.at(a, cc, y, r.lo);
+        s += sum_of(r.size(), [=](int64_t t) { return static_cast<double>(dr[t]) * (xr[t] - mu); });
+      }
+    }
+    call.out[cc - c.lo] = static_cast<float>(s / std::sqrt(*element(var, {cc}) + eps));
+  }
+  return true;
+}
+
 // ---------------------------------------------------------------------------------------- losses
 
-// mean((a - b)^2): the partial sum over the block of r0.., divided by the full element count.
-bool mse_loss(const TileCall& call, const Attrs&) {
-  if (call.inputs.size() != 2 || !call.output_vars.empty()) return false;
+namespace {
+
+// Sum(r..: term(a[r..], b[r..])) * scale in double, a and b of the same shape and the output one
+// element (a scalar, or `lead` leading variables of extent 1): the partial sum over the block of
+// r0.. (the loss's mean when scale is 1 / numel).
+template <class Term>
+bool sum_of_pairs(const TileCall& call, double scale, Term term, int lead = 0) {
+  if (call.inputs.size() != 2 || !outputs_first(call, lead)) return false;
+  for (int v = 0; v < lead; ++v)
+    if (call.extents[v] != 1) return false;
   const TileIn &a = call.inputs[0], &bi = call.inputs[1];
   const int nd = static_cast<int>(a.shape.size());
-  if (nd < 1 || static_cast<int>(call.vars.size()) != nd || bi.shape != a.shape) return false;
+  if (nd < 1 || static_cast<int>(call.vars.size()) != lead + nd || bi.shape != a.shape) return false;
   std::vector<int> dims(nd);
-  for (int d = 0; d < nd; ++d) dims[d] = d;
+  for (int d = 0; d < nd; ++d) dims[d] = lead + d;
   std::vector<Span> box = box_of(call, dims);
   if (!in_tensor(a, box) || !holds(a, box) || !holds(bi, box)) return false;
   std::vector<int64_t> ra = region_strides(a), rb = region_strides(bi), corner(nd), idx(nd, 0);
   for (int d = 0; d < nd; ++d) corner[d] = box[d].lo;
   const float *pa = element(a, corner), *pb = element(bi, corner);
   const int64_t len = box[nd - 1].size();
-  double s = 0, numel = 1;
-  for (int64_t e : a.shape) numel *= static_cast<double>(e);
+  double s = 0;
   int64_t oa = 0, ob = 0;
   while (true) {
     const float *row_a = pa + oa, *row_b = pb + ob;
-    s += sum_of(len, [=](int64_t t) {
-      const double d = static_cast<double>(row_a[t]) - row_b[t];
-      return d * d;
-    });
+    s += sum_of(len, [=](int64_t t) { return term(static_cast<double>(row_a[t]), static_cast<double>(row_b[t])); });
     int d = nd - 1;
     while (true) {
       if (--d < 0) {
-        call.out[0] = static_cast<float>(s / numel);
+        call.out[0] = static_cast<float>(s * scale);
         return true;
       }
       if (++idx[d] < box[d].size()) {
@@ -447,6 +731,55 @@ bool mse_loss(const TileCall& call, const Attrs&) {
       idx[d] = 0;
     }
   }
+}
+
+double inverse_numel(const TileCall& call) {
+  double n = 1;
+  if (!call.inputs.empty())
+    for (int64_t e : call.inputs[0].shape) n *= static_cast<double>(e);
+  return 1.0 / n;
+}
+
+double nan_max(double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b); }
+
+}  // namespace
+
+// mean((a - b)^2).
+bool mse_loss(const TileCall& call, const Attrs&) {
+  return sum_of_pairs(call, inverse_numel(call), [](double a, double b) { return (a - b) * (a - b); });
+}
+
+// mean(|a - b|).
+bool l1_loss(const TileCall& call, const Attrs&) {
+  return sum_of_pairs(call, inverse_numel(call), [](double a, double b) { return std::fabs(a - b); });
+}
+
+// mean(0.5 d^2 / beta where |d| < beta, else |d| - beta / 2), d = a - b.
+bool smooth_l1_loss(const TileCall& call, const Attrs& attrs) {
+  const double beta = attrs.num("beta", 1.0);
+  return attrs.ok() && sum_of_pairs(call, inverse_numel(call), [beta](double a, double b) {
+    const double d = std::fabs(a - b);
+    return d < beta ? 0.5 * d * d / beta : d - 0.5 * beta;
+  });
+}
+
+// mean(max(x, 0) - x t + log(1 + exp(-|x|))) over logits x and targets t.
+bool bce_with_logits(const TileCall& call, const Attrs&) {
+  return sum_of_pairs(call, inverse_numel(call), [](double x, double t) {
+    return nan_max(x, 0.0) - x * t + std::log(1.0 + std::exp(-std::fabs(x)));
+  });
+}
+
+// lambda _: Sum(r..: a[r..] b[r..]), a one-element tensor (the gradient of a scale factor).
+bool sum_product(const TileCall& call, const Attrs&) {
+  return sum_of_pairs(call, 1.0, [](double a, double b) { return a * b; }, 1);
+}
+
+// -Sum(b, k: target[b, k] logp[b, k]) / batch with dense targets.
+bool nll_loss(const TileCall& call, const Attrs&) {
+  if (call.inputs.empty() || call.inputs[0].shape.size() != 2 || call.inputs[0].shape[0] < 1) return false;
+  return sum_of_pairs(call, -1.0 / static_cast<double>(call.inputs[0].shape[0]),
+                      [](double logp, double target) { return target * logp; });
 }
 
 namespace {
@@ -718,12 +1051,13 @@ bool rms_norm_grad_input(const TileCall& call, const Attrs& attrs) {  // (dy, x,
   return true;
 }
 
-// (dy, x): dgamma[j] = sum over the leading indices r of dy[r, j] (x[r, j] - mu_r) rstd_r. Roles: j,
-// the leading indices (top-level reduction: a device may hold a part of them, a partial sum), then
-// the row statistics' variables (whole).
-bool layer_norm_grad_gamma(const TileCall& call, const Attrs& attrs) {
-  const double eps = attrs.num("eps", 1e-5);
-  if (!attrs.ok() || call.inputs.size() != 2 || !outputs_first(call, 1)) return false;
+namespace {
+
+// (dy, x): dgamma[j] = sum over the leading indices r of dy[r, j] (x[r, j] - mu_r) rstd_r (layer norm)
+// or dy[r, j] x[r, j] / rms_r (RMS norm). Roles: j, the leading indices (top-level reduction: a
+// device may hold a part of them, a partial sum), then the row statistics' variables (whole).
+bool norm_grad_gamma(const TileCall& call, double eps, bool rms) {
+  if (call.inputs.size() != 2 || !outputs_first(call, 1)) return false;
   const TileIn &dy = call.inputs[0], &x = call.inputs[1];
   const int lead = static_cast<int>(x.shape.size()) - 1;
   if (lead < 1 || dy.shape != x.shape || static_cast<int>(call.vars.size()) < 1 + lead ||
@@ -745,8 +1079,9 @@ bool layer_norm_grad_gamma(const TileCall& call, const Attrs& attrs) {
     const float* xr = element(x, at);
     at[lead] = j.lo;
     const float* dr = element(dy, at);
-    double mu, rstd;
-    row_stats(xr, n, eps, &mu, &rstd);
+    double mu = 0, rstd;
+    if (rms) rstd = rms_inverse(xr, n, eps);
+    else row_stats(xr, n, eps, &mu, &rstd);
     for (int64_t c = j.lo; c <= j.hi; ++c) acc[c - j.lo] += static_cast<double>(dr[c - j.lo]) * (xr[c] - mu) * rstd;
     int d = lead - 1;
     while (d >= 0 && at[d] == rows[d].hi) at[d] = rows[d].lo, --d;
@@ -755,6 +1090,18 @@ bool layer_norm_grad_gamma(const TileCall& call, const Attrs& attrs) {
   }
   for (int64_t c = 0; c < j.size(); ++c) call.out[c] = static_cast<float>(acc[c]);
   return true;
+}
+
+}  // namespace
+
+bool layer_norm_grad_gamma(const TileCall& call, const Attrs& attrs) {
+  const double eps = attrs.num("eps", 1e-5);
+  return attrs.ok() && norm_grad_gamma(call, eps, false);
+}
+
+bool rms_norm_grad_gamma(const TileCall& call, const Attrs& attrs) {
+  const double eps = attrs.num("eps", 1e-6);
+  return attrs.ok() && norm_grad_gamma(call, eps, true);
 }
 
 }  // namespace tilewise::kernels::tile

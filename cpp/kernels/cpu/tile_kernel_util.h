@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/cpu/tile_kernels.h"
@@ -25,6 +26,9 @@ class Attrs {
   /// A list of integers (a lone integer counts as a one-element list); empty when absent. Sets ok()
   /// false when it is something else.
   std::vector<int64_t> ints(const std::string& key) const;
+  /// A list of integer pairs ([[1, 2], [0, 3]]; [] is none); empty when absent. Sets ok() false
+  /// when it is something else.
+  std::vector<std::pair<int64_t, int64_t>> pairs(const std::string& key) const;
 
  private:
   const OpAttrs& parsed_;
@@ -50,6 +54,22 @@ std::vector<Span> box_of(const TileCall& call, const std::vector<int>& dim_vars)
 
 /// Pointer to the element at full-tensor coordinates `at` (inside the region) of `in`.
 const float* element(const TileIn& in, const std::vector<int64_t>& at);
+
+/// A rank-4 input's region addressed by full-tensor coordinates.
+struct View4 {
+  const float* data = nullptr;
+  int64_t lo[4] = {0, 0, 0, 0};
+  int64_t st[4] = {0, 0, 0, 1};
+  const float* at(int64_t a, int64_t b, int64_t c, int64_t d) const {
+    return data + (a - lo[0]) * st[0] + (b - lo[1]) * st[1] + (c - lo[2]) * st[2] + (d - lo[3]) * st[3];
+  }
+};
+
+/// A rank-4 input holding the box as a View4; false (decline) otherwise.
+bool view4(const TileIn& in, const std::vector<Span>& box, View4* v);
+
+/// Whether the first `count` variables are the output's axes, in order (the rest are reductions).
+bool outputs_first(const TileCall& call, int count);
 
 /// Whether every size fits the BLAS integer range, so kernels::gemm cannot refuse it after a kernel
 /// has started writing.
@@ -103,6 +123,7 @@ bool bmatmul(const TileCall&, const Attrs&);
 bool bmatmul_nt(const TileCall&, const Attrs&);
 bool bmatmul_tn(const TileCall&, const Attrs&);
 bool matmul_nd(const TileCall&, const Attrs&);
+bool rnn_tanh_cell(const TileCall&, const Attrs&);
 
 // elementwise_kernels.cpp: one output element from the inputs at (about) the same index.
 bool identity(const TileCall&, const Attrs&);
@@ -127,6 +148,10 @@ bool add_col(const TileCall&, const Attrs&);
 bool mul_row(const TileCall&, const Attrs&);
 bool mul_col(const TileCall&, const Attrs&);
 bool mse_loss_backward(const TileCall&, const Attrs&);
+bool l1_loss_backward(const TileCall&, const Attrs&);
+bool smooth_l1_loss_backward(const TileCall&, const Attrs&);
+bool bce_with_logits_backward(const TileCall&, const Attrs&);
+bool nll_loss_backward(const TileCall&, const Attrs&);
 bool select(const TileCall&, const Attrs&);
 bool lstm_cell(const TileCall&, const Attrs&);
 bool lstm_hidden(const TileCall&, const Attrs&);
@@ -191,22 +216,83 @@ bool adam_weight(const TileCall&, const Attrs&);
 bool lstm_cell_grad_gates(const TileCall&, const Attrs&);
 bool lstm_hidden_grad_gates(const TileCall&, const Attrs&);
 
-// reduction_kernels.cpp: reductions, normalisation, pooling and losses.
+// elementwise_kernels.cpp, continued: broadcasts, size-1 axes and the GRU cell.
+bool broadcast_add(const TileCall&, const Attrs&);
+bool broadcast_sub(const TileCall&, const Attrs&);
+bool broadcast_mul(const TileCall&, const Attrs&);
+bool broadcast_div(const TileCall&, const Attrs&);
+bool broadcast_maximum(const TileCall&, const Attrs&);
+bool broadcast_minimum(const TileCall&, const Attrs&);
+bool expand(const TileCall&, const Attrs&);
+bool broadcast_to(const TileCall&, const Attrs&);
+bool add_broadcast(const TileCall&, const Attrs&);
+bool masked_fill(const TileCall&, const Attrs&);
+bool squeeze(const TileCall&, const Attrs&);
+bool unsqueeze(const TileCall&, const Attrs&);
+bool reduce_mean_grad(const TileCall&, const Attrs&);
+bool global_avg_pool2d_grad(const TileCall&, const Attrs&);
+bool mul_scalar_tensor(const TileCall&, const Attrs&);
+bool running_stat_update(const TileCall&, const Attrs&);
+bool logsumexp_grad(const TileCall&, const Attrs&);
+bool batch_norm_mean_grad(const TileCall&, const Attrs&);
+bool batch_norm_inference(const TileCall&, const Attrs&);
+bool batch_norm_inference_grad_input(const TileCall&, const Attrs&);
+bool gru_cell(const TileCall&, const Attrs&);
+bool gru_cell_grad_gi(const TileCall&, const Attrs&);
+bool gru_cell_grad_gh(const TileCall&, const Attrs&);
+bool gru_cell_grad_h(const TileCall&, const Attrs&);
+
+// reduction_kernels.cpp: reductions, normalisation and losses.
 bool sum_axes(const TileCall&, const Attrs&);
-bool max_pool2d(const TileCall&, const Attrs&);
-bool max_pool2d_grad(const TileCall&, const Attrs&);
-bool adaptive_avg_pool2d(const TileCall&, const Attrs&);
-bool adaptive_avg_pool2d_grad(const TileCall&, const Attrs&);
+bool sum_to(const TileCall&, const Attrs&);
+bool sum_leading(const TileCall&, const Attrs&);
+bool reduce_mean(const TileCall&, const Attrs&);
+bool reduce_sum(const TileCall&, const Attrs&);
+bool reduce_max(const TileCall&, const Attrs&);
+bool reduce_min(const TileCall&, const Attrs&);
+bool cumsum(const TileCall&, const Attrs&);
+bool cumsum_grad(const TileCall&, const Attrs&);
+bool logsumexp(const TileCall&, const Attrs&);
+bool argmax(const TileCall&, const Attrs&);
+bool reduce_var(const TileCall&, const Attrs&);
+bool reduce_var_grad(const TileCall&, const Attrs&);
+bool cross_entropy_grad(const TileCall&, const Attrs&);
+bool batch_norm_mean(const TileCall&, const Attrs&);
+bool global_max_pool2d_grad(const TileCall&, const Attrs&);
+bool sum_product(const TileCall&, const Attrs&);
+bool global_avg_pool2d(const TileCall&, const Attrs&);
+bool global_max_pool2d(const TileCall&, const Attrs&);
+bool conv2d_bias_grad(const TileCall&, const Attrs&);
+bool sum_rows(const TileCall&, const Attrs&);
+bool reduce_extremum_grad(const TileCall&, const Attrs&);
+bool batch_norm_inference_grad_gamma(const TileCall&, const Attrs&);
 bool batch_norm_train(const TileCall&, const Attrs&);
 bool batch_norm_grad_input(const TileCall&, const Attrs&);
 bool batch_norm_grad_gamma(const TileCall&, const Attrs&);
 bool mse_loss(const TileCall&, const Attrs&);
+bool l1_loss(const TileCall&, const Attrs&);
+bool smooth_l1_loss(const TileCall&, const Attrs&);
+bool bce_with_logits(const TileCall&, const Attrs&);
+bool nll_loss(const TileCall&, const Attrs&);
 bool cross_entropy(const TileCall&, const Attrs&);
 bool cross_entropy_backward(const TileCall&, const Attrs&);
+
+// pooling_kernels.cpp: windows over NCHW maps and 1-D max pooling.
+bool max_pool2d(const TileCall&, const Attrs&);
+bool max_pool2d_grad(const TileCall&, const Attrs&);
+bool avg_pool2d(const TileCall&, const Attrs&);
+bool avg_pool2d_grad(const TileCall&, const Attrs&);
+bool adaptive_avg_pool2d(const TileCall&, const Attrs&);
+bool adaptive_avg_pool2d_grad(const TileCall&, const Attrs&);
+bool upsample_nearest2d_grad(const TileCall&, const Attrs&);
+bool upsample_nearest2d_hw_grad(const TileCall&, const Attrs&);
+bool max_pool1d(const TileCall&, const Attrs&);
+bool max_pool1d_grad(const TileCall&, const Attrs&);
 
 // embedding_kernels.cpp: lookups by id and their table gradients.
 bool embedding(const TileCall&, const Attrs&);
 bool embedding_grad(const TileCall&, const Attrs&);
+bool one_hot(const TileCall&, const Attrs&);
 
 // reduction_kernels.cpp, continued: row-wise ops over the last axis.
 bool softmax(const TileCall&, const Attrs&);
@@ -216,6 +302,7 @@ bool log_softmax_grad(const TileCall&, const Attrs&);
 bool layer_norm(const TileCall&, const Attrs&);
 bool layer_norm_grad_input(const TileCall&, const Attrs&);
 bool layer_norm_grad_gamma(const TileCall&, const Attrs&);
+bool rms_norm_grad_gamma(const TileCall&, const Attrs&);
 bool rms_norm(const TileCall&, const Attrs&);
 bool rms_norm_grad_input(const TileCall&, const Attrs&);
 
@@ -223,11 +310,31 @@ bool rms_norm_grad_input(const TileCall&, const Attrs&);
 bool split_heads(const TileCall&, const Attrs&);
 bool merge_heads(const TileCall&, const Attrs&);
 bool permute(const TileCall&, const Attrs&);
+bool transpose(const TileCall&, const Attrs&);
+bool split(const TileCall&, const Attrs&);
+bool flip(const TileCall&, const Attrs&);
+bool batch_diagonal(const TileCall&, const Attrs&);
+bool batch_diagonal_grad(const TileCall&, const Attrs&);
 bool reshape(const TileCall&, const Attrs&);
+bool concat(const TileCall&, const Attrs&);  // concat_<n>
+bool stack(const TileCall&, const Attrs&);   // stack_<n>
+bool unselect(const TileCall&, const Attrs&);
+bool slice_axis(const TileCall&, const Attrs&);
+bool slice_axis_grad(const TileCall&, const Attrs&);
+bool pad(const TileCall&, const Attrs&);
+bool unpad(const TileCall&, const Attrs&);
+bool upsample_nearest2d(const TileCall&, const Attrs&);
+bool upsample_nearest2d_hw(const TileCall&, const Attrs&);
 
 // conv_kernels.cpp: convolutions by im2col / col2im and GEMM.
 bool conv2d(const TileCall&, const Attrs&);
 bool conv2d_backward_data(const TileCall&, const Attrs&);
 bool conv2d_backward_filter(const TileCall&, const Attrs&);
+bool depthwise_conv2d(const TileCall&, const Attrs&);
+bool depthwise_conv2d_backward_data(const TileCall&, const Attrs&);
+bool depthwise_conv2d_backward_filter(const TileCall&, const Attrs&);
+bool conv1d(const TileCall&, const Attrs&);
+bool conv1d_backward_data(const TileCall&, const Attrs&);
+bool conv1d_backward_filter(const TileCall&, const Attrs&);
 
 }  // namespace tilewise::kernels::tile

@@ -1,6 +1,7 @@
 // run_native: checks a TileCall, then dispatches on the op type through one table (one kernel per
 // op kind, as the analyses' tables in cpp/tdl do). The kernels live in gemm_kernels.cpp,
-// elementwise_kernels.cpp, reduction_kernels.cpp and conv_kernels.cpp.
+// elementwise_kernels.cpp, reduction_kernels.cpp, pooling_kernels.cpp, layout_kernels.cpp,
+// embedding_kernels.cpp and conv_kernels.cpp.
 #include "kernels/cpu/tile_kernels.h"
 
 #include <algorithm>
@@ -43,7 +44,7 @@ std::vector<int64_t> Attrs::ints(const std::string& key) const {
   const OpAttrs::Value* v = parsed_.find(key);
   std::vector<int64_t> out;
   if (!v) return out;
-  if (!v->numeric) {
+  if (!v->numeric || v->inner != 0) {
     ok_ = false;
     return out;
   }
@@ -57,6 +58,24 @@ std::vector<int64_t> Attrs::ints(const std::string& key) const {
   return out;
 }
 
+std::vector<std::pair<int64_t, int64_t>> Attrs::pairs(const std::string& key) const {
+  const OpAttrs::Value* v = parsed_.find(key);
+  std::vector<std::pair<int64_t, int64_t>> out;
+  if (!v) return out;
+  if (!v->numeric || !v->list || (v->inner != 2 && !v->nums.empty())) {
+    ok_ = false;
+    return out;
+  }
+  for (size_t i = 0; i + 1 < v->nums.size(); i += 2) {
+    const double a = v->nums[i], b = v->nums[i + 1];
+    if (a != std::floor(a) || b != std::floor(b) || std::fabs(a) > 1e15 || std::fabs(b) > 1e15) {
+      ok_ = false;
+      return {};
+    }
+    out.emplace_back(static_cast<int64_t>(a), static_cast<int64_t>(b));
+  }
+  return out;
+}
 
 // ---------------------------------------------------------------------------------------- helpers
 
@@ -99,6 +118,25 @@ const float* element(const TileIn& in, const std::vector<int64_t>& at) {
   int64_t off = 0;
   for (size_t d = 0; d < at.size(); ++d) off = off * in.region[d].size() + (at[d] - in.region[d].lo);
   return in.data + off;
+}
+
+bool view4(const TileIn& in, const std::vector<Span>& box, View4* v) {
+  if (in.shape.size() != 4 || !holds(in, box)) return false;
+  std::vector<int64_t> rs = region_strides(in);
+  v->data = in.data;
+  for (int d = 0; d < 4; ++d) {
+    v->lo[d] = in.region[d].lo;
+    v->st[d] = rs[d];
+  }
+  return true;
+}
+
+bool outputs_first(const TileCall& call, int count) {
+  if (static_cast<int>(call.output_vars.size()) != count) return false;
+  for (int p = 0; p < count; ++p) {
+    if (call.output_vars[p] != p) return false;
+  }
+  return true;
 }
 
 int64_t output_size(const TileCall& call) {
@@ -203,6 +241,7 @@ const std::unordered_map<std::string, Entry>& kernel_table() {
       {"vecmat", {tile::vecmat, {"j", "i"}, "gemm"}},
       {"outer", {tile::outer, {"i", "j"}, "gemm"}},
       {"lstm_gates", {tile::lstm_gates, {"b", "j", "k", "k'"}, "gemm"}},
+      {"rnn_tanh_cell", {tile::rnn_tanh_cell, {"i", "j", "k", "k'"}, "gemm"}},
       {"bmatmul", {tile::bmatmul, {"i*", "k"}, "gemm"}},
       {"bmatmul_nt", {tile::bmatmul_nt, {"i*", "k"}, "gemm"}},
       {"bmatmul_tn", {tile::bmatmul_tn, {"i*", "k"}, "gemm"}},
@@ -230,6 +269,13 @@ const std::unordered_map<std::string, Entry>& kernel_table() {
       {"mul_row", {tile::mul_row, {"i", "j"}, "elementwise"}},
       {"mul_col", {tile::mul_col, {"i", "j"}, "elementwise"}},
       {"mse_loss_backward", {tile::mse_loss_backward, any, "elementwise"}},
+      {"running_stat_update", {tile::running_stat_update, any, "elementwise"}},
+      {"logsumexp_grad", {tile::logsumexp_grad, any, "elementwise"}},
+      {"batch_norm_mean_grad", {tile::batch_norm_mean_grad, {"b", "c", "h", "w"}, "norm"}},
+      {"l1_loss_backward", {tile::l1_loss_backward, any, "elementwise"}},
+      {"smooth_l1_loss_backward", {tile::smooth_l1_loss_backward, any, "elementwise"}},
+      {"bce_with_logits_backward", {tile::bce_with_logits_backward, any, "elementwise"}},
+      {"nll_loss_backward", {tile::nll_loss_backward, {"b", "k"}, "elementwise"}},
       {"select", {tile::select, any, "elementwise"}},
       {"lstm_cell", {tile::lstm_cell, {"b", "j"}, "elementwise"}},
       {"lstm_hidden", {tile::lstm_hidden, {"b", "j"}, "elementwise"}},
@@ -237,6 +283,28 @@ const std::unordered_map<std::string, Entry>& kernel_table() {
       {"lstm_hidden_grad_c", {tile::lstm_hidden_grad_c, {"b", "j"}, "elementwise"}},
       {"lstm_cell_grad_gates", {tile::lstm_cell_grad_gates, {"b", "j"}, "elementwise"}},
       {"lstm_hidden_grad_gates", {tile::lstm_hidden_grad_gates, {"b", "j"}, "elementwise"}},
+      {"gru_cell", {tile::gru_cell, {"b", "j"}, "elementwise"}},
+      {"gru_cell_grad_gi", {tile::gru_cell_grad_gi, {"b", "j"}, "elementwise"}},
+      {"gru_cell_grad_gh", {tile::gru_cell_grad_gh, {"b", "j"}, "elementwise"}},
+      {"gru_cell_grad_h", {tile::gru_cell_grad_h, {"b", "j"}, "elementwise"}},
+      // broadcasts and size-1 axes (elementwise_kernels.cpp)
+      {"broadcast_add", {tile::broadcast_add, any, "elementwise"}},
+      {"broadcast_sub", {tile::broadcast_sub, any, "elementwise"}},
+      {"broadcast_mul", {tile::broadcast_mul, any, "elementwise"}},
+      {"broadcast_div", {tile::broadcast_div, any, "elementwise"}},
+      {"broadcast_maximum", {tile::broadcast_maximum, any, "elementwise"}},
+      {"broadcast_minimum", {tile::broadcast_minimum, any, "elementwise"}},
+      {"expand", {tile::expand, any, "layout"}},
+      {"broadcast_to", {tile::broadcast_to, any, "layout"}},
+      {"add_broadcast", {tile::add_broadcast, any, "elementwise"}},
+      {"masked_fill", {tile::masked_fill, any, "elementwise"}},
+      {"squeeze", {tile::squeeze, any, "layout"}},
+      {"unsqueeze", {tile::unsqueeze, any, "layout"}},
+      {"reduce_mean_grad", {tile::reduce_mean_grad, any, "elementwise"}},
+      {"global_avg_pool2d_grad", {tile::global_avg_pool2d_grad, {"b", "c", "h", "w"}, "elementwise"}},
+      {"mul_scalar_tensor", {tile::mul_scalar_tensor, any, "elementwise"}},
+      {"batch_norm_inference", {tile::batch_norm_inference, {"b", "c", "h", "w"}, "norm"}},
+      {"batch_norm_inference_grad_input", {tile::batch_norm_inference_grad_input, {"b", "c", "h", "w"}, "norm"}},
       // activations, their gradients, optimizer and other maps (elementwise_kernels.cpp)
       {"exp", {tile::exp_, any, "elementwise"}},
       {"log", {tile::log_, any, "elementwise"}},
@@ -293,8 +361,36 @@ const std::unordered_map<std::string, Entry>& kernel_table() {
       {"adam_weight", {tile::adam_weight, any, "elementwise"}},
       // reductions, normalisation, pooling, losses (reduction_kernels.cpp)
       {"sum_axes", {tile::sum_axes, {"v*"}, "reduction"}},
+      {"sum_to", {tile::sum_to, {"v*"}, "reduction"}},
+      {"sum_leading", {tile::sum_leading, {"v*"}, "reduction"}},
+      {"reduce_mean", {tile::reduce_mean, {"v*"}, "reduction"}},
+      {"reduce_sum", {tile::reduce_sum, {"v*"}, "reduction"}},
+      {"reduce_max", {tile::reduce_max, {"v*"}, "reduction"}},
+      {"reduce_min", {tile::reduce_min, {"v*"}, "reduction"}},
+      {"cumsum", {tile::cumsum, {"i", "j", "k"}, "reduction"}},
+      {"cumsum_grad", {tile::cumsum_grad, {"i", "j", "k"}, "reduction"}},
+      {"logsumexp", {tile::logsumexp, {"v*"}, "reduction"}},
+      {"argmax", {tile::argmax, {"v*"}, "reduction"}},
+      {"reduce_var", {tile::reduce_var, {"v*"}, "reduction"}},
+      {"reduce_var_grad", {tile::reduce_var_grad, {"v*"}, "reduction"}},
+      {"cross_entropy_grad", {tile::cross_entropy_grad, {"b", "k", "j", "j'"}, "reduction"}},
+      {"batch_norm_mean", {tile::batch_norm_mean, {"c", "n", "y", "z"}, "norm"}},
+      {"global_max_pool2d_grad", {tile::global_max_pool2d_grad, {"b", "c", "h", "w", "i", "j"}, "reduction"}},
+      {"sum_product", {tile::sum_product, {"v*"}, "reduction"}},
+      {"global_avg_pool2d", {tile::global_avg_pool2d, {"b", "c", "h", "w"}, "reduction"}},
+      {"global_max_pool2d", {tile::global_max_pool2d, {"b", "c", "h", "w"}, "reduction"}},
+      {"conv2d_bias_grad", {tile::conv2d_bias_grad, {"co", "b", "y", "x"}, "reduction"}},
+      {"sum_rows", {tile::sum_rows, {"j", "b"}, "reduction"}},
+      {"reduce_extremum_grad", {tile::reduce_extremum_grad, {"i*", "k"}, "reduction"}},
+      {"batch_norm_inference_grad_gamma", {tile::batch_norm_inference_grad_gamma, {"c", "p", "q", "r"}, "norm"}},
+      {"max_pool1d", {tile::max_pool1d, {"b", "c", "i", "k"}, "reduction"}},
+      {"max_pool1d_grad", {tile::max_pool1d_grad, {"b", "c", "i"}, "reduction"}},
+      {"upsample_nearest2d_grad", {tile::upsample_nearest2d_grad, {"b", "c", "y", "x", "i", "j"}, "reduction"}},
+      {"upsample_nearest2d_hw_grad", {tile::upsample_nearest2d_hw_grad, {"b", "c", "y", "x", "i", "j"}, "reduction"}},
       {"max_pool2d", {tile::max_pool2d, {"b", "c", "y", "x", "i", "j"}, "reduction"}},
       {"max_pool2d_grad", {tile::max_pool2d_grad, {"b", "c", "h", "w", "i", "j"}, "reduction"}},
+      {"avg_pool2d", {tile::avg_pool2d, {"b", "c", "y", "x", "i", "j"}, "reduction"}},
+      {"avg_pool2d_grad", {tile::avg_pool2d_grad, {"b", "c", "h", "w", "i", "j"}, "reduction"}},
       {"adaptive_avg_pool2d", {tile::adaptive_avg_pool2d, {"b", "c", "y", "x", "i", "j"}, "reduction"}},
       {"adaptive_avg_pool2d_grad", {tile::adaptive_avg_pool2d_grad, {"b", "c", "y", "x"}, "reduction"}},
       {"batch_norm_train", {tile::batch_norm_train, {"b", "c", "h", "w", "s*"}, "norm"}},
@@ -302,6 +398,10 @@ const std::unordered_map<std::string, Entry>& kernel_table() {
       {"batch_norm_grad_gamma",
        {tile::batch_norm_grad_gamma, {"c", "p", "q", "r", "n", "y", "z", "m", "y'", "z'", "n'", "y''", "z''"}, "norm"}},
       {"mse_loss", {tile::mse_loss, {"r*"}, "reduction"}},
+      {"l1_loss", {tile::l1_loss, {"r*"}, "reduction"}},
+      {"smooth_l1_loss", {tile::smooth_l1_loss, {"r*"}, "reduction"}},
+      {"bce_with_logits", {tile::bce_with_logits, {"r*"}, "reduction"}},
+      {"nll_loss", {tile::nll_loss, {"b", "k"}, "reduction"}},
       {"cross_entropy", {tile::cross_entropy, {"b", "k", "j", "j'"}, "reduction"}},
       {"cross_entropy_backward", {tile::cross_entropy_backward, {"b", "k", "j", "j'", "j''"}, "reduction"}},
       // row-wise over the last axis (reduction_kernels.cpp) and layouts (layout_kernels.cpp)
@@ -312,19 +412,42 @@ const std::unordered_map<std::string, Entry>& kernel_table() {
       {"layer_norm", {tile::layer_norm, {"i*", "k", "k'"}, "norm"}},
       {"layer_norm_grad_input", {tile::layer_norm_grad_input, {"v*"}, "norm"}},
       {"layer_norm_grad_gamma", {tile::layer_norm_grad_gamma, {"j", "v*"}, "norm"}},
+      {"rms_norm_grad_gamma", {tile::rms_norm_grad_gamma, {"j", "v*"}, "norm"}},
       {"rms_norm", {tile::rms_norm, {"i*", "k"}, "norm"}},
       {"rms_norm_grad_input", {tile::rms_norm_grad_input, {"v*"}, "norm"}},
       {"split_heads", {tile::split_heads, {"n", "s", "d"}, "layout"}},
       {"merge_heads", {tile::merge_heads, {"b", "s", "c"}, "layout"}},
       {"permute", {tile::permute, {"i*"}, "layout"}},
+      {"transpose", {tile::transpose, {"i", "j"}, "layout"}},
+      {"split", {tile::split, {"i*"}, "layout"}},
+      {"flip", {tile::flip, {"i*"}, "layout"}},
+      {"batch_diagonal", {tile::batch_diagonal, {"b", "i"}, "layout"}},
+      {"batch_diagonal_grad", {tile::batch_diagonal_grad, {"b", "i", "j"}, "layout"}},
       {"reshape", {tile::reshape, {"i*"}, "layout"}},
+      {"concat", {tile::concat, {"i*"}, "layout"}},
+      {"stack", {tile::stack, {"i*"}, "layout"}},
+      {"unselect", {tile::unselect, {"i*"}, "layout"}},
+      {"slice_axis", {tile::slice_axis, {"i*"}, "layout"}},
+      {"slice_axis_grad", {tile::slice_axis_grad, {"i*"}, "layout"}},
+      {"pad", {tile::pad, {"i*"}, "layout"}},
+      {"unpad", {tile::unpad, {"i*"}, "layout"}},
+      {"upsample_nearest2d", {tile::upsample_nearest2d, {"b", "c", "y", "x"}, "layout"}},
+      {"upsample_nearest2d_hw", {tile::upsample_nearest2d_hw, {"b", "c", "y", "x"}, "layout"}},
       // lookups (embedding_kernels.cpp)
       {"embedding", {tile::embedding, {"p*", "d"}, "embedding"}},
       {"embedding_grad", {tile::embedding_grad, {"v", "d", "p*"}, "embedding"}},
+      {"one_hot", {tile::one_hot, {"i*"}, "embedding"}},
       // convolutions (conv_kernels.cpp)
       {"conv2d", {tile::conv2d, {"b", "co", "y", "x", "ci", "dy", "dx"}, "conv"}},
       {"conv2d_backward_data", {tile::conv2d_backward_data, {"b", "ci", "h", "w", "co", "kh", "kw"}, "conv"}},
       {"conv2d_backward_filter", {tile::conv2d_backward_filter, {"co", "ci", "kh", "kw", "b", "y", "x"}, "conv"}},
+      {"depthwise_conv2d", {tile::depthwise_conv2d, {"b", "c", "y", "x", "dy", "dx"}, "conv"}},
+      {"conv1d", {tile::conv1d, {"b", "co", "x", "ci", "dx"}, "conv"}},
+      {"conv1d_backward_data", {tile::conv1d_backward_data, {"b", "ci", "x", "co", "k"}, "conv"}},
+      {"conv1d_backward_filter", {tile::conv1d_backward_filter, {"co", "ci", "k", "b", "x"}, "conv"}},
+      {"depthwise_conv2d_backward_data", {tile::depthwise_conv2d_backward_data, {"b", "c", "h", "w", "kh", "kw"}, "conv"}},
+      {"depthwise_conv2d_backward_filter",
+       {tile::depthwise_conv2d_backward_filter, {"c", "one", "kh", "kw", "b", "y", "x"}, "conv"}},
   };
   return table;
 }
@@ -351,7 +474,10 @@ bool well_formed(const TileCall& call) {
       if (r.size() == 0) empty = true;
       else if (r.lo < 0 || r.hi >= in.shape[d]) return false;
     }
-    if (!empty && (in.dtype == DType::kFloat32 ? in.data == nullptr : in.raw == nullptr)) return false;
+    // A rank-0 input the op does not read (fill_like's seed) has no buffer: its region cannot say it
+    // is empty. Kernels check what they read with holds(), which requires the buffer.
+    if (!empty && !in.shape.empty() && (in.dtype == DType::kFloat32 ? in.data == nullptr : in.raw == nullptr))
+      return false;
   }
   return true;
 }
@@ -384,7 +510,9 @@ int64_t dtype_bytes(DType t) {
   return 0;
 }
 
-bool reads_integers(const std::string& kernel) { return kernel == "embedding" || kernel == "embedding_grad"; }
+bool reads_integers(const std::string& kernel) {
+  return kernel == "embedding" || kernel == "embedding_grad" || kernel == "one_hot";
+}
 
 bool run_native(const TileCall& call) {
   if (call.kernel.empty()) return false;

@@ -79,8 +79,8 @@ struct KernelInfo {
   std::string kind;
 };
 
-/// Whether `kernel` reads integer and boolean inputs as they are (the embedding lookups read
-/// int64 ids exactly). Every other kernel reads float32 only: the runtime hands it float32 copies of
+/// Whether `kernel` reads integer and boolean inputs as they are (the embedding lookups and one_hot
+/// read int64 ids exactly). Every other kernel reads float32 only: the runtime hands it float32 copies of
 /// such inputs (torch's promotion of an integer operand), and run_native declines them otherwise.
 bool reads_integers(const std::string& kernel);
 
