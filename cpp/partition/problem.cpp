@@ -54,6 +54,11 @@ std::vector<int64_t> min_shares(const cost::Shape& shape, const cost::Tiling& pr
 
 int64_t Problem::bytes_per_element(int tensor) const { return graph::dtype_size(graph->tensor(tensor).dtype); }
 
+std::vector<cost::CountMemo>& Problem::count_memos(int threads) const {
+  if (memos.size() < static_cast<size_t>(threads)) memos.resize(threads);
+  return memos;
+}
+
 Problem make_problem(const graph::Graph& g, const std::vector<int>& parts, const Policy& policy) {
   for (int k : parts)
     if (k < 2) throw PlanError("every recursion step needs at least 2 parts");
@@ -81,6 +86,13 @@ Problem make_problem(const graph::Graph& g, const std::vector<int>& parts, const
       ou.unite(op.id, other.id);
       tu.unite(op.output, other.output);
     }
+  }
+  // Ops alike: the same description object and shapes (the shapes fix the extents).
+  std::map<std::tuple<const tdl::OpDesc*, std::vector<cost::Shape>, cost::Shape>, int> kinds;
+  for (const auto& op : g.ops()) {
+    const auto& v = p.ops[op.id];
+    auto [it, fresh] = kinds.emplace(std::make_tuple(v.desc, v.input_shapes, v.output_shape), kinds.size());
+    p.op_kind.push_back(it->second);
   }
   number_classes(tu, nt, p.tensor_class, p.class_tensors);
   number_classes(ou, no, p.op_class, p.class_ops);
@@ -314,8 +326,10 @@ StepProblem build_step(const Problem& p, const Policy& policy, const Assignment&
   std::vector<std::map<std::pair<int, int>, std::vector<int64_t>>> partial(threads);
   std::atomic<int> next{0};
   std::atomic<bool> late{false};
+  auto& memos = p.count_memos(threads);
   auto work = [&](int tid) {
     auto& mine = partial[tid];
+    auto& memo = memos[tid];
     for (int o; (o = next.fetch_add(1)) < no;) {
       if (std::chrono::steady_clock::now() > deadline) {
         late = true;
@@ -326,28 +340,18 @@ StepProblem build_step(const Problem& p, const Policy& policy, const Assignment&
       const int oc = p.op_class[o];
       const auto& strategies = sp.op_domain[oc];
       const int ns = static_cast<int>(strategies.size());
-      // Every slot's tilings under every value of its class, built once per op; their per-device
-      // tiles only when a count falls back to devices (class_count.h says when).
+      // Every slot's tilings under every value of its class, built once per op.
       std::vector<int> slots_tensor(op.inputs);
       slots_tensor.push_back(op.output);
       std::vector<std::vector<cost::Tiling>> tilings(slots_tensor.size());
-      std::vector<std::vector<std::vector<cost::Box>>> tiles(slots_tensor.size());
       for (size_t j = 0; j < slots_tensor.size(); ++j) {
         int t = slots_tensor[j];
         for (const auto& cuts : sp.tensor_domain[p.tensor_class[t]])
           tilings[j].push_back(with_steps(prefix.tilings[t], block, cuts));
       }
-      auto device_tiles = [&](size_t j, int ci) -> const std::vector<cost::Box>& {
-        if (tiles[j].empty()) {
-          const auto& shape = g.tensor(slots_tensor[j]).shape;
-          for (const auto& tiling : tilings[j]) tiles[j].push_back(cost::device_tiles(shape, tiling, p.parts, steps));
-        }
-        return tiles[j][ci];
-      };
       for (int si = 0; si < ns; ++si) {
         cost::OpSplit split = with_steps(prefix.splits[o], block, strategies[si]);
-        cost::SplitReads by_class(view, split, p.parts, steps, &p.read_tables[o]);
-        std::vector<std::vector<cost::Box>> reads;  // per device, only for a fallback
+        cost::SplitCounter counter(view, p.op_kind[o], split, p.parts, steps, &p.read_tables[o], &memo);
         for (size_t j = 0; j < slots_tensor.size(); ++j) {
           int t = slots_tensor[j];
           int tc = p.tensor_class[t];
@@ -355,20 +359,8 @@ StepProblem build_step(const Problem& p, const Policy& policy, const Assignment&
           auto& table = mine[{oc, tc}];
           if (table.empty()) table.assign(static_cast<size_t>(ns) * nc, 0);
           int64_t bpe = p.bytes_per_element(t);
-          const bool input = j + 1 < slots_tensor.size();
-          for (int ci = 0; ci < nc; ++ci) {
-            auto e = input ? cost::fetch_by_class(by_class, static_cast<int>(j), view.input_shapes[j], tilings[j][ci])
-                           : cost::output_by_class(view, split, tilings[j][ci], p.parts, steps);
-            if (!e && input) {
-              if (reads.empty()) reads = cost::device_reads(view, split, p.parts, steps);
-              e = cost::fetch_elements(reads[j], device_tiles(j, ci));
-            } else if (!e) {
-              e = cost::output_elements(cost::device_outputs(view, split, p.parts, steps),
-                                        cost::partial_classes(split, p.parts, steps), device_tiles(j, ci),
-                                        cost::outputs_are_disjoint(split));
-            }
-            table[static_cast<size_t>(si) * nc + ci] += *e * bpe;
-          }
+          for (int ci = 0; ci < nc; ++ci)
+            table[static_cast<size_t>(si) * nc + ci] += counter.elements(static_cast<int>(j), tilings[j][ci]) * bpe;
         }
       }
     }
@@ -411,13 +403,14 @@ std::vector<int64_t> prefix_bytes(const Problem& p, const Assignment& a, int ste
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   threads = std::max(1, std::min(threads, std::max(no, 1)));
   std::atomic<int> next{0};
-  auto work = [&]() {
+  auto& memos = p.count_memos(threads);
+  auto work = [&](int tid) {
     for (int o; (o = next.fetch_add(1)) < no;)
-      for (int s = 1; s <= steps; ++s) per_op[o][s - 1] = op_bytes(p, o, a, s).total();
+      for (int s = 1; s <= steps; ++s) per_op[o][s - 1] = op_bytes(p, o, a, s, &memos[tid]).total();
   };
   std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
-  work();
+  for (int t = 1; t < threads; ++t) pool.emplace_back(work, t);
+  work(0);
   for (auto& th : pool) th.join();
   std::vector<int64_t> totals(steps, 0);
   for (int o = 0; o < no; ++o)
@@ -425,14 +418,15 @@ std::vector<int64_t> prefix_bytes(const Problem& p, const Assignment& a, int ste
   return totals;
 }
 
-cost::OpComm op_bytes(const Problem& p, int op, const Assignment& a, int steps) {
+cost::OpComm op_bytes(const Problem& p, int op, const Assignment& a, int steps, cost::CountMemo* memo) {
   const auto& node = p.graph->op(op);
-  std::vector<cost::Tiling> in;
-  for (int t : node.inputs) in.push_back(a.tilings[t]);
-  cost::OpComm c = cost::op_comm_by_class(p.ops[op], a.splits[op], in, a.tilings[node.output], p.parts, steps,
-                                          &p.read_tables[op]);
-  for (size_t j = 0; j < node.inputs.size(); ++j) c.input_elements[j] *= p.bytes_per_element(node.inputs[j]);
-  c.output_elements *= p.bytes_per_element(node.output);
+  cost::SplitCounter counter(p.ops[op], p.op_kind[op], a.splits[op], p.parts, steps, &p.read_tables[op], memo);
+  cost::OpComm c;
+  for (size_t j = 0; j < node.inputs.size(); ++j)
+    c.input_elements.push_back(counter.elements(static_cast<int>(j), a.tilings[node.inputs[j]]) *
+                               p.bytes_per_element(node.inputs[j]));
+  c.output_elements =
+      counter.elements(static_cast<int>(node.inputs.size()), a.tilings[node.output]) * p.bytes_per_element(node.output);
   return c;
 }
 

@@ -11,6 +11,7 @@
 
 #include "cost/class_count.h"
 #include "cost/comm_cost.h"
+#include "cost/count_memo.h"
 #include "cost/placement.h"
 #include "graph/graph.h"
 
@@ -47,6 +48,12 @@ struct Problem {
   /// Per op, its read tables across splits (cost/class_count.h): a cache the costing fills, one op
   /// per thread at a time.
   mutable std::vector<cost::ReadTables> read_tables;
+  /// Per op, its kind: ops with the same description and shapes share one (cost/count_memo.h).
+  std::vector<int> op_kind;
+  /// Counts by op kind and choices, one memo per worker thread (count_memos(threads) sizes them).
+  mutable std::vector<cost::CountMemo> memos;
+  /// The memos of `threads` workers, created before the workers start.
+  std::vector<cost::CountMemo>& count_memos(int threads) const;
   int64_t bytes_per_element(int tensor) const;
 };
 
@@ -115,6 +122,7 @@ bool valid_tiling(const cost::Shape& shape, const cost::Tiling& cuts, const std:
 bool valid_split(const std::vector<int64_t>& extents, const cost::OpSplit& split, const std::vector<int>& parts);
 
 /// Bytes moved by one op under an assignment over its first `steps` steps (the OpComm holds bytes here).
-cost::OpComm op_bytes(const Problem& p, int op, const Assignment& a, int steps);
+/// `memo`: the calling thread's (optional).
+cost::OpComm op_bytes(const Problem& p, int op, const Assignment& a, int steps, cost::CountMemo* memo = nullptr);
 
 }  // namespace tilewise::partition

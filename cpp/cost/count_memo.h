@@ -1,0 +1,66 @@
+// Counts shared by ops alike (docs/PARTITION.md "Planning at scale"). What an op moves for one
+// slot (an input, or its output) depends only on its description, its shapes, the split and that
+// slot's tiling over the steps counted: ops with the same description and shapes (a ResNet stage's
+// blocks, an RNN's time steps) get the same count for the same choices. The planners cost every op
+// under every value of its class at every step and revision, so most counts recur: each is
+// computed once (by class_count.h, or device by device where that does not apply) and looked up
+// after, which makes the count exact and its cost grow with the distinct ops, not the ops.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include "cost/class_count.h"
+
+namespace tilewise::cost {
+
+/// One count's identity: the op's kind (ops alike share it), the slot, and per step the split and
+/// the cut, packed into 32 bytes.
+using CountKey = std::array<uint64_t, 4>;
+
+/// Counts by key. Not thread-safe: one memo per worker thread.
+class CountMemo {
+ public:
+  /// The key, or nullopt when the choices do not fit it (then count without the memo).
+  static std::optional<CountKey> key(int op_kind, int slot, const OpSplit& split, const Tiling& tiling, int steps);
+  const int64_t* find(const CountKey& key) const {
+    auto it = counts_.find(key);
+    return it == counts_.end() ? nullptr : &it->second;
+  }
+  void put(const CountKey& key, int64_t elements);
+
+ private:
+  struct Hash {
+    size_t operator()(const CountKey& k) const;
+  };
+  std::unordered_map<CountKey, int64_t, Hash> counts_;
+};
+
+/// Elements one op moves per slot under one split (input j: its fetches, slot = inputs: the output
+/// conversion), exactly as op_comm counts them: by class where that applies, device by device
+/// elsewhere, through `memo` when given. What the counts need is built on the first miss.
+class SplitCounter {
+ public:
+  /// `op_kind`: ops with equal kinds have the same description and shapes. `cache`: the op's read
+  /// tables; `memo`: the calling thread's (both optional, both outlive the counter).
+  SplitCounter(const OpView& op, int op_kind, const OpSplit& split, const std::vector<int>& parts, int steps,
+               ReadTables* cache, CountMemo* memo);
+  /// Elements moved for `slot` when its tensor takes `tiling`.
+  int64_t elements(int slot, const Tiling& tiling);
+
+ private:
+  int64_t count(int slot, const Tiling& tiling);
+  const OpView* op_;
+  int kind_;
+  const OpSplit* split_;
+  const std::vector<int>* parts_;
+  int steps_;
+  ReadTables* cache_;
+  CountMemo* memo_;
+  std::optional<SplitReads> reads_;
+  std::vector<std::vector<Box>> device_reads_;  // only when a count falls back to devices
+};
+
+}  // namespace tilewise::cost
