@@ -93,6 +93,7 @@ Problem make_problem(const graph::Graph& g, const std::vector<int>& parts, const
     const auto& v = p.ops[op.id];
     auto [it, fresh] = kinds.emplace(std::make_tuple(v.desc, v.input_shapes, v.output_shape), kinds.size());
     p.op_kind.push_back(it->second);
+    if (fresh) p.kind_strategies.push_back(tdl::enumerate_strategies(*v.desc));
   }
   number_classes(tu, nt, p.tensor_class, p.class_tensors);
   number_classes(ou, no, p.op_class, p.class_ops);
@@ -109,10 +110,13 @@ Assignment empty_assignment(const Problem& p) {
 
 std::vector<int> tensor_choices(const Problem& p, const Policy& policy, int tensor, const cost::Tiling& prefix,
                                 int step) {
-  const auto& shape = p.graph->tensor(tensor).shape;
-  auto shares = min_shares(shape, prefix, p.parts);
+  return tensor_choices_by_shares(p, policy, tensor, min_shares(p.graph->tensor(tensor).shape, prefix, p.parts), step);
+}
+
+std::vector<int> tensor_choices_by_shares(const Problem& p, const Policy& policy, int tensor,
+                                          const std::vector<int64_t>& shares, int step) {
   std::vector<int> out;
-  for (size_t d = 0; d < shape.size(); ++d)
+  for (size_t d = 0; d < shares.size(); ++d)
     if (shares[d] >= p.parts[step]) out.push_back(static_cast<int>(d));
   if (policy.replicate_tensors || out.empty()) out.push_back(kReplicated);
   if (policy.restrict_cuts) {
@@ -124,13 +128,17 @@ std::vector<int> tensor_choices(const Problem& p, const Policy& policy, int tens
 
 std::vector<Strategy> op_choices(const Problem& p, const Policy& policy, int op, const cost::OpSplit& prefix,
                                  int step) {
-  const cost::OpView& v = p.ops[op];
-  std::vector<int64_t> shares(v.extents);
+  std::vector<int64_t> shares(p.ops[op].extents);
   for (size_t i = 0; i < prefix.size(); ++i)
     if (prefix[i].kind != StrategyKind::kReplicate) shares[prefix[i].var] /= p.parts[i];
+  return op_choices_by_shares(p, policy, op, shares, step);
+}
+
+std::vector<Strategy> op_choices_by_shares(const Problem& p, const Policy& policy, int op,
+                                           const std::vector<int64_t>& shares, int step) {
   const int k = p.parts[step];
   std::vector<Strategy> outputs, reduces;
-  for (const Strategy& s : tdl::enumerate_strategies(*v.desc)) {
+  for (const Strategy& s : p.kind_strategies[p.op_kind[op]]) {
     if (s.kind == StrategyKind::kReplicate || shares[s.var] < k) continue;
     (s.kind == StrategyKind::kOutput ? outputs : reduces).push_back(s);
   }
@@ -233,79 +241,6 @@ std::vector<cost::OpSplit> op_values(const Problem& p, const Policy& policy, con
 }
 
 }  // namespace
-
-namespace {
-
-// How many values block_values would give, without building them: a depth-first count over the
-// block's steps into one reused buffer, stopping past `cap` (the caller only asks "within budget?").
-template <class Seq, class Choices, class Valid, class Same>
-int64_t count_block_values(const Seq& current, const std::vector<int>& steps, bool revise, Choices choices,
-                           Valid valid, Same same, int64_t cap) {
-  Seq seq(current);
-  if (seq.size() < static_cast<size_t>(steps.back()) + 1) seq.resize(steps.back() + 1);
-  Seq now;
-  if (revise)
-    for (int s : steps) now.push_back(current[s]);
-  int64_t count = revise ? 1 : 0;  // revising, the current values always count (first)
-  Seq chosen;
-  std::function<void(size_t)> extend = [&](size_t i) {
-    if (count > cap) return;
-    if (i == steps.size()) {
-      if (!revise) ++count;
-      else if (!same(chosen, now) && valid(seq)) ++count;
-      return;
-    }
-    Seq prefix(seq.begin(), seq.begin() + steps[i]);
-    for (const auto& c : choices(prefix, steps[i])) {
-      seq[steps[i]] = c;
-      chosen.push_back(c);
-      extend(i + 1);
-      chosen.pop_back();
-    }
-  };
-  extend(0);
-  return count;
-}
-
-}  // namespace
-
-double block_table_entries(const Problem& p, const Policy& policy, const Assignment& a, const std::vector<int>& steps,
-                           double budget) {
-  // Exact, as build_step would size it, but counted rather than built, each class once and only
-  // until the total passes the budget: large blocks are refused after a few classes.
-  const bool revise = revising(a, steps);
-  const int64_t cap = budget < 9e18 ? static_cast<int64_t>(budget) + 1 : INT64_MAX;
-  std::vector<int64_t> tsize(p.class_tensors.size(), -1), osize(p.class_ops.size(), -1);
-  auto tensor_size = [&](int c) {
-    if (tsize[c] < 0) {
-      int rep = p.class_tensors[c][0];
-      const auto& shape = p.graph->tensor(rep).shape;
-      tsize[c] = count_block_values(
-          a.tilings[rep], steps, revise,
-          [&](const cost::Tiling& prefix, int step) { return tensor_choices(p, policy, rep, prefix, step); },
-          [&](const cost::Tiling& t) { return valid_tiling(shape, t, p.parts); }, std::equal_to<cost::Tiling>(), cap);
-    }
-    return static_cast<double>(tsize[c]);
-  };
-  auto op_size = [&](int c) {
-    if (osize[c] < 0) {
-      int rep = p.class_ops[c][0];
-      osize[c] = count_block_values(
-          a.splits[rep], steps, revise,
-          [&](const cost::OpSplit& prefix, int step) { return op_choices(p, policy, rep, prefix, step); },
-          [&](const cost::OpSplit& s) { return valid_split(p.ops[rep].extents, s, p.parts); }, same_split, cap);
-    }
-    return static_cast<double>(osize[c]);
-  };
-  double total = 0;
-  for (const auto& op : p.graph->ops()) {
-    double s = op_size(p.op_class[op.id]);
-    for (int t : op.inputs) total += s * tensor_size(p.tensor_class[t]);
-    total += s * tensor_size(p.tensor_class[op.output]);
-    if (total > budget) break;
-  }
-  return total;
-}
 
 StepProblem build_step(const Problem& p, const Policy& policy, const Assignment& a, const std::vector<int>& block,
                        int total_steps, int threads, std::chrono::steady_clock::time_point deadline) {
