@@ -31,9 +31,14 @@ size_t CountMemo::Hash::operator()(const CountKey& k) const {
 
 void CountMemo::put(const CountKey& key, int64_t elements) { counts_.emplace(key, elements); }
 
+ReadTables& CountMemo::read_tables(int op_kind) {
+  if (tables_.size() <= static_cast<size_t>(op_kind)) tables_.resize(op_kind + 1);
+  return tables_[op_kind];
+}
+
 SplitCounter::SplitCounter(const OpView& op, int op_kind, const OpSplit& split, const std::vector<int>& parts,
-                           int steps, ReadTables* cache, CountMemo* memo)
-    : op_(&op), kind_(op_kind), split_(&split), parts_(&parts), steps_(steps), cache_(cache), memo_(memo) {}
+                           int steps, CountMemo* memo)
+    : op_(&op), kind_(op_kind), split_(&split), parts_(&parts), steps_(steps), memo_(memo) {}
 
 int64_t SplitCounter::elements(int slot, const Tiling& tiling) {
   std::optional<CountKey> key;
@@ -51,7 +56,7 @@ int64_t SplitCounter::count(int slot, const Tiling& tiling) {
   const OpView& op = *op_;
   const auto& parts = *parts_;
   if (slot < static_cast<int>(op.input_shapes.size())) {
-    if (!reads_) reads_.emplace(op, *split_, parts, steps_, cache_);
+    if (!reads_) reads_.emplace(op, *split_, parts, steps_, memo_ && kind_ >= 0 ? &memo_->read_tables(kind_) : nullptr);
     if (auto e = fetch_by_class(*reads_, slot, op.input_shapes[slot], tiling)) return *e;
     if (device_reads_.empty()) device_reads_ = device_reads(op, *split_, parts, steps_);
     return fetch_elements(device_reads_[slot], device_tiles(op.input_shapes[slot], tiling, parts, steps_));

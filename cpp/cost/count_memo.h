@@ -30,12 +30,15 @@ class CountMemo {
     return it == counts_.end() ? nullptr : &it->second;
   }
   void put(const CountKey& key, int64_t elements);
+  /// The read tables of ops of one kind (they depend on the description and shapes only).
+  ReadTables& read_tables(int op_kind);
 
  private:
   struct Hash {
     size_t operator()(const CountKey& k) const;
   };
   std::unordered_map<CountKey, int64_t, Hash> counts_;
+  std::vector<ReadTables> tables_;  // per op kind
 };
 
 /// Elements one op moves per slot under one split (input j: its fetches, slot = inputs: the output
@@ -43,10 +46,10 @@ class CountMemo {
 /// elsewhere, through `memo` when given. What the counts need is built on the first miss.
 class SplitCounter {
  public:
-  /// `op_kind`: ops with equal kinds have the same description and shapes. `cache`: the op's read
-  /// tables; `memo`: the calling thread's (both optional, both outlive the counter).
+  /// `op_kind`: ops with equal kinds have the same description and shapes. `memo`: the calling
+  /// thread's (optional; it outlives the counter), which also keeps the kind's read tables.
   SplitCounter(const OpView& op, int op_kind, const OpSplit& split, const std::vector<int>& parts, int steps,
-               ReadTables* cache, CountMemo* memo);
+               CountMemo* memo);
   /// Elements moved for `slot` when its tensor takes `tiling`.
   int64_t elements(int slot, const Tiling& tiling);
 
@@ -57,7 +60,6 @@ class SplitCounter {
   const OpSplit* split_;
   const std::vector<int>* parts_;
   int steps_;
-  ReadTables* cache_;
   CountMemo* memo_;
   std::optional<SplitReads> reads_;
   std::vector<std::vector<Box>> device_reads_;  // only when a count falls back to devices

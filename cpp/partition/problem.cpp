@@ -97,7 +97,6 @@ Problem make_problem(const graph::Graph& g, const std::vector<int>& parts, const
   }
   number_classes(tu, nt, p.tensor_class, p.class_tensors);
   number_classes(ou, no, p.op_class, p.class_ops);
-  p.read_tables.resize(no);
   return p;
 }
 
@@ -286,7 +285,7 @@ StepProblem build_step(const Problem& p, const Policy& policy, const Assignment&
       }
       for (int si = 0; si < ns; ++si) {
         cost::OpSplit split = with_steps(prefix.splits[o], block, strategies[si]);
-        cost::SplitCounter counter(view, p.op_kind[o], split, p.parts, steps, &p.read_tables[o], &memo);
+        cost::SplitCounter counter(view, p.op_kind[o], split, p.parts, steps, &memo);
         for (size_t j = 0; j < slots_tensor.size(); ++j) {
           int t = slots_tensor[j];
           int tc = p.tensor_class[t];
@@ -355,7 +354,7 @@ std::vector<int64_t> prefix_bytes(const Problem& p, const Assignment& a, int ste
 
 cost::OpComm op_bytes(const Problem& p, int op, const Assignment& a, int steps, cost::CountMemo* memo) {
   const auto& node = p.graph->op(op);
-  cost::SplitCounter counter(p.ops[op], p.op_kind[op], a.splits[op], p.parts, steps, &p.read_tables[op], memo);
+  cost::SplitCounter counter(p.ops[op], p.op_kind[op], a.splits[op], p.parts, steps, memo);
   cost::OpComm c;
   for (size_t j = 0; j < node.inputs.size(); ++j)
     c.input_elements.push_back(counter.elements(static_cast<int>(j), a.tilings[node.inputs[j]]) *

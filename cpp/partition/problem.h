@@ -45,9 +45,6 @@ struct Problem {
   std::vector<int> op_class;            ///< per op
   std::vector<std::vector<int>> class_tensors;  ///< members of each tensor class
   std::vector<std::vector<int>> class_ops;      ///< members of each op class
-  /// Per op, its read tables across splits (cost/class_count.h): a cache the costing fills, one op
-  /// per thread at a time.
-  mutable std::vector<cost::ReadTables> read_tables;
   /// Per op, its kind: ops with the same description and shapes share one (cost/count_memo.h).
   std::vector<int> op_kind;
   /// Per op kind, its basic strategies (tdl::enumerate_strategies, listed once).

@@ -698,7 +698,7 @@ TEST(CostMemo, SharedCountsEqualTheDirectCount) {
     Tiling out = tiling(op.output_shape);
     OpComm want = op_comm(op, split, in, out, parts, steps);
     for (size_t t = 0; t < in.size(); ++t) hits += memo.find(*CountMemo::key(kind, static_cast<int>(t), split, in[t], steps)) != nullptr;
-    SplitCounter counter(op, kind, split, parts, steps, nullptr, &memo);
+    SplitCounter counter(op, kind, split, parts, steps, &memo);
     for (size_t t = 0; t < in.size(); ++t)
       ASSERT_EQ(counter.elements(static_cast<int>(t), in[t]), want.input_elements[t]) << op.desc->name << " rep " << rep;
     ASSERT_EQ(counter.elements(static_cast<int>(in.size()), out), want.output_elements) << op.desc->name << " rep " << rep;
