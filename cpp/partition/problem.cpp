@@ -66,10 +66,23 @@ Problem make_problem(const graph::Graph& g, const std::vector<int>& parts, const
   p.graph = &g;
   p.parts = parts;
   const int nt = static_cast<int>(g.tensors().size()), no = static_cast<int>(g.ops().size());
+  // Ops alike: the same description object and shapes (the shapes fix the extents). Their views
+  // are equal, so each kind's is built once (most of a graph's ops repeat an earlier one's kind).
+  std::map<std::tuple<const tdl::OpDesc*, std::vector<cost::Shape>, cost::Shape>, int> kinds;
+  std::vector<int> first_of_kind;
   for (const auto& op : g.ops()) {
     std::vector<cost::Shape> shapes;
     for (int t : op.inputs) shapes.push_back(g.tensor(t).shape);
+    auto [it, fresh] =
+        kinds.emplace(std::make_tuple(op.desc.get(), shapes, g.tensor(op.output).shape), static_cast<int>(kinds.size()));
+    p.op_kind.push_back(it->second);
+    if (!fresh) {
+      p.ops.push_back(p.ops[first_of_kind[it->second]]);
+      continue;
+    }
+    first_of_kind.push_back(op.id);
     p.ops.push_back(cost::make_view(*op.desc, std::move(shapes), g.tensor(op.output).shape));
+    p.kind_strategies.push_back(tdl::enumerate_strategies(*op.desc));
   }
   UnionFind tu(nt), ou(no);
   for (const auto& t : g.tensors())
@@ -87,16 +100,21 @@ Problem make_problem(const graph::Graph& g, const std::vector<int>& parts, const
       tu.unite(op.output, other.output);
     }
   }
-  // Ops alike: the same description object and shapes (the shapes fix the extents).
-  std::map<std::tuple<const tdl::OpDesc*, std::vector<cost::Shape>, cost::Shape>, int> kinds;
-  for (const auto& op : g.ops()) {
-    const auto& v = p.ops[op.id];
-    auto [it, fresh] = kinds.emplace(std::make_tuple(v.desc, v.input_shapes, v.output_shape), kinds.size());
-    p.op_kind.push_back(it->second);
-    if (fresh) p.kind_strategies.push_back(tdl::enumerate_strategies(*v.desc));
-  }
   number_classes(tu, nt, p.tensor_class, p.class_tensors);
   number_classes(ou, no, p.op_class, p.class_ops);
+  // Ops of one class and kind whose slots are in the same tensor classes (with the same element
+  // size) add equal bytes to the same pair tables: build_step costs one of them, counted as many.
+  std::map<std::tuple<int, int, std::vector<int>, std::vector<int64_t>>, int> groups;
+  for (const auto& op : g.ops()) {
+    std::vector<int> classes;
+    std::vector<int64_t> sizes;
+    for (int t : op.inputs) classes.push_back(p.tensor_class[t]), sizes.push_back(p.bytes_per_element(t));
+    classes.push_back(p.tensor_class[op.output]), sizes.push_back(p.bytes_per_element(op.output));
+    auto key = std::make_tuple(p.op_class[op.id], p.op_kind[op.id], std::move(classes), std::move(sizes));
+    auto [it, fresh] = groups.emplace(std::move(key), static_cast<int>(p.op_groups.size()));
+    if (fresh) p.op_groups.push_back({op.id, 0});
+    ++p.op_groups[it->second].count;
+  }
   return p;
 }
 
@@ -252,11 +270,17 @@ StepProblem build_step(const Problem& p, const Policy& policy, const Assignment&
   for (const auto& d : sp.op_domain) sp.domain_sizes.push_back(static_cast<int>(d.size()));
 
   const int steps = revising(a, block) ? total_steps : block.back() + 1;
-  const auto& prefix = a;
   const auto& g = *p.graph;
-  const int no = static_cast<int>(p.ops.size());
+  // Every class's values as whole tilings and splits (members share them), built once per block.
+  std::vector<std::vector<cost::Tiling>> class_tilings(p.class_tensors.size());
+  for (size_t c = 0; c < p.class_tensors.size(); ++c)
+    for (const auto& cuts : sp.tensor_domain[c]) class_tilings[c].push_back(with_steps(a.tilings[p.class_tensors[c][0]], block, cuts));
+  std::vector<std::vector<cost::OpSplit>> class_splits(p.class_ops.size());
+  for (size_t c = 0; c < p.class_ops.size(); ++c)
+    for (const auto& strategies : sp.op_domain[c]) class_splits[c].push_back(with_steps(a.splits[p.class_ops[c][0]], block, strategies));
+  const int ng = static_cast<int>(p.op_groups.size());
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  threads = std::max(1, std::min(threads, no));
+  threads = std::max(1, std::min(threads, ng));
   std::vector<std::map<std::pair<int, int>, std::vector<int64_t>>> partial(threads);
   std::atomic<int> next{0};
   std::atomic<bool> late{false};
@@ -264,37 +288,35 @@ StepProblem build_step(const Problem& p, const Policy& policy, const Assignment&
   auto work = [&](int tid) {
     auto& mine = partial[tid];
     auto& memo = memos[tid];
-    for (int o; (o = next.fetch_add(1)) < no;) {
+    std::vector<int> slots_tensor;
+    std::vector<std::vector<int64_t>*> tables;
+    for (int gi; (gi = next.fetch_add(1)) < ng;) {
       if (std::chrono::steady_clock::now() > deadline) {
         late = true;
         return;
       }
+      const auto [o, count] = p.op_groups[gi];
       const auto& op = g.op(o);
-      const cost::OpView& view = p.ops[o];
       const int oc = p.op_class[o];
-      const auto& strategies = sp.op_domain[oc];
-      const int ns = static_cast<int>(strategies.size());
-      // Every slot's tilings under every value of its class, built once per op.
-      std::vector<int> slots_tensor(op.inputs);
+      const auto& splits = class_splits[oc];
+      const int ns = static_cast<int>(splits.size());
+      slots_tensor.assign(op.inputs.begin(), op.inputs.end());
       slots_tensor.push_back(op.output);
-      std::vector<std::vector<cost::Tiling>> tilings(slots_tensor.size());
-      for (size_t j = 0; j < slots_tensor.size(); ++j) {
-        int t = slots_tensor[j];
-        for (const auto& cuts : sp.tensor_domain[p.tensor_class[t]])
-          tilings[j].push_back(with_steps(prefix.tilings[t], block, cuts));
+      tables.clear();
+      for (int t : slots_tensor) {
+        auto& table = mine[{oc, p.tensor_class[t]}];
+        if (table.empty()) table.assign(static_cast<size_t>(ns) * class_tilings[p.tensor_class[t]].size(), 0);
+        tables.push_back(&table);
       }
       for (int si = 0; si < ns; ++si) {
-        cost::OpSplit split = with_steps(prefix.splits[o], block, strategies[si]);
-        cost::SplitCounter counter(view, p.op_kind[o], split, p.parts, steps, &memo);
+        cost::SplitCounter counter(p.ops[o], p.op_kind[o], splits[si], p.parts, steps, &memo);
         for (size_t j = 0; j < slots_tensor.size(); ++j) {
-          int t = slots_tensor[j];
-          int tc = p.tensor_class[t];
-          int nc = static_cast<int>(tilings[j].size());
-          auto& table = mine[{oc, tc}];
-          if (table.empty()) table.assign(static_cast<size_t>(ns) * nc, 0);
-          int64_t bpe = p.bytes_per_element(t);
-          for (int ci = 0; ci < nc; ++ci)
-            table[static_cast<size_t>(si) * nc + ci] += counter.elements(static_cast<int>(j), tilings[j][ci]) * bpe;
+          const int t = slots_tensor[j];
+          const auto& tilings = class_tilings[p.tensor_class[t]];
+          const int nc = static_cast<int>(tilings.size());
+          const int64_t scale = count * p.bytes_per_element(t);
+          int64_t* row = tables[j]->data() + static_cast<size_t>(si) * nc;
+          for (int ci = 0; ci < nc; ++ci) row[ci] += counter.elements(static_cast<int>(j), tilings[ci]) * scale;
         }
       }
     }

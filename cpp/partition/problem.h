@@ -47,6 +47,13 @@ struct Problem {
   std::vector<std::vector<int>> class_ops;      ///< members of each op class
   /// Per op, its kind: ops with the same description and shapes share one (cost/count_memo.h).
   std::vector<int> op_kind;
+  /// Ops that add equal bytes to the same pair tables (one class and kind, slots in the same
+  /// tensor classes): one op of each group and how many it stands for.
+  struct OpGroup {
+    int op = -1;
+    int64_t count = 0;
+  };
+  std::vector<OpGroup> op_groups;
   /// Per op kind, its basic strategies (tdl::enumerate_strategies, listed once).
   std::vector<std::vector<tdl::Strategy>> kind_strategies;
   /// Counts by op kind and choices, one memo per worker thread (count_memos(threads) sizes them).
