@@ -9,7 +9,6 @@
 #include <array>
 #include <cstdint>
 #include <optional>
-#include <unordered_map>
 #include <vector>
 
 #include "cost/class_count.h"
@@ -17,27 +16,39 @@
 namespace tilewise::cost {
 
 /// One count's identity: the op's kind (ops alike share it), the slot, and per step the split and
-/// the cut, packed into 32 bytes.
+/// the cut, packed into 32 bytes. The split's bits and the tiling's bits are disjoint, so a key is
+/// the OR of a header, a split part and a tiling part (each built once and combined per lookup).
 using CountKey = std::array<uint64_t, 4>;
 
 /// Counts by key. Not thread-safe: one memo per worker thread.
 class CountMemo {
  public:
+  /// The split's bits of a key over `steps` steps, or nullopt when it does not fit a key.
+  static std::optional<CountKey> split_part(const OpSplit& split, int steps);
+  /// The tiling's bits of a key over `steps` steps, or nullopt when it does not fit a key.
+  static std::optional<CountKey> tiling_part(const Tiling& tiling, int steps);
+  /// The key of a count from its parts; nullopt when the kind or slot do not fit.
+  static std::optional<CountKey> combine(int op_kind, int slot, int steps, const CountKey& split_bits,
+                                         const CountKey& tiling_bits);
   /// The key, or nullopt when the choices do not fit it (then count without the memo).
   static std::optional<CountKey> key(int op_kind, int slot, const OpSplit& split, const Tiling& tiling, int steps);
-  const int64_t* find(const CountKey& key) const {
-    auto it = counts_.find(key);
-    return it == counts_.end() ? nullptr : &it->second;
-  }
+
+  const int64_t* find(const CountKey& key) const;
   void put(const CountKey& key, int64_t elements);
   /// The read tables of ops of one kind (they depend on the description and shapes only).
   ReadTables& read_tables(int op_kind);
 
  private:
-  struct Hash {
-    size_t operator()(const CountKey& k) const;
+  // Open addressing with linear probing over a power-of-two table (a lookup is a hash and, mostly,
+  // one cache line); a zero header word marks an empty slot (real keys have steps >= 1 there).
+  struct Slot {
+    CountKey key{};
+    int64_t value = 0;
   };
-  std::unordered_map<CountKey, int64_t, Hash> counts_;
+  size_t home(const CountKey& key) const;
+  void grow();
+  std::vector<Slot> slots_;
+  size_t used_ = 0;
   std::vector<ReadTables> tables_;  // per op kind
 };
 
@@ -50,8 +61,9 @@ class SplitCounter {
   /// thread's (optional; it outlives the counter), which also keeps the kind's read tables.
   SplitCounter(const OpView& op, int op_kind, const OpSplit& split, const std::vector<int>& parts, int steps,
                CountMemo* memo);
-  /// Elements moved for `slot` when its tensor takes `tiling`.
-  int64_t elements(int slot, const Tiling& tiling);
+  /// Elements moved for `slot` when its tensor takes `tiling`; `tiling_bits`, if given, is
+  /// CountMemo::tiling_part(tiling, steps) (callers that reuse a tiling build it once).
+  int64_t elements(int slot, const Tiling& tiling, const std::optional<CountKey>* tiling_bits = nullptr);
 
  private:
   int64_t count(int slot, const Tiling& tiling);
@@ -61,6 +73,7 @@ class SplitCounter {
   const std::vector<int>* parts_;
   int steps_;
   CountMemo* memo_;
+  std::optional<CountKey> split_bits_;
   std::optional<SplitReads> reads_;
   std::vector<std::vector<Box>> device_reads_;  // only when a count falls back to devices
 };

@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <thread>
 #include <tuple>
 
@@ -273,8 +274,12 @@ StepProblem build_step(const Problem& p, const Policy& policy, const Assignment&
   const auto& g = *p.graph;
   // Every class's values as whole tilings and splits (members share them), built once per block.
   std::vector<std::vector<cost::Tiling>> class_tilings(p.class_tensors.size());
+  std::vector<std::vector<std::optional<cost::CountKey>>> tiling_bits(p.class_tensors.size());
   for (size_t c = 0; c < p.class_tensors.size(); ++c)
-    for (const auto& cuts : sp.tensor_domain[c]) class_tilings[c].push_back(with_steps(a.tilings[p.class_tensors[c][0]], block, cuts));
+    for (const auto& cuts : sp.tensor_domain[c]) {
+      class_tilings[c].push_back(with_steps(a.tilings[p.class_tensors[c][0]], block, cuts));
+      tiling_bits[c].push_back(cost::CountMemo::tiling_part(class_tilings[c].back(), steps));
+    }
   std::vector<std::vector<cost::OpSplit>> class_splits(p.class_ops.size());
   for (size_t c = 0; c < p.class_ops.size(); ++c)
     for (const auto& strategies : sp.op_domain[c]) class_splits[c].push_back(with_steps(a.splits[p.class_ops[c][0]], block, strategies));
@@ -312,11 +317,13 @@ StepProblem build_step(const Problem& p, const Policy& policy, const Assignment&
         cost::SplitCounter counter(p.ops[o], p.op_kind[o], splits[si], p.parts, steps, &memo);
         for (size_t j = 0; j < slots_tensor.size(); ++j) {
           const int t = slots_tensor[j];
-          const auto& tilings = class_tilings[p.tensor_class[t]];
+          const int tc = p.tensor_class[t];
+          const auto& tilings = class_tilings[tc];
           const int nc = static_cast<int>(tilings.size());
           const int64_t scale = count * p.bytes_per_element(t);
           int64_t* row = tables[j]->data() + static_cast<size_t>(si) * nc;
-          for (int ci = 0; ci < nc; ++ci) row[ci] += counter.elements(static_cast<int>(j), tilings[ci]) * scale;
+          for (int ci = 0; ci < nc; ++ci)
+            row[ci] += counter.elements(static_cast<int>(j), tilings[ci], &tiling_bits[tc][ci]) * scale;
         }
       }
     }
