@@ -11,11 +11,15 @@ namespace tilewise::partition {
 
 namespace {
 
-EliminationResult solve(const StepProblem& sp, const std::string& what, const SearchOptions& options,
+// Solves the step's min-sum problem; its pair tables move into the search (only the domains are
+// needed after).
+EliminationResult solve(StepProblem& sp, const std::string& what, const SearchOptions& options,
                         std::chrono::steady_clock::time_point deadline) {
   std::vector<Factor> factors;
   factors.reserve(sp.pairs.size());
-  for (const auto& pair : sp.pairs) factors.push_back({{sp.op_var(pair.op_class), sp.tensor_var(pair.tensor_class)}, pair.table});
+  for (auto& pair : sp.pairs)
+    factors.push_back({{sp.op_var(pair.op_class), sp.tensor_var(pair.tensor_class)}, std::move(pair.table)});
+  sp.pairs.clear();
   EliminationOptions eo;
   eo.deadline = deadline;
   if (options.progress) eo.progress = [&](int64_t done, int64_t total) { options.progress(what + " search", done, total); };
