@@ -154,7 +154,7 @@ SplitReads::SplitReads(const OpView& op, const OpSplit& split, const std::vector
   }
   std::shared_ptr<const std::vector<InputAccesses>> local;
   const auto& accesses = op.accesses ? *op.accesses : *(local = input_accesses(op));
-  std::vector<int> coords(steps, 0), key;
+  std::vector<int> coords(steps, 0), key, dim_steps;
   for (size_t t = 0; t < inputs_.size(); ++t) {
     Input& in = inputs_[t];
     const InputAccesses& acc = accesses[t];
@@ -173,13 +173,13 @@ SplitReads::SplitReads(const OpView& op, const OpSplit& split, const std::vector
     for (size_t j = 0; j < rank; ++j) {
       const auto& vars = acc.dim_vars[j];
       key.assign({static_cast<int>(t), static_cast<int>(j)});
-      auto table = std::make_shared<DimReads>();
+      dim_steps.clear();
       for (int i = 0; i < steps; ++i) {
         bool moves = split[i].kind != tdl::StrategyKind::kReplicate &&
                      std::find(vars.begin(), vars.end(), split[i].var) != vars.end();
         key.push_back(moves ? split[i].var : -1);
         if (!moves) continue;
-        table->steps.push_back(i);
+        dim_steps.push_back(i);
         combos[j] *= parts[i];
         if (used_by[i] >= 0) disjoint = false;
         used_by[i] = static_cast<int>(j);
@@ -191,6 +191,8 @@ SplitReads::SplitReads(const OpView& op, const OpSplit& split, const std::vector
           continue;
         }
       }
+      auto table = std::make_shared<DimReads>();  // only on a miss: most dimensions hit the cache
+      table->steps = dim_steps;
       table->ranges.assign(combos[j], Range::nothing());
       fresh[j] = table;
       missing = true;

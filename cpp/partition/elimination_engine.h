@@ -164,18 +164,22 @@ Pass<S> run_pass(const S& s, const std::vector<int>& domains, std::vector<BasicF
   Pass<S> pass;
   pass.buckets.reserve(order.size());
   const int64_t total = static_cast<int64_t>(order.size());
+  // Buffers reused across eliminations (thousands per search, most of them small).
+  std::vector<int> fs, scope, idx_buf;
+  std::vector<int64_t> scope_stride, v_stride, base_buf;
+  std::vector<const typename S::Value*> tables;
   for (size_t step = 0; step < order.size(); ++step) {
     if (std::chrono::steady_clock::now() > options.order.deadline)
       throw SearchTimeout("time limit reached after eliminating " + std::to_string(step) + " of " +
                           std::to_string(n) + " variables");
     const int v = order[step];
     // Combine the factors touching v and minimise v out.
-    std::vector<int> fs;
+    fs.clear();
     for (int f : var_factors[v])
       if (alive[f]) fs.push_back(f);
     std::sort(fs.begin(), fs.end());
     fs.erase(std::unique(fs.begin(), fs.end()), fs.end());
-    std::vector<int> scope;
+    scope.clear();
     for (int f : fs)
       for (int u : factors[f].vars)
         if (u != v) scope.push_back(u);
@@ -186,10 +190,12 @@ Pass<S> run_pass(const S& s, const std::vector<int>& domains, std::vector<BasicF
     const int dv = domains[v];
     stats.largest_table = std::max(stats.largest_table, entries * dv);
     const int k = static_cast<int>(fs.size());
-    // Strides of each factor's variables within (scope, v).
-    std::vector<std::vector<int64_t>> scope_stride(k, std::vector<int64_t>(scope.size(), 0));
-    std::vector<int64_t> v_stride(k, 0);
-    std::vector<const typename S::Value*> tables(k);
+    // Strides of each factor's variables within (scope, v): scope_stride[j * k + i] for scope
+    // variable j and factor i.
+    const size_t ns = scope.size();
+    scope_stride.assign(ns * k, 0);
+    v_stride.assign(k, 0);
+    tables.resize(k);
     for (int i = 0; i < k; ++i) {
       const auto& f = factors[fs[i]];
       tables[i] = f.table.data();
@@ -197,7 +203,7 @@ Pass<S> run_pass(const S& s, const std::vector<int>& domains, std::vector<BasicF
       for (int j = static_cast<int>(f.vars.size()) - 1; j >= 0; --j) {
         int u = f.vars[j];
         if (u == v) v_stride[i] = stride;
-        else scope_stride[i][std::lower_bound(scope.begin(), scope.end(), u) - scope.begin()] = stride;
+        else scope_stride[(std::lower_bound(scope.begin(), scope.end(), u) - scope.begin()) * k + i] = stride;
         stride *= domains[u];
       }
     }
@@ -207,14 +213,14 @@ Pass<S> run_pass(const S& s, const std::vector<int>& domains, std::vector<BasicF
     // 256 entries (a clock read per entry would cost the int64 path its speed).
     std::atomic<bool> late{false};
     const bool timed = options.order.deadline != std::chrono::steady_clock::time_point::max();
-    auto chunk = [&](int64_t begin, int64_t end) {
+    auto chunk = [&](int64_t begin, int64_t end, std::vector<int>& idx, std::vector<int64_t>& base) {
       // The odometer over scope (last variable fastest), started at `begin`.
-      std::vector<int> idx(scope.size(), 0);
-      std::vector<int64_t> base(k, 0);
-      for (int64_t rest = begin, j = static_cast<int64_t>(scope.size()) - 1; j >= 0; --j) {
+      idx.assign(ns, 0);
+      base.assign(k, 0);
+      for (int64_t rest = begin, j = static_cast<int64_t>(ns) - 1; j >= 0; --j) {
         idx[j] = static_cast<int>(rest % domains[scope[j]]);
         rest /= domains[scope[j]];
-        for (int i = 0; i < k; ++i) base[i] += idx[j] * scope_stride[i][j];
+        for (int i = 0; i < k; ++i) base[i] += idx[j] * scope_stride[j * k + i];
       }
       auto at = [&](int i, int x) -> const typename S::Value& { return tables[i][base[i] + x * v_stride[i]]; };
       for (int64_t e = begin; e < end; ++e) {
@@ -223,16 +229,24 @@ Pass<S> run_pass(const S& s, const std::vector<int>& domains, std::vector<BasicF
           return;
         }
         s.eliminate(k, dv, at, out.table[e], bucket.back[e]);
-        for (int j = static_cast<int>(scope.size()) - 1; j >= 0; --j) {
-          for (int i = 0; i < k; ++i) base[i] += scope_stride[i][j];
+        for (int j = static_cast<int>(ns) - 1; j >= 0; --j) {
+          const int64_t* st = &scope_stride[j * k];
+          for (int i = 0; i < k; ++i) base[i] += st[i];
           if (++idx[j] < domains[scope[j]]) break;
-          for (int i = 0; i < k; ++i) base[i] -= scope_stride[i][j] * domains[scope[j]];
+          for (int i = 0; i < k; ++i) base[i] -= st[i] * domains[scope[j]];
           idx[j] = 0;
         }
       }
     };
-    if (threads > 1 && entries > 1 && entries * dv >= options.parallel_work) parallel_chunks(entries, threads, chunk);
-    else chunk(0, entries);
+    if (threads > 1 && entries > 1 && entries * dv >= options.parallel_work) {
+      parallel_chunks(entries, threads, [&](int64_t begin, int64_t end) {
+        std::vector<int> idx;
+        std::vector<int64_t> base;
+        chunk(begin, end, idx, base);
+      });
+    } else {
+      chunk(0, entries, idx_buf, base_buf);
+    }
     if (late)
       throw SearchTimeout("time limit reached while eliminating variable " + std::to_string(step + 1) + " of " +
                           std::to_string(n));

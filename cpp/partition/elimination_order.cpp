@@ -22,25 +22,43 @@ EliminationPlan plan_elimination(const std::vector<int>& domain_sizes, std::vect
   std::vector<char> done(n, 0);  // eliminated or fixed
   EliminationPlan plan;
 
-  auto neighbours = [&](int v) {
-    std::set<int> s;
+  // Neighbours ascending, collected by stamps into a reused buffer (this runs per weight update).
+  std::vector<int> stamp(n, -1), nb;
+  int stamp_id = 0;
+  auto neighbours = [&](int v) -> const std::vector<int>& {
+    nb.clear();
+    ++stamp_id;
+    stamp[v] = stamp_id;
     for (int f : var_factors[v])
       if (alive[f])
         for (int u : scopes[f])
-          if (u != v) s.insert(u);
-    return s;
+          if (stamp[u] != stamp_id) stamp[u] = stamp_id, nb.push_back(u);
+    std::sort(nb.begin(), nb.end());
+    return nb;
   };
   // Size of the table eliminating v builds; ties go to the variable with fewer neighbours.
   auto weight = [&](int v) {
     double w = 1;
-    auto ns = neighbours(v);
+    const auto& ns = neighbours(v);
     for (int u : ns) w *= domain_sizes[u];
     return w * (1 + 1e-9 * static_cast<double>(ns.size()));
   };
+  // The greedy order takes the smallest weight, ties to the lowest index: an ordered set of
+  // (weight, variable) over the variables left, with the weights that changed updated before each
+  // choice (what a scan of every variable would find, without the scan).
   std::vector<double> weights(n);
+  std::set<std::pair<double, int>> by_weight;
   if (options.order.empty())
-    for (int v = 0; v < n; ++v) weights[v] = weight(v);
+    for (int v = 0; v < n; ++v) weights[v] = weight(v), by_weight.emplace(weights[v], v);
   std::vector<char> dirty(n, 0);
+  std::vector<int> dirty_list;
+  auto mark_dirty = [&](int u) {
+    if (!dirty[u] && !done[u]) dirty[u] = 1, dirty_list.push_back(u);
+  };
+  auto finish = [&](int u) {
+    done[u] = 1;
+    if (options.order.empty()) by_weight.erase({weights[u], u});
+  };
   auto drop_dead = [&](int u) {
     auto& list = var_factors[u];
     list.erase(std::remove_if(list.begin(), list.end(), [&](int f) { return !alive[f]; }), list.end());
@@ -68,15 +86,17 @@ EliminationPlan plan_elimination(const std::vector<int>& domain_sizes, std::vect
       }
       TW_ASSERT(v >= 0, "elimination order must list each variable once");
     } else {
-      double best = 0;
-      for (int u = 0; u < n; ++u) {
+      for (int u : dirty_list) {
+        dirty[u] = 0;
         if (done[u]) continue;
-        if (dirty[u]) weights[u] = weight(u), dirty[u] = 0;
-        if (v < 0 || weights[u] < best) v = u, best = weights[u];
+        by_weight.erase({weights[u], u});
+        weights[u] = weight(u);
+        by_weight.emplace(weights[u], u);
       }
+      dirty_list.clear();
+      v = by_weight.begin()->second;
     }
-    auto scope_set = neighbours(v);
-    std::vector<int> scope(scope_set.begin(), scope_set.end());
+    std::vector<int> scope = neighbours(v);
     int64_t entries = 1;
     bool too_wide = false;
     for (int u : scope) {
@@ -104,8 +124,8 @@ EliminationPlan plan_elimination(const std::vector<int>& domain_sizes, std::vect
         TW_ASSERT(options.heuristic_value, "heuristic elimination needs a rule for the value");
         plan.fixed.emplace_back(w, options.heuristic_value(w));
       }
-      done[w] = 1;
-      for (int u : neighbours(w)) dirty[u] = 1;
+      finish(w);
+      for (int u : neighbours(w)) mark_dirty(u);
       for (int f : var_factors[w]) {
         if (!alive[f]) continue;
         auto& s = scopes[f];
@@ -117,7 +137,7 @@ EliminationPlan plan_elimination(const std::vector<int>& domain_sizes, std::vect
     }
     // Eliminate v: its factors merge into one over its scope.
     for (int f : var_factors[v]) alive[f] = 0;
-    done[v] = 1;
+    finish(v);
     ++eliminated;
     plan.order.push_back(v);
     if (!options.order.empty()) ++next_in_order;
@@ -125,7 +145,7 @@ EliminationPlan plan_elimination(const std::vector<int>& domain_sizes, std::vect
       int id = static_cast<int>(scopes.size());
       scopes.push_back(scope);
       alive.push_back(1);
-      for (int u : scope) var_factors[u].push_back(id), dirty[u] = 1;
+      for (int u : scope) var_factors[u].push_back(id), mark_dirty(u);
     }
     for (int u : scope) drop_dead(u);
   }

@@ -117,7 +117,8 @@ PlanCost evaluate(const graph::Graph& g, const Plan& plan, int threads) {
   Problem p = make_problem(g, plan.parts, any);
   PlanCost pc;
   const int no = static_cast<int>(g.ops().size());
-  for (int o = 0; o < no; ++o) pc.per_op.push_back(op_bytes(p, o, a, m));
+  auto& memo = p.count_memos(1)[0];  // prefix_bytes' first worker finds these counts again
+  for (int o = 0; o < no; ++o) pc.per_op.push_back(op_bytes(p, o, a, m, &memo));
   auto prefix = prefix_bytes(p, a, m, threads);
   pc.step_bytes = step_deltas(prefix);
   pc.comm_bytes = prefix.empty() ? 0 : prefix.back();

@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <thread>
 #include <tuple>
 
@@ -54,6 +55,11 @@ std::vector<int64_t> min_shares(const cost::Shape& shape, const cost::Tiling& pr
 
 int64_t Problem::bytes_per_element(int tensor) const { return graph::dtype_size(graph->tensor(tensor).dtype); }
 
+std::vector<cost::CountMemo>& Problem::count_memos(int threads) const {
+  if (memos.size() < static_cast<size_t>(threads)) memos.resize(threads);
+  return memos;
+}
+
 Problem make_problem(const graph::Graph& g, const std::vector<int>& parts, const Policy& policy) {
   for (int k : parts)
     if (k < 2) throw PlanError("every recursion step needs at least 2 parts");
@@ -61,10 +67,23 @@ Problem make_problem(const graph::Graph& g, const std::vector<int>& parts, const
   p.graph = &g;
   p.parts = parts;
   const int nt = static_cast<int>(g.tensors().size()), no = static_cast<int>(g.ops().size());
+  // Ops alike: the same description object and shapes (the shapes fix the extents). Their views
+  // are equal, so each kind's is built once (most of a graph's ops repeat an earlier one's kind).
+  std::map<std::tuple<const tdl::OpDesc*, std::vector<cost::Shape>, cost::Shape>, int> kinds;
+  std::vector<int> first_of_kind;
   for (const auto& op : g.ops()) {
     std::vector<cost::Shape> shapes;
     for (int t : op.inputs) shapes.push_back(g.tensor(t).shape);
+    auto [it, fresh] =
+        kinds.emplace(std::make_tuple(op.desc.get(), shapes, g.tensor(op.output).shape), static_cast<int>(kinds.size()));
+    p.op_kind.push_back(it->second);
+    if (!fresh) {
+      p.ops.push_back(p.ops[first_of_kind[it->second]]);
+      continue;
+    }
+    first_of_kind.push_back(op.id);
     p.ops.push_back(cost::make_view(*op.desc, std::move(shapes), g.tensor(op.output).shape));
+    p.kind_strategies.push_back(tdl::enumerate_strategies(*op.desc));
   }
   UnionFind tu(nt), ou(no);
   for (const auto& t : g.tensors())
@@ -84,7 +103,19 @@ Problem make_problem(const graph::Graph& g, const std::vector<int>& parts, const
   }
   number_classes(tu, nt, p.tensor_class, p.class_tensors);
   number_classes(ou, no, p.op_class, p.class_ops);
-  p.read_tables.resize(no);
+  // Ops of one class and kind whose slots are in the same tensor classes (with the same element
+  // size) add equal bytes to the same pair tables: build_step costs one of them, counted as many.
+  std::map<std::tuple<int, int, std::vector<int>, std::vector<int64_t>>, int> groups;
+  for (const auto& op : g.ops()) {
+    std::vector<int> classes;
+    std::vector<int64_t> sizes;
+    for (int t : op.inputs) classes.push_back(p.tensor_class[t]), sizes.push_back(p.bytes_per_element(t));
+    classes.push_back(p.tensor_class[op.output]), sizes.push_back(p.bytes_per_element(op.output));
+    auto key = std::make_tuple(p.op_class[op.id], p.op_kind[op.id], std::move(classes), std::move(sizes));
+    auto [it, fresh] = groups.emplace(std::move(key), static_cast<int>(p.op_groups.size()));
+    if (fresh) p.op_groups.push_back({op.id, 0});
+    ++p.op_groups[it->second].count;
+  }
   return p;
 }
 
@@ -97,10 +128,13 @@ Assignment empty_assignment(const Problem& p) {
 
 std::vector<int> tensor_choices(const Problem& p, const Policy& policy, int tensor, const cost::Tiling& prefix,
                                 int step) {
-  const auto& shape = p.graph->tensor(tensor).shape;
-  auto shares = min_shares(shape, prefix, p.parts);
+  return tensor_choices_by_shares(p, policy, tensor, min_shares(p.graph->tensor(tensor).shape, prefix, p.parts), step);
+}
+
+std::vector<int> tensor_choices_by_shares(const Problem& p, const Policy& policy, int tensor,
+                                          const std::vector<int64_t>& shares, int step) {
   std::vector<int> out;
-  for (size_t d = 0; d < shape.size(); ++d)
+  for (size_t d = 0; d < shares.size(); ++d)
     if (shares[d] >= p.parts[step]) out.push_back(static_cast<int>(d));
   if (policy.replicate_tensors || out.empty()) out.push_back(kReplicated);
   if (policy.restrict_cuts) {
@@ -112,13 +146,17 @@ std::vector<int> tensor_choices(const Problem& p, const Policy& policy, int tens
 
 std::vector<Strategy> op_choices(const Problem& p, const Policy& policy, int op, const cost::OpSplit& prefix,
                                  int step) {
-  const cost::OpView& v = p.ops[op];
-  std::vector<int64_t> shares(v.extents);
+  std::vector<int64_t> shares(p.ops[op].extents);
   for (size_t i = 0; i < prefix.size(); ++i)
     if (prefix[i].kind != StrategyKind::kReplicate) shares[prefix[i].var] /= p.parts[i];
+  return op_choices_by_shares(p, policy, op, shares, step);
+}
+
+std::vector<Strategy> op_choices_by_shares(const Problem& p, const Policy& policy, int op,
+                                           const std::vector<int64_t>& shares, int step) {
   const int k = p.parts[step];
   std::vector<Strategy> outputs, reduces;
-  for (const Strategy& s : tdl::enumerate_strategies(*v.desc)) {
+  for (const Strategy& s : p.kind_strategies[p.op_kind[op]]) {
     if (s.kind == StrategyKind::kReplicate || shares[s.var] < k) continue;
     (s.kind == StrategyKind::kOutput ? outputs : reduces).push_back(s);
   }
@@ -222,79 +260,6 @@ std::vector<cost::OpSplit> op_values(const Problem& p, const Policy& policy, con
 
 }  // namespace
 
-namespace {
-
-// How many values block_values would give, without building them: a depth-first count over the
-// block's steps into one reused buffer, stopping past `cap` (the caller only asks "within budget?").
-template <class Seq, class Choices, class Valid, class Same>
-int64_t count_block_values(const Seq& current, const std::vector<int>& steps, bool revise, Choices choices,
-                           Valid valid, Same same, int64_t cap) {
-  Seq seq(current);
-  if (seq.size() < static_cast<size_t>(steps.back()) + 1) seq.resize(steps.back() + 1);
-  Seq now;
-  if (revise)
-    for (int s : steps) now.push_back(current[s]);
-  int64_t count = revise ? 1 : 0;  // revising, the current values always count (first)
-  Seq chosen;
-  std::function<void(size_t)> extend = [&](size_t i) {
-    if (count > cap) return;
-    if (i == steps.size()) {
-      if (!revise) ++count;
-      else if (!same(chosen, now) && valid(seq)) ++count;
-      return;
-    }
-    Seq prefix(seq.begin(), seq.begin() + steps[i]);
-    for (const auto& c : choices(prefix, steps[i])) {
-      seq[steps[i]] = c;
-      chosen.push_back(c);
-      extend(i + 1);
-      chosen.pop_back();
-    }
-  };
-  extend(0);
-  return count;
-}
-
-}  // namespace
-
-double block_table_entries(const Problem& p, const Policy& policy, const Assignment& a, const std::vector<int>& steps,
-                           double budget) {
-  // Exact, as build_step would size it, but counted rather than built, each class once and only
-  // until the total passes the budget: large blocks are refused after a few classes.
-  const bool revise = revising(a, steps);
-  const int64_t cap = budget < 9e18 ? static_cast<int64_t>(budget) + 1 : INT64_MAX;
-  std::vector<int64_t> tsize(p.class_tensors.size(), -1), osize(p.class_ops.size(), -1);
-  auto tensor_size = [&](int c) {
-    if (tsize[c] < 0) {
-      int rep = p.class_tensors[c][0];
-      const auto& shape = p.graph->tensor(rep).shape;
-      tsize[c] = count_block_values(
-          a.tilings[rep], steps, revise,
-          [&](const cost::Tiling& prefix, int step) { return tensor_choices(p, policy, rep, prefix, step); },
-          [&](const cost::Tiling& t) { return valid_tiling(shape, t, p.parts); }, std::equal_to<cost::Tiling>(), cap);
-    }
-    return static_cast<double>(tsize[c]);
-  };
-  auto op_size = [&](int c) {
-    if (osize[c] < 0) {
-      int rep = p.class_ops[c][0];
-      osize[c] = count_block_values(
-          a.splits[rep], steps, revise,
-          [&](const cost::OpSplit& prefix, int step) { return op_choices(p, policy, rep, prefix, step); },
-          [&](const cost::OpSplit& s) { return valid_split(p.ops[rep].extents, s, p.parts); }, same_split, cap);
-    }
-    return static_cast<double>(osize[c]);
-  };
-  double total = 0;
-  for (const auto& op : p.graph->ops()) {
-    double s = op_size(p.op_class[op.id]);
-    for (int t : op.inputs) total += s * tensor_size(p.tensor_class[t]);
-    total += s * tensor_size(p.tensor_class[op.output]);
-    if (total > budget) break;
-  }
-  return total;
-}
-
 StepProblem build_step(const Problem& p, const Policy& policy, const Assignment& a, const std::vector<int>& block,
                        int total_steps, int threads, std::chrono::steady_clock::time_point deadline) {
   TW_ASSERT(!block.empty() && std::is_sorted(block.begin(), block.end()), "a block lists its steps ascending");
@@ -306,69 +271,59 @@ StepProblem build_step(const Problem& p, const Policy& policy, const Assignment&
   for (const auto& d : sp.op_domain) sp.domain_sizes.push_back(static_cast<int>(d.size()));
 
   const int steps = revising(a, block) ? total_steps : block.back() + 1;
-  const auto& prefix = a;
   const auto& g = *p.graph;
-  const int no = static_cast<int>(p.ops.size());
+  // Every class's values as whole tilings and splits (members share them), built once per block.
+  std::vector<std::vector<cost::Tiling>> class_tilings(p.class_tensors.size());
+  std::vector<std::vector<std::optional<cost::CountKey>>> tiling_bits(p.class_tensors.size());
+  for (size_t c = 0; c < p.class_tensors.size(); ++c)
+    for (const auto& cuts : sp.tensor_domain[c]) {
+      class_tilings[c].push_back(with_steps(a.tilings[p.class_tensors[c][0]], block, cuts));
+      tiling_bits[c].push_back(cost::CountMemo::tiling_part(class_tilings[c].back(), steps));
+    }
+  std::vector<std::vector<cost::OpSplit>> class_splits(p.class_ops.size());
+  for (size_t c = 0; c < p.class_ops.size(); ++c)
+    for (const auto& strategies : sp.op_domain[c]) class_splits[c].push_back(with_steps(a.splits[p.class_ops[c][0]], block, strategies));
+  const int ng = static_cast<int>(p.op_groups.size());
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  threads = std::max(1, std::min(threads, no));
+  threads = std::max(1, std::min(threads, ng));
   std::vector<std::map<std::pair<int, int>, std::vector<int64_t>>> partial(threads);
   std::atomic<int> next{0};
   std::atomic<bool> late{false};
+  auto& memos = p.count_memos(threads);
   auto work = [&](int tid) {
     auto& mine = partial[tid];
-    for (int o; (o = next.fetch_add(1)) < no;) {
+    auto& memo = memos[tid];
+    std::vector<int> slots_tensor;
+    std::vector<std::vector<int64_t>*> tables;
+    for (int gi; (gi = next.fetch_add(1)) < ng;) {
       if (std::chrono::steady_clock::now() > deadline) {
         late = true;
         return;
       }
+      const auto [o, count] = p.op_groups[gi];
       const auto& op = g.op(o);
-      const cost::OpView& view = p.ops[o];
       const int oc = p.op_class[o];
-      const auto& strategies = sp.op_domain[oc];
-      const int ns = static_cast<int>(strategies.size());
-      // Every slot's tilings under every value of its class, built once per op; their per-device
-      // tiles only when a count falls back to devices (class_count.h says when).
-      std::vector<int> slots_tensor(op.inputs);
+      const auto& splits = class_splits[oc];
+      const int ns = static_cast<int>(splits.size());
+      slots_tensor.assign(op.inputs.begin(), op.inputs.end());
       slots_tensor.push_back(op.output);
-      std::vector<std::vector<cost::Tiling>> tilings(slots_tensor.size());
-      std::vector<std::vector<std::vector<cost::Box>>> tiles(slots_tensor.size());
-      for (size_t j = 0; j < slots_tensor.size(); ++j) {
-        int t = slots_tensor[j];
-        for (const auto& cuts : sp.tensor_domain[p.tensor_class[t]])
-          tilings[j].push_back(with_steps(prefix.tilings[t], block, cuts));
+      tables.clear();
+      for (int t : slots_tensor) {
+        auto& table = mine[{oc, p.tensor_class[t]}];
+        if (table.empty()) table.assign(static_cast<size_t>(ns) * class_tilings[p.tensor_class[t]].size(), 0);
+        tables.push_back(&table);
       }
-      auto device_tiles = [&](size_t j, int ci) -> const std::vector<cost::Box>& {
-        if (tiles[j].empty()) {
-          const auto& shape = g.tensor(slots_tensor[j]).shape;
-          for (const auto& tiling : tilings[j]) tiles[j].push_back(cost::device_tiles(shape, tiling, p.parts, steps));
-        }
-        return tiles[j][ci];
-      };
       for (int si = 0; si < ns; ++si) {
-        cost::OpSplit split = with_steps(prefix.splits[o], block, strategies[si]);
-        cost::SplitReads by_class(view, split, p.parts, steps, &p.read_tables[o]);
-        std::vector<std::vector<cost::Box>> reads;  // per device, only for a fallback
+        cost::SplitCounter counter(p.ops[o], p.op_kind[o], splits[si], p.parts, steps, &memo);
         for (size_t j = 0; j < slots_tensor.size(); ++j) {
-          int t = slots_tensor[j];
-          int tc = p.tensor_class[t];
-          int nc = static_cast<int>(tilings[j].size());
-          auto& table = mine[{oc, tc}];
-          if (table.empty()) table.assign(static_cast<size_t>(ns) * nc, 0);
-          int64_t bpe = p.bytes_per_element(t);
-          const bool input = j + 1 < slots_tensor.size();
-          for (int ci = 0; ci < nc; ++ci) {
-            auto e = input ? cost::fetch_by_class(by_class, static_cast<int>(j), view.input_shapes[j], tilings[j][ci])
-                           : cost::output_by_class(view, split, tilings[j][ci], p.parts, steps);
-            if (!e && input) {
-              if (reads.empty()) reads = cost::device_reads(view, split, p.parts, steps);
-              e = cost::fetch_elements(reads[j], device_tiles(j, ci));
-            } else if (!e) {
-              e = cost::output_elements(cost::device_outputs(view, split, p.parts, steps),
-                                        cost::partial_classes(split, p.parts, steps), device_tiles(j, ci),
-                                        cost::outputs_are_disjoint(split));
-            }
-            table[static_cast<size_t>(si) * nc + ci] += *e * bpe;
-          }
+          const int t = slots_tensor[j];
+          const int tc = p.tensor_class[t];
+          const auto& tilings = class_tilings[tc];
+          const int nc = static_cast<int>(tilings.size());
+          const int64_t scale = count * p.bytes_per_element(t);
+          int64_t* row = tables[j]->data() + static_cast<size_t>(si) * nc;
+          for (int ci = 0; ci < nc; ++ci)
+            row[ci] += counter.elements(static_cast<int>(j), tilings[ci], &tiling_bits[tc][ci]) * scale;
         }
       }
     }
@@ -411,13 +366,14 @@ std::vector<int64_t> prefix_bytes(const Problem& p, const Assignment& a, int ste
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   threads = std::max(1, std::min(threads, std::max(no, 1)));
   std::atomic<int> next{0};
-  auto work = [&]() {
+  auto& memos = p.count_memos(threads);
+  auto work = [&](int tid) {
     for (int o; (o = next.fetch_add(1)) < no;)
-      for (int s = 1; s <= steps; ++s) per_op[o][s - 1] = op_bytes(p, o, a, s).total();
+      for (int s = 1; s <= steps; ++s) per_op[o][s - 1] = op_bytes(p, o, a, s, &memos[tid]).total();
   };
   std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
-  work();
+  for (int t = 1; t < threads; ++t) pool.emplace_back(work, t);
+  work(0);
   for (auto& th : pool) th.join();
   std::vector<int64_t> totals(steps, 0);
   for (int o = 0; o < no; ++o)
@@ -425,14 +381,15 @@ std::vector<int64_t> prefix_bytes(const Problem& p, const Assignment& a, int ste
   return totals;
 }
 
-cost::OpComm op_bytes(const Problem& p, int op, const Assignment& a, int steps) {
+cost::OpComm op_bytes(const Problem& p, int op, const Assignment& a, int steps, cost::CountMemo* memo) {
   const auto& node = p.graph->op(op);
-  std::vector<cost::Tiling> in;
-  for (int t : node.inputs) in.push_back(a.tilings[t]);
-  cost::OpComm c = cost::op_comm_by_class(p.ops[op], a.splits[op], in, a.tilings[node.output], p.parts, steps,
-                                          &p.read_tables[op]);
-  for (size_t j = 0; j < node.inputs.size(); ++j) c.input_elements[j] *= p.bytes_per_element(node.inputs[j]);
-  c.output_elements *= p.bytes_per_element(node.output);
+  cost::SplitCounter counter(p.ops[op], p.op_kind[op], a.splits[op], p.parts, steps, memo);
+  cost::OpComm c;
+  for (size_t j = 0; j < node.inputs.size(); ++j)
+    c.input_elements.push_back(counter.elements(static_cast<int>(j), a.tilings[node.inputs[j]]) *
+                               p.bytes_per_element(node.inputs[j]));
+  c.output_elements =
+      counter.elements(static_cast<int>(node.inputs.size()), a.tilings[node.output]) * p.bytes_per_element(node.output);
   return c;
 }
 

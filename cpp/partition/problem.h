@@ -11,6 +11,7 @@
 
 #include "cost/class_count.h"
 #include "cost/comm_cost.h"
+#include "cost/count_memo.h"
 #include "cost/placement.h"
 #include "graph/graph.h"
 
@@ -44,9 +45,21 @@ struct Problem {
   std::vector<int> op_class;            ///< per op
   std::vector<std::vector<int>> class_tensors;  ///< members of each tensor class
   std::vector<std::vector<int>> class_ops;      ///< members of each op class
-  /// Per op, its read tables across splits (cost/class_count.h): a cache the costing fills, one op
-  /// per thread at a time.
-  mutable std::vector<cost::ReadTables> read_tables;
+  /// Per op, its kind: ops with the same description and shapes share one (cost/count_memo.h).
+  std::vector<int> op_kind;
+  /// Ops that add equal bytes to the same pair tables (one class and kind, slots in the same
+  /// tensor classes): one op of each group and how many it stands for.
+  struct OpGroup {
+    int op = -1;
+    int64_t count = 0;
+  };
+  std::vector<OpGroup> op_groups;
+  /// Per op kind, its basic strategies (tdl::enumerate_strategies, listed once).
+  std::vector<std::vector<tdl::Strategy>> kind_strategies;
+  /// Counts by op kind and choices, one memo per worker thread (count_memos(threads) sizes them).
+  mutable std::vector<cost::CountMemo> memos;
+  /// The memos of `threads` workers, created before the workers start.
+  std::vector<cost::CountMemo>& count_memos(int threads) const;
   int64_t bytes_per_element(int tensor) const;
 };
 
@@ -63,12 +76,19 @@ Assignment empty_assignment(const Problem& p);
 std::vector<int> tensor_choices(const Problem& p, const Policy& policy, int tensor, const cost::Tiling& prefix,
                                 int step);
 
+/// tensor_choices given the smallest share of each dimension after the steps before `step`.
+std::vector<int> tensor_choices_by_shares(const Problem& p, const Policy& policy, int tensor,
+                                          const std::vector<int64_t>& shares, int step);
+
 /// Strategies an op may take at `step`: output variables, then reduction variables (if allowed),
 /// whose range is still at least k_step. An op with none falls back to output reduction, then to
 /// replicated computation (a scalar op): the only case where work is repeated, unless the policy's
 /// `replicate_ops` adds replication as a last choice everywhere.
 std::vector<tdl::Strategy> op_choices(const Problem& p, const Policy& policy, int op, const cost::OpSplit& prefix,
                                       int step);
+/// op_choices given each variable's smallest share after the steps before `step`.
+std::vector<tdl::Strategy> op_choices_by_shares(const Problem& p, const Policy& policy, int op,
+                                                const std::vector<int64_t>& shares, int step);
 
 /// One recursion step (or a block of steps revised together) as a min-sum problem over classes:
 /// variables 0..T-1 are tensor classes (values = the cuts of the block's steps), T..T+O-1 op classes
@@ -96,8 +116,8 @@ StepProblem build_step(const Problem& p, const Policy& policy, const Assignment&
                        int total_steps, int threads, std::chrono::steady_clock::time_point deadline);
 
 /// Entries of the pair tables `build_step` would fill for a block (to decide whether it is
-/// affordable), counted without building the values; the count stops once it passes `budget`
-/// (then any figure above it is returned).
+/// affordable), counted without building the values (block_entries.cpp); the count stops once it
+/// passes `budget` (then any figure above it is returned).
 double block_table_entries(const Problem& p, const Policy& policy, const Assignment& a, const std::vector<int>& steps,
                            double budget = 1e300);
 
@@ -115,6 +135,7 @@ bool valid_tiling(const cost::Shape& shape, const cost::Tiling& cuts, const std:
 bool valid_split(const std::vector<int64_t>& extents, const cost::OpSplit& split, const std::vector<int>& parts);
 
 /// Bytes moved by one op under an assignment over its first `steps` steps (the OpComm holds bytes here).
-cost::OpComm op_bytes(const Problem& p, int op, const Assignment& a, int steps);
+/// `memo`: the calling thread's (optional).
+cost::OpComm op_bytes(const Problem& p, int op, const Assignment& a, int steps, cost::CountMemo* memo = nullptr);
 
 }  // namespace tilewise::partition

@@ -1,6 +1,9 @@
 #include <algorithm>
+#include <atomic>
 #include <functional>
+#include <limits>
 #include <string>
+#include <thread>
 
 #include "partition/elimination.h"
 #include "partition/planners.h"
@@ -11,11 +14,15 @@ namespace tilewise::partition {
 
 namespace {
 
-EliminationResult solve(const StepProblem& sp, const std::string& what, const SearchOptions& options,
+// Solves the step's min-sum problem; its pair tables move into the search (only the domains are
+// needed after).
+EliminationResult solve(StepProblem& sp, const std::string& what, const SearchOptions& options,
                         std::chrono::steady_clock::time_point deadline) {
   std::vector<Factor> factors;
   factors.reserve(sp.pairs.size());
-  for (const auto& pair : sp.pairs) factors.push_back({{sp.op_var(pair.op_class), sp.tensor_var(pair.tensor_class)}, pair.table});
+  for (auto& pair : sp.pairs)
+    factors.push_back({{sp.op_var(pair.op_class), sp.tensor_var(pair.tensor_class)}, std::move(pair.table)});
+  sp.pairs.clear();
   EliminationOptions eo;
   eo.deadline = deadline;
   if (options.progress) eo.progress = [&](int64_t done, int64_t total) { options.progress(what + " search", done, total); };
@@ -92,6 +99,10 @@ void order_steps(const Problem& p, Assignment& a, int64_t total, int threads) {
   if (!best.empty()) permute_steps(a, best);
 }
 
+// Blocks sized together: enough to keep the threads busy, few enough that a revision (which
+// invalidates the sizes after it) wastes little.
+constexpr size_t kSizingBatch = 16;
+
 // The table budget of a refinement block. A block's cost is its entries times the work per entry,
 // which grows with the steps (each entry counts every step's classes of devices) and the number of
 // blocks tried grows as 2^steps: past 6 steps (64 devices) the budget shrinks so that refinement stays within a
@@ -99,6 +110,30 @@ void order_steps(const Problem& p, Assignment& a, int64_t total, int threads) {
 double refine_budget(const SearchOptions& options, const Problem& p) {
   const int m = static_cast<int>(p.parts.size());
   return m <= 6 ? options.refine_table_budget : options.refine_table_budget * 6.0 / m;
+}
+
+// Table entries of blocks[from, from + count) under `a`, sized on up to `threads` threads: each
+// block's sizing is independent of the others (the caller sizes again once the assignment changes).
+// Past the deadline the blocks left are not sized (infinite entries: never revised).
+std::vector<double> size_blocks(const Problem& p, const Policy& policy, const Assignment& a,
+                                const std::vector<std::vector<int>>& blocks, size_t from, size_t count, double budget,
+                                int threads, std::chrono::steady_clock::time_point deadline) {
+  count = std::min(count, blocks.size() - from);
+  std::vector<double> entries(count, std::numeric_limits<double>::infinity());
+  if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  threads = std::max(1, std::min<int>(threads, static_cast<int>(count)));
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < count;) {
+      if (std::chrono::steady_clock::now() > deadline) return;
+      entries[i] = block_table_entries(p, policy, a, blocks[from + i], budget);
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (auto& th : pool) th.join();
+  return entries;
 }
 
 }  // namespace
@@ -142,12 +177,25 @@ Plan plan_recursive(const Problem& p, const Policy& policy, const SearchOptions&
     for (int round = 0; round < options.refine_rounds && m > 1 && !plan.timed_out; ++round) {
       bool improved = false;
       for (int size = 1; size <= m && !plan.timed_out; ++size) {
-        for (const auto& block : blocks_of(m, size)) {
+        const auto blocks = blocks_of(m, size);
+        // Larger blocks are sized a batch at a time on the search threads, against the assignment
+        // in hand; a revision that changes it sends the blocks after it to be sized again.
+        std::vector<double> entries;
+        size_t sized_from = 0;
+        for (size_t bi = 0; bi < blocks.size(); ++bi) {
+          const auto& block = blocks[bi];
           if (late()) {
             plan.timed_out = true;
             break;
           }
-          if (size > 1 && block_table_entries(p, policy, plan.assignment, block, budget) > budget) continue;
+          if (size > 1) {
+            if (bi >= sized_from + entries.size()) {
+              entries = size_blocks(p, policy, plan.assignment, blocks, bi, kSizingBatch, budget, options.threads,
+                                    deadline);
+              sized_from = bi;
+            }
+            if (entries[bi - sized_from] > budget) continue;
+          }
           const std::string what = "refine " + std::to_string(round + 1) + ", steps " + block_name(block);
           if (options.progress) options.progress(what + " costing", 0, 1);
           StepProblem sp = build_step(p, policy, plan.assignment, block, m, options.threads, deadline);
@@ -162,6 +210,7 @@ Plan plan_recursive(const Problem& p, const Policy& policy, const SearchOptions&
             apply_step(p, sp, r.values, plan.assignment);
             total = r.cost;
             improved = true;
+            entries.clear(), sized_from = bi + 1;  // later blocks are sized against the new plan
           }
         }
       }

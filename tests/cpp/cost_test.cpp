@@ -11,6 +11,7 @@
 
 #include "cost/class_count.h"
 #include "cost/comm_cost.h"
+#include "cost/count_memo.h"
 #include "cost/memory.h"
 #include "cost/tiling.h"
 #include "cost/transfers.h"
@@ -664,6 +665,54 @@ TEST(CostClasses, ClassCountEqualsThePerDeviceCount) {
       }
   // Most random cases are valid plans, counted by classes (the rest fell back to devices).
   EXPECT_GT(by_class, cases / 3);
+}
+
+TEST(CostMemo, SharedCountsEqualTheDirectCount) {
+  // Ops alike share a memo: whatever the op, split and tilings, a count looked up equals op_comm's,
+  // and keys tell apart kinds, slots, steps, strategies and cuts.
+  std::mt19937 rng(11);
+  auto mm = matmul();
+  auto conv = conv1d();
+  std::vector<OpView> ops = {view(*mm, {{12, 7}, {7, 10}}, {12, 10}), view(*conv, {{6, 5, 9}, {4, 5, 3}}, {6, 4, 9}),
+                             view(*mm, {{5, 9}, {9, 3}}, {5, 3})};
+  const std::vector<int> parts = {3, 2, 2};
+  CountMemo memo;
+  int hits = 0;
+  for (int rep = 0; rep < 600; ++rep) {
+    const int kind = static_cast<int>(rng() % ops.size());
+    const OpView& op = ops[kind];
+    const int steps = 1 + static_cast<int>(rng() % parts.size());
+    auto strategies = tdl::enumerate_strategies(*op.desc);
+    OpSplit split;
+    for (int i = 0; i < steps; ++i) split.push_back(strategies[rng() % strategies.size()]);
+    auto tiling = [&](const Shape& shape) {
+      Tiling t;
+      for (int i = 0; i < steps; ++i) {
+        int c = static_cast<int>(rng() % (shape.size() + 1)) - 1;
+        t.push_back(c < 0 ? kReplicated : c);
+      }
+      return t;
+    };
+    std::vector<Tiling> in;
+    for (const auto& s : op.input_shapes) in.push_back(tiling(s));
+    Tiling out = tiling(op.output_shape);
+    OpComm want = op_comm(op, split, in, out, parts, steps);
+    for (size_t t = 0; t < in.size(); ++t) hits += memo.find(*CountMemo::key(kind, static_cast<int>(t), split, in[t], steps)) != nullptr;
+    SplitCounter counter(op, kind, split, parts, steps, &memo);
+    for (size_t t = 0; t < in.size(); ++t)
+      ASSERT_EQ(counter.elements(static_cast<int>(t), in[t]), want.input_elements[t]) << op.desc->name << " rep " << rep;
+    ASSERT_EQ(counter.elements(static_cast<int>(in.size()), out), want.output_elements) << op.desc->name << " rep " << rep;
+  }
+  EXPECT_GT(hits, 100);  // the random choices recur: lookups were tested, not only fresh counts
+  auto mm_strategies = tdl::enumerate_strategies(*mm);
+  OpSplit split = {mm_strategies[0], mm_strategies[1]};
+  Tiling t = {0, 1};
+  auto base = CountMemo::key(0, 0, split, t, 2);
+  EXPECT_NE(base, CountMemo::key(1, 0, split, t, 2));
+  EXPECT_NE(base, CountMemo::key(0, 1, split, t, 2));
+  EXPECT_NE(base, CountMemo::key(0, 0, split, t, 1));
+  EXPECT_NE(base, CountMemo::key(0, 0, split, Tiling{0, kReplicated}, 2));
+  EXPECT_NE(base, CountMemo::key(0, 0, OpSplit{split[1], split[0]}, t, 2));
 }
 
 }  // namespace

@@ -429,6 +429,59 @@ TEST(Partition, BlockSizingCountsTheTablesBuildStepFills) {
   }
 }
 
+TEST(Partition, BlockSizingCountsTheTablesOnUnevenPartsPoliciesAndNewSteps) {
+  // The count walks (step, shares) states instead of listing values: it must agree with the listing
+  // on uneven parts, policies that add or narrow choices, and blocks of new steps (not revising).
+  // Entries are counted per op and slot (a slot sharing its pair with another counts again).
+  auto listed = [](const Graph& g, const Problem& p, const StepProblem& sp) {
+    double n = 0;
+    for (const auto& op : g.ops()) {
+      const double values = sp.domain_sizes[sp.op_var(p.op_class[op.id])];
+      for (int t : op.inputs) n += values * sp.domain_sizes[sp.tensor_var(p.tensor_class[t])];
+      n += values * sp.domain_sizes[sp.tensor_var(p.tensor_class[op.output])];
+    }
+    return n;
+  };
+  Graph mlp = build_mlp(false), chain = build_chain();
+  std::vector<Policy> policies(4);
+  policies[1].replicate_tensors = true;
+  policies[2].replicate_ops = true;
+  policies[3].restrict_cuts = [](int tensor, int, const std::vector<int>& c) {
+    return tensor % 2 ? std::vector<int>{c.back()} : std::vector<int>{};
+  };
+  for (const Graph* g : {&mlp, &chain})
+    for (const auto& parts : std::vector<std::vector<int>>{{3, 2, 2}, {2, 2, 2, 2}})
+      for (size_t k = 0; k < policies.size(); ++k) {
+        SCOPED_TRACE(std::to_string(g->ops().size()) + " ops, policy " + std::to_string(k) + ", " +
+                     std::to_string(parts.size()) + " steps");
+        const Policy& policy = policies[k];
+        Problem p = make_problem(*g, parts, policy);
+        const int m = static_cast<int>(parts.size());
+        Assignment a = empty_assignment(p);
+        for (int step = 0; step < m; ++step) {
+          // A new block of one or two steps, then the step taken (the first value of each class).
+          for (int width = 1; width <= 2 && step + width <= m; ++width) {
+            std::vector<int> block;
+            for (int i = step; i < step + width; ++i) block.push_back(i);
+            StepProblem sp = build_step(p, policy, a, block, m, 1, std::chrono::steady_clock::time_point::max());
+            EXPECT_EQ(block_table_entries(p, policy, a, block), listed(*g, p, sp));
+          }
+          StepProblem sp = build_step(p, policy, a, {step}, m, 1, std::chrono::steady_clock::time_point::max());
+          apply_step(p, sp, std::vector<int>(sp.domain_sizes.size(), 0), a);
+        }
+        for (int mask = 1; mask < (1 << m); ++mask) {
+          std::vector<int> block;
+          for (int i = 0; i < m; ++i)
+            if (mask >> i & 1) block.push_back(i);
+          StepProblem sp = build_step(p, policy, a, block, m, 1, std::chrono::steady_clock::time_point::max());
+          const double filled = listed(*g, p, sp);
+          EXPECT_EQ(block_table_entries(p, policy, a, block), filled) << "block mask " << mask;
+          EXPECT_EQ(block_table_entries(p, policy, a, block, filled - 1) > filled - 1, true);
+          EXPECT_EQ(block_table_entries(p, policy, a, block, filled) > filled, false);
+        }
+      }
+}
+
 TEST(Partition, SingleMatmulHandComputed) {
   Graph g = build_matmul();
   // Without replication w must be cut: the cheapest is rows split, each device fetching the
