@@ -94,7 +94,7 @@ def _(g, x, out):
     return (batch_norm_mean_grad(g, x),)
 
 
-@tw.op(reference=lambda x: _bn_stats(x)[1])
+@tw.op(reference=lambda x: _bn_stats(x)[1], kernel="batch_norm_var")
 def batch_norm_var(x):
     """Per-channel biased variance over n, h, w: (n, c, h, w) -> (c,)."""
     return lambda c: _bn_var(x, c)
@@ -251,7 +251,8 @@ def batch_norm_mean_grad(dy, x):
     return lambda b, c, h, w: dy[c] / (x.shape[0] * x.shape[2] * x.shape[3])
 
 
-@tw.op(reference=lambda dy, x: 2.0 * dy.reshape(_C) * (x - x.mean(axis=_NHW, keepdims=True)) / (x.size / x.shape[1]))
+@tw.op(reference=lambda dy, x: 2.0 * dy.reshape(_C) * (x - x.mean(axis=_NHW, keepdims=True)) / (x.size / x.shape[1]),
+       kernel="batch_norm_var_grad")
 def batch_norm_var_grad(dy, x):
     """Gradient of batch_norm_var: 2 dy[c] (x - mean) / (n h w)."""
     return lambda b, c, h, w: 2.0 * dy[c] * (x[b, c, h, w] - _bn_mean(x, c)) / (x.shape[0] * x.shape[2] * x.shape[3])

@@ -63,7 +63,7 @@ def _(g, x, out, axis):
     return (reduce_extremum_grad(g, x, out, axis=norm_axis(axis, x.ndim)),)
 
 
-@tw.op(reference=lambda x, axis=-1: x.prod(axis=axis))
+@tw.op(reference=lambda x, axis=-1: x.prod(axis=axis), kernel="reduce_prod")
 def reduce_prod(x, axis=-1):
     """Product along axis."""
     return _along(x, axis, lambda row, a: tw.Prod(row))
@@ -206,7 +206,8 @@ def _prod_grad_ref(dy, x, axis=0):
     return np.expand_dims(dy, axis) * others
 
 
-@tw.op(reference=_prod_grad_ref, out_shape=lambda dy, x, axis=0: tuple(x))  # i[axis] is only compared
+@tw.op(reference=_prod_grad_ref, out_shape=lambda dy, x, axis=0: tuple(x),  # i[axis] is only compared
+       kernel="reduce_prod_grad")
 def reduce_prod_grad(dy, x, axis=0):
     """Gradient of reduce_prod: dy times the product of the other entries (exact with zeros)."""
     def f(*i):

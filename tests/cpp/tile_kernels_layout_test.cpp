@@ -596,6 +596,72 @@ TEST(TileKernelSum, RmsNormGammaGradientPartialOverRows) {
   }
 }
 
+TEST(TileKernelSum, ProductsAndBatchNormVariance) {
+  std::mt19937 rng(46);
+  for (int trial = 0; trial < 15; ++trial) {
+    const int nd = static_cast<int>(uniform(rng, 1, 3));
+    const Index x = random_shape(rng, nd);
+    const int64_t axis = uniform(rng, 0, nd - 1), n = x[axis];
+    Index extents = without(x, axis);
+    extents.push_back(n);
+    const std::string attrs = R"({"axis": )" + std::to_string(axis) + "}";
+    OpCase p = make_case("reduce_prod", numbered("i", nd), iota(nd - 1), extents, {x}, rng, -1, attrs);
+    expect_native(p, [&](OpCase& c, Index& v) {
+      double prod = 1;
+      Index at(v.begin(), v.end() - 1);
+      at.insert(at.begin() + axis, 0);
+      for (int64_t k = c.vars[nd - 1].lo; k <= c.vars[nd - 1].hi; ++k) {
+        at[axis] = k;
+        prod *= c.inputs[0](at);
+      }
+      return prod;
+    }, rng);
+    Index gx = x;
+    gx.push_back(n);
+    OpCase g = make_case("reduce_prod_grad", numbered("i", nd + 1), iota(nd), gx, {without(x, axis), x}, rng, nd, attrs);
+    for (double& e : g.inputs[1].data)
+      if (uniform(rng, 0, 4) == 0) e = 0.0;  // zeros: the product of the others stays exact
+    expect_native(g, [&](OpCase& c, Index& v) {
+      Index at(v.begin(), v.begin() + nd);
+      const Index j = without(at, axis);
+      double prod = 1;
+      for (int64_t k = 0; k < n; ++k) {
+        Index t = at;
+        t[axis] = k;
+        const double e = c.inputs[1](t);
+        if (k != at[axis]) prod *= e;
+      }
+      return c.inputs[0](j) * prod;
+    }, rng);
+  }
+  for (int trial = 0; trial < 10; ++trial) {
+    const Index x = random_shape(rng, 4);
+    const double count = static_cast<double>(x[0] * x[2] * x[3]);
+    auto mean = [&](OpCase& c, int input, int64_t ch) {
+      double s = 0;
+      for (int64_t b = 0; b < x[0]; ++b)
+        for (int64_t h = 0; h < x[2]; ++h)
+          for (int64_t w = 0; w < x[3]; ++w) s += c.inputs[input]({b, ch, h, w});
+      return s / count;
+    };
+    OpCase v = make_case("batch_norm_var", {"c", "m", "y", "z", "n", "y'", "z'"}, {0},
+                         {x[1], x[0], x[2], x[3], x[0], x[2], x[3]}, {x}, rng, 1);
+    expect_native(v, [&](OpCase& c, Index& at) {
+      double s2 = 0;
+      for (int64_t b = 0; b < x[0]; ++b)
+        for (int64_t h = 0; h < x[2]; ++h)
+          for (int64_t w = 0; w < x[3]; ++w) s2 += c.inputs[0]({b, at[0], h, w}) * c.inputs[0]({b, at[0], h, w});
+      const double mu = mean(c, 0, at[0]);
+      return s2 / count - mu * mu;
+    }, rng);
+    OpCase g = make_case("batch_norm_var_grad", {"b", "c", "h", "w", "n", "y", "z"}, iota(4),
+                         {x[0], x[1], x[2], x[3], x[0], x[2], x[3]}, {{x[1]}, x}, rng, 4);
+    expect_native(g, [&](OpCase& c, Index& at) {
+      return 2.0 * c.inputs[0]({at[1]}) * (c.inputs[1]({at[0], at[1], at[2], at[3]}) - mean(c, 1, at[1])) / count;
+    }, rng);
+  }
+}
+
 // ------------------------------------------------------------------------- upsampling and GRU
 
 TEST(TileKernelLayout, NearestUpsamplingAndItsGradient) {

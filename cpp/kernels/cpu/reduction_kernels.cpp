@@ -141,15 +141,15 @@ bool sum_into(const TileCall& call, const std::vector<int>& dim_var, double scal
   }
 }
 
-// lambda i..: Max(r..: x[..]) (Min when !is_max) over reduction_box's box; NaN wins and stays,
-// as in the interpreter and torch.
-bool extremum_into(const TileCall& call, const std::vector<int>& dim_var, bool is_max) {
+// lambda i..: R(r..: x[..]) over reduction_box's box for the reducer `fold(acc, v)` starting at
+// `init`, element by element in double (Max, Min, Prod).
+template <class Fold>
+bool fold_into(const TileCall& call, const std::vector<int>& dim_var, double init, Fold fold) {
   std::vector<Span> box;
   if (!reduction_box(call, dim_var, &box)) return false;
   const TileIn& in = call.inputs[0];
   const int nd = static_cast<int>(in.shape.size());
-  const float inf = std::numeric_limits<float>::infinity();
-  std::vector<float> acc(static_cast<size_t>(output_size(call)), is_max ? -inf : inf);
+  std::vector<double> acc(static_cast<size_t>(output_size(call)), init);
   std::vector<int64_t> rs = region_strides(in), os = output_strides(call), corner(nd), idx(nd, 0);
   for (int d = 0; d < nd; ++d) corner[d] = box[d].lo;
   const float* base = nd == 0 ? in.data : element(in, corner);
@@ -157,14 +157,13 @@ bool extremum_into(const TileCall& call, const std::vector<int>& dim_var, bool i
   int64_t xo = 0, oo = 0;
   while (true) {
     for (int64_t t = 0; t < len; ++t) {
-      const float v = base[xo + t];
-      float& a = acc[oo + t * ostep];
-      if (std::isnan(v) || (is_max ? v > a : v < a)) a = v;
+      double& a = acc[oo + t * ostep];
+      a = fold(a, static_cast<double>(base[xo + t]));
     }
     int d = nd - 1;
     while (true) {
       if (--d < 0) {
-        std::copy(acc.begin(), acc.end(), call.out);
+        for (size_t t = 0; t < acc.size(); ++t) call.out[t] = static_cast<float>(acc[t]);
         return true;
       }
       if (++idx[d] < box[d].size()) {
@@ -177,6 +176,14 @@ bool extremum_into(const TileCall& call, const std::vector<int>& dim_var, bool i
       idx[d] = 0;
     }
   }
+}
+
+// Max (Min when !is_max): NaN wins and stays, as in the interpreter and torch.
+bool extremum_into(const TileCall& call, const std::vector<int>& dim_var, bool is_max) {
+  const double inf = std::numeric_limits<double>::infinity();
+  return fold_into(call, dim_var, is_max ? -inf : inf, [is_max](double a, double v) {
+    return std::isnan(v) || (is_max ? v > a : v < a) ? v : a;
+  });
 }
 
 // Variables of a reduction along attribute "axis" of the input (the output keeps the other axes in
@@ -266,6 +273,14 @@ bool reduce_min(const TileCall& call, const Attrs& attrs) {
   std::vector<int> dim_var;
   int64_t n = 0;
   return along_axis(call, attrs, &dim_var, &n) && extremum_into(call, dim_var, false);
+}
+
+// lambda i..: Prod(k: x[i.. with k at axis]), partial over k (the runtime multiplies the parts).
+bool reduce_prod(const TileCall& call, const Attrs& attrs) {
+  std::vector<int> dim_var;
+  int64_t n = 0;
+  return along_axis(call, attrs, &dim_var, &n) &&
+         fold_into(call, dim_var, 1.0, [](double a, double v) { return a * v; });
 }
 
 // lambda i, j: Sum(k: x[i, k] [k <= j]) (cumsum, prefix sums over the last axis of a matrix) or
@@ -470,6 +485,103 @@ bool reduce_var_grad(const TileCall& call, const Attrs& attrs) {  // (dy, x)
     if (d < 0) return true;
     ++at[d];
   }
+}
+
+// lambda i..: dy[j] Prod(k: 1 at k = i[axis], else x[i with k at axis]): the gradient of reduce_prod,
+// exact with zeros (a prefix times a suffix product, no division); the product is whole.
+bool reduce_prod_grad(const TileCall& call, const Attrs& attrs) {  // (dy, x)
+  if (call.inputs.size() != 2) return false;
+  const TileIn &dy = call.inputs[0], &x = call.inputs[1];
+  const int nd = static_cast<int>(x.shape.size());
+  int axis = 0;
+  if (!axis_attr(attrs, nd, 0, &axis) || static_cast<int>(call.vars.size()) != nd + 1 || !outputs_first(call, nd) ||
+      !nested_full(call, nd) || dy.shape.size() != static_cast<size_t>(nd - 1))
+    return false;
+  std::vector<Span> block(call.vars.begin(), call.vars.begin() + nd), whole = block, rest = block;
+  whole[axis] = {0, x.shape[axis] - 1};
+  rest.erase(rest.begin() + axis);
+  if (!in_tensor(x, whole) || !holds(x, whole) || !in_tensor(dy, rest) || !holds(dy, rest)) return false;
+  const int64_t n = x.shape[axis], st = region_strides(x)[axis];
+  const std::vector<int64_t> os = output_strides(call);
+  std::vector<int64_t> at(nd), j(nd - 1);
+  std::vector<double> suffix(static_cast<size_t>(n) + 1);
+  for (int d = 0; d < nd; ++d) at[d] = whole[d].lo;
+  while (true) {
+    const float* row = element(x, at);
+    suffix[n] = 1.0;
+    for (int64_t t = n - 1; t >= 0; --t) suffix[t] = suffix[t + 1] * row[t * st];
+    for (int d = 0, e = 0; d < nd; ++d)
+      if (d != axis) j[e++] = at[d];
+    const double g = *element(dy, j);
+    int64_t o = 0;
+    for (int d = 0; d < nd; ++d)
+      if (d != axis) o += (at[d] - block[d].lo) * os[d];
+    double prefix = 1.0;
+    for (int64_t t = 0; t <= block[axis].hi; ++t) {
+      if (t >= block[axis].lo) call.out[o + (t - block[axis].lo) * os[axis]] = static_cast<float>(g * (prefix * suffix[t + 1]));
+      prefix *= row[t * st];
+    }
+    int d = nd - 1;
+    while (d >= 0 && (d == axis || at[d] == block[d].hi)) {
+      if (d != axis) at[d] = block[d].lo;
+      --d;
+    }
+    if (d < 0) return true;
+    ++at[d];
+  }
+}
+
+// lambda c: Sum(x^2) / (n h w) - (Sum(x) / (n h w))^2 over channel c: batch norm's biased variance
+// (both sums whole).
+bool batch_norm_var(const TileCall& call, const Attrs&) {
+  if (call.inputs.size() != 1 || call.vars.size() != 7 || !outputs_first(call, 1) || !nested_full(call, 1)) return false;
+  const TileIn& xin = call.inputs[0];
+  if (xin.shape.size() != 4) return false;
+  const Span c = call.vars[0];
+  const std::vector<Span> box = {all(xin.shape[0]), c, all(xin.shape[2]), all(xin.shape[3])};
+  View4 x;
+  if (!in_tensor(xin, box) || !view4(xin, box, &x)) return false;
+  const double count = static_cast<double>(xin.shape[0] * xin.shape[2] * xin.shape[3]);
+  for (int64_t cc = c.lo; cc <= c.hi; ++cc) {
+    double s = 0, s2 = 0;
+    rows_of_channel(x, box[0], cc, box[2], box[3], [&](const float* row, int64_t len) {
+      s += sum_of(len, [row](int64_t t) { return static_cast<double>(row[t]); });
+      s2 += sum_of(len, [row](int64_t t) { return static_cast<double>(row[t]) * row[t]; });
+    });
+    const double mean = s / count;
+    call.out[cc - c.lo] = static_cast<float>(s2 / count - mean * mean);
+  }
+  return true;
+}
+
+// lambda b, c, h, w: 2 dy[c] (x - mean_c) / (n h w), the mean a whole nested sum: the gradient of
+// batch_norm_var.
+bool batch_norm_var_grad(const TileCall& call, const Attrs&) {  // (dy, x)
+  if (call.inputs.size() != 2 || call.vars.size() != 7 || !outputs_first(call, 4) || !nested_full(call, 4)) return false;
+  const TileIn &dy = call.inputs[0], &xin = call.inputs[1];
+  if (xin.shape.size() != 4 || dy.shape.size() != 1) return false;
+  const Span b = call.vars[0], c = call.vars[1], h = call.vars[2], w = call.vars[3];
+  const std::vector<Span> box = {all(xin.shape[0]), c, all(xin.shape[2]), all(xin.shape[3])};
+  View4 x;
+  if (!in_tensor(xin, box) || !view4(xin, box, &x) || !in_tensor(dy, {c}) || !holds(dy, {c})) return false;
+  const double count = static_cast<double>(xin.shape[0] * xin.shape[2] * xin.shape[3]);
+  std::vector<double> mean(c.size(), 0.0);
+  for (int64_t cc = c.lo; cc <= c.hi; ++cc) {
+    double s = 0;
+    rows_of_channel(x, box[0], cc, box[2], box[3], [&](const float* row, int64_t len) {
+      s += sum_of(len, [row](int64_t t) { return static_cast<double>(row[t]); });
+    });
+    mean[cc - c.lo] = s / count;
+  }
+  float* out = call.out;
+  for (int64_t bb = b.lo; bb <= b.hi; ++bb)
+    for (int64_t cc = c.lo; cc <= c.hi; ++cc) {
+      const double g = 2.0 * *element(dy, {cc});
+      for (int64_t hh = h.lo; hh <= h.hi; ++hh)
+        for (int64_t ww = w.lo; ww <= w.hi; ++ww)
+          *out++ = static_cast<float>(g * (*x.at(bb, cc, hh, ww) - mean[cc - c.lo]) / count);
+    }
+  return true;
 }
 
 // lambda b, c, h, w: (x == y[b, c]) dy[b, c] / Sum(i, j: x[b, c, i, j] == y[b, c]): the gradient of
