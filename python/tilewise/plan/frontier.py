@@ -174,17 +174,22 @@ class Frontier:
             self._plans[p.index] = Plan(self.graph, self._model.plan(list(p.choice)))
         return self._plans[p.index]
 
-    def best(self, memory_limit: float | None = None, margin: float = DEFAULT_MARGIN) -> StrategyPoint | None:
-        """Mini-time (TensorOpt §4.1): the fastest point whose memory fits ``memory_limit × margin``
-        (``memory_limit``: bytes, default the cluster's device memory; ``margin`` leaves room for
-        memory the model does not count). None when no point fits."""
+    def _budget(self, memory_limit, margin) -> float:
+        """memory_limit × margin, checked (memory_limit None: the cluster's device memory)."""
         if memory_limit is None:
             memory_limit = self.cluster.device.memory or math.inf
         if isinstance(memory_limit, bool) or not isinstance(memory_limit, numbers.Real) or memory_limit <= 0:
             raise ValueError(f"memory_limit must be a positive number of bytes, got {memory_limit!r}")
         if isinstance(margin, bool) or not isinstance(margin, numbers.Real) or not 0 < margin <= 1:
             raise ValueError(f"margin must be in (0, 1], got {margin!r}")
-        fits = [p for p in self.points if p.memory <= memory_limit * margin]
+        return memory_limit * margin
+
+    def best(self, memory_limit: float | None = None, margin: float = DEFAULT_MARGIN) -> StrategyPoint | None:
+        """Mini-time (TensorOpt §4.1): the fastest point whose memory fits ``memory_limit × margin``
+        (``memory_limit``: bytes, default the cluster's device memory; ``margin`` leaves room for
+        memory the model does not count). None when no point fits."""
+        budget = self._budget(memory_limit, margin)
+        fits = [p for p in self.points if p.memory <= budget]
         return fits[-1] if fits else None
 
     @property
@@ -245,14 +250,8 @@ class Frontier:
                        op_times=None, limit: int | None = None) -> StrategyPoint | None:
         """``best`` by the simulator: of the ``simulated`` points whose predicted peak memory fits
         ``memory_limit × margin``, the one with the least predicted step time (None when none fits)."""
-        if memory_limit is None:
-            memory_limit = self.cluster.device.memory or math.inf
-        if isinstance(memory_limit, bool) or not isinstance(memory_limit, numbers.Real) or memory_limit <= 0:
-            raise ValueError(f"memory_limit must be a positive number of bytes, got {memory_limit!r}")
-        if isinstance(margin, bool) or not isinstance(margin, numbers.Real) or not 0 < margin <= 1:
-            raise ValueError(f"margin must be in (0, 1], got {margin!r}")
-        fits = [r for r in self.simulated(op_times=op_times, limit=limit)
-                if r["predicted_memory"] <= memory_limit * margin]
+        budget = self._budget(memory_limit, margin)
+        fits = [r for r in self.simulated(op_times=op_times, limit=limit) if r["predicted_memory"] <= budget]
         return self.points[min(fits, key=lambda r: (r["predicted_time"], r["index"]))["index"]] if fits else None
 
     def evaluate(self, plan: Plan) -> Baseline:
