@@ -428,6 +428,36 @@ def test_multihead_attention_against_torch(batch_first, cross):
         assert [op.type for op in g.ops].count("linear") == 2  # packed q|k|v projection, out_proj
 
 
+@pytest.mark.parametrize("batch_first", [True, False])
+def test_multihead_attention_key_padding_mask_against_torch(batch_first):
+    """A bool key_padding_mask (True: ignore that key), reference and compiled on 2 devices."""
+    t = _torch()
+    E, heads, B, S = 8, 2, 2, 5
+    ours = nn.MultiheadAttention(E, heads, batch_first=batch_first)
+    ref = t.nn.MultiheadAttention(E, heads, batch_first=batch_first).double()
+    g = tw.Graph()
+    x = g.input("x", (B, S, E) if batch_first else (S, B, E))
+    mask = g.input("mask", (B, S), "bool")
+    out, _ = ours(x, x, x, key_padding_mask=mask)
+    feeds = random_feeds(g, np.random.default_rng(7))
+    m = np.zeros((B, S), bool)
+    m[0, 0], m[1, 3:] = True, True
+    feeds["mask"] = m.astype(np.float64)
+    vals = run_graph(g, feeds)
+    _load(ref, feeds)
+    want, _ = ref(*(t.tensor(feeds["x"]),) * 3, key_padding_mask=t.tensor(m), need_weights=False)
+    _close(vals[out.name], want.detach())
+    exe = tw.compile(g, tw.partition(g, devices=2))
+    for name, value in feeds.items():
+        exe.set(name, m if name == "mask" else value)
+    assert exe.step()  # no results kept but the output
+    np.testing.assert_allclose(exe.get(out), want.detach().numpy(), rtol=1e-4, atol=1e-5)
+    with pytest.raises(tw.ShapeError, match=r"key_padding_mask must be \(batch, keys\)"):
+        ours(x, x, x, key_padding_mask=g.input("bad", (S, B), "bool"))
+    with pytest.raises(tw.GraphError, match="attn_mask is not supported"):
+        ours(x, x, x, attn_mask=mask)
+
+
 def test_attention_dropout_mask():
     mha = nn.MultiheadAttention(4, 2, dropout=0.1, batch_first=True)
     g = tw.Graph()

@@ -43,7 +43,7 @@ def example_feeds(graph: Graph, seed: int = 0) -> dict[str, np.ndarray]:
             classes = shape[-1]
             out[t.name] = np.eye(classes, dtype=np.float32)[rng.integers(0, classes, shape[:-1])]
         elif t.dtype == "bool":
-            out[t.name] = rng.uniform(size=shape) < 0.9
+            out[t.name] = rng.uniform(size=shape) < 0.1  # a mask marks few places (padding, fills)
         elif t.dtype in ("int64", "int32"):
             out[t.name] = rng.integers(0, 2, shape).astype(t.dtype)
         elif t.name.endswith("mask"):

@@ -54,8 +54,8 @@ class BertLayer(nn.Module):
         self.output_dropout = nn.Dropout(dropout)
         self.output_norm = nn.LayerNorm(hidden, eps=1e-12)
 
-    def forward(self, x):
-        a, _ = self.attention(x, x, x)
+    def forward(self, x, padding_mask=None):
+        a, _ = self.attention(x, x, x, key_padding_mask=padding_mask)
         x = self.attention_norm(F.add(x, self.attention_dropout(a)))
         h = self.output_dropout(self.output(self.activation(self.intermediate(x))))
         return self.output_norm(F.add(x, h))
@@ -85,24 +85,30 @@ class BertModel(nn.Module):
         self.pooler = BertPooler(hidden)
         self.classifier = nn.Linear(hidden, classes) if classes else None
 
-    def forward(self, ids, token_type_ids):
+    def forward(self, ids, token_type_ids, padding_mask=None):
         x = self.embeddings(ids, token_type_ids)
         for layer in self.encoder:
-            x = layer(x)
+            x = layer(x, padding_mask)
         pooled = self.pooler(x)
         return pooled if self.classifier is None else self.classifier(pooled)
 
 
 def transformer(layers: int = 12, hidden: int = 768, heads: int = 12, seq: int = 128, batch: int = 8,
                 vocab: int = 30522, classes: int | None = 2, dropout: float = 0.1, *, train: bool = True,
-                optimizer=None):
+                optimizer=None, padding_mask: bool = False):
     """BERT-style encoder on (batch, seq) int64 token ids and token-type ids.
+
+    ``padding_mask``: a third input, ``padding_mask`` (batch, seq) bool, True at the padding
+    positions every attention ignores (torch's ``key_padding_mask``).
 
     ``classes``: cross-entropy on a Linear head over the pooled output; None: no head (BertModel's
     parameters exactly) and an MSE loss on the pooled output.
     """
     model = BertModel(layers, hidden, heads, vocab, dropout=dropout, classes=classes)
     out = classes or hidden
-    return build(model, [("ids", (batch, seq), "int64"), ("token_type_ids", (batch, seq), "int64")], label=(batch, out),
+    inputs = [("ids", (batch, seq), "int64"), ("token_type_ids", (batch, seq), "int64")]
+    if padding_mask:
+        inputs.append(("padding_mask", (batch, seq), "bool"))
+    return build(model, inputs, label=(batch, out),
                  loss="cross_entropy" if classes else "mse", train=train, optimizer=optimizer,
                  name=f"transformer-{layers}-{hidden}-{heads}")

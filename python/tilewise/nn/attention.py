@@ -32,7 +32,10 @@ class MultiheadAttention(Module):
     """``forward(query, key, value)`` -> ``(output, None)`` (attention weights are not returned).
 
     Inputs (B, S, E) with ``batch_first=True``, else (S, B, E) (then permuted in and out).
-    Masks (attn_mask, key_padding_mask) are not supported.
+    ``key_padding_mask`` (B, S), bool or 0/1: True marks keys to ignore (torch's convention); their
+    scores become float32's lowest value before the softmax (torch uses -inf: the same weights
+    unless every key of a row is masked, which gives torch NaN and here equal weights). ``attn_mask``
+    is not supported.
     """
 
     def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
@@ -50,12 +53,23 @@ class MultiheadAttention(Module):
         self.in_proj_bias = Parameter((3 * embed_dim,))
         self.out_proj = Linear(embed_dim, embed_dim)
 
+    def _mask_keys(self, scores, mask, batch: int, keys: int):
+        """scores (B*heads, L, S) with the keys ``mask`` (B, S) marks set to float32's lowest value."""
+        if tuple(mask.shape) != (batch, keys):
+            raise ShapeError(f"MultiheadAttention: key_padding_mask must be (batch, keys) = {(batch, keys)}, "
+                             f"got {tuple(mask.shape)}")
+        h = self.num_heads
+        per_head = tdl_ops.expand(tdl_ops.reshape(mask, shape=(batch, 1, 1, keys), in_shape=(batch, keys)),
+                                  shape=(batch, h, 1, keys), bcast=(1,))
+        rows = tdl_ops.reshape(per_head, shape=(batch * h, 1, keys), in_shape=(batch, h, 1, keys))
+        return tdl_ops.masked_fill(scores, rows, value=-3.4028234663852886e38, mask_bcast=(1,))
+
     def extra_repr(self) -> str:
         return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, batch_first={self.batch_first}"
 
     def forward(self, query, key, value, key_padding_mask=None, need_weights: bool = False, attn_mask=None):
-        if key_padding_mask is not None or attn_mask is not None:
-            raise GraphError("MultiheadAttention: attention masks are not supported")
+        if attn_mask is not None:
+            raise GraphError("MultiheadAttention: attn_mask is not supported (key_padding_mask is)")
         if need_weights:
             raise GraphError("MultiheadAttention: need_weights=True is not supported (pass need_weights=False)")
         e = self.embed_dim
@@ -85,6 +99,8 @@ class MultiheadAttention(Module):
                 heads.append(tdl_ops.split_heads(F.linear(x, wi, bi), heads=h, dim_head=dh))
             q, k, v = heads
         scores = tdl_ops.scale(tdl_ops.batch_matmul_nt(q, k), alpha=1.0 / math.sqrt(dh))
+        if key_padding_mask is not None:
+            scores = self._mask_keys(scores, key_padding_mask, key.shape[0], key.shape[1])  # key is (B, S, E) here
         attn = F.softmax(scores)
         attn = F.dropout(attn, self.dropout, self.training, name="dropout_mask")
         ctx = tdl_ops.merge_heads(tdl_ops.batch_matmul(attn, v), heads=h, dim_head=dh)

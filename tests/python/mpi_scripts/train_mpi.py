@@ -33,8 +33,8 @@ def masked_mlp():
 MODELS = {
     "mlp": lambda: tw.models.mlp(layers=2, hidden=16, batch=8),
     "wresnet": lambda: tw.models.wresnet(50, 1, batch=2, image=32, classes=10),
-    # int64 token ids (embedding lookups split across ranks) and a bool mask
-    "transformer": lambda: tw.models.transformer(2, 32, 4, seq=16, batch=4, vocab=100),
+    # int64 token ids (embedding lookups split across ranks) and a bool padding mask
+    "transformer": lambda: tw.models.transformer(2, 32, 4, seq=16, batch=4, vocab=100, padding_mask=True),
     "masked": masked_mlp,
 }
 ALGORITHMS = ("tofu", "kcuts")
