@@ -445,9 +445,14 @@ bool cross_entropy_grad(const TileCall& call, const Attrs&) {
   return true;
 }
 
-// lambda i..: 2 dy[j] (x[i] - Sum(k: x[i with k at axis]) / n) / n, j = i without `axis`: the
-// gradient of reduce_var (the mean a whole-row nested reduction).
-bool reduce_var_grad(const TileCall& call, const Attrs& attrs) {  // (dy, x)
+namespace {
+
+// The gradient of a whole-row reduction along `axis` (inputs (dy, x); outputs first, the nested
+// reduction whole): checks the call, then for every row of x along the axis that the block meets
+// calls row_grad(row, stride, n, dy at the row, out, out stride, the block's span on the axis),
+// `out` pointing at the block's element for position 0 of the axis.
+template <class RowGrad>
+bool axis_row_grad(const TileCall& call, const Attrs& attrs, RowGrad&& row_grad) {
   if (call.inputs.size() != 2) return false;
   const TileIn &dy = call.inputs[0], &x = call.inputs[1];
   const int nd = static_cast<int>(x.shape.size());
@@ -463,20 +468,13 @@ bool reduce_var_grad(const TileCall& call, const Attrs& attrs) {  // (dy, x)
   const std::vector<int64_t> os = output_strides(call);
   std::vector<int64_t> at(nd), j(nd - 1);
   for (int d = 0; d < nd; ++d) at[d] = whole[d].lo;
-  // One row along the axis at a time: its mean, then the block's positions in it.
   while (true) {
-    const float* row = element(x, at);
-    double mu = 0;
-    for (int64_t t = 0; t < n; ++t) mu += row[t * st];
-    mu /= static_cast<double>(n);
     for (int d = 0, e = 0; d < nd; ++d)
       if (d != axis) j[e++] = at[d];
-    const double g = *element(dy, j);
-    int64_t o = 0;
+    int64_t o = -block[axis].lo * os[axis];
     for (int d = 0; d < nd; ++d)
       if (d != axis) o += (at[d] - block[d].lo) * os[d];
-    for (int64_t t = block[axis].lo; t <= block[axis].hi; ++t)
-      call.out[o + (t - block[axis].lo) * os[axis]] = static_cast<float>(2.0 * g * (row[t * st] - mu) / static_cast<double>(n));
+    row_grad(element(x, at), st, n, static_cast<double>(*element(dy, j)), call.out + o, os[axis], block[axis]);
     int d = nd - 1;
     while (d >= 0 && (d == axis || at[d] == block[d].hi)) {
       if (d != axis) at[d] = block[d].lo;
@@ -487,48 +485,35 @@ bool reduce_var_grad(const TileCall& call, const Attrs& attrs) {  // (dy, x)
   }
 }
 
+}  // namespace
+
+// lambda i..: 2 dy[j] (x[i] - Sum(k: x[i with k at axis]) / n) / n, j = i without `axis`: the
+// gradient of reduce_var (the mean a whole-row nested reduction).
+bool reduce_var_grad(const TileCall& call, const Attrs& attrs) {  // (dy, x)
+  return axis_row_grad(call, attrs, [](const float* row, int64_t st, int64_t n, double g, float* out, int64_t os,
+                                       Span span) {
+    double mu = 0;
+    for (int64_t t = 0; t < n; ++t) mu += row[t * st];
+    mu /= static_cast<double>(n);
+    for (int64_t t = span.lo; t <= span.hi; ++t)
+      out[t * os] = static_cast<float>(2.0 * g * (row[t * st] - mu) / static_cast<double>(n));
+  });
+}
+
 // lambda i..: dy[j] Prod(k: 1 at k = i[axis], else x[i with k at axis]): the gradient of reduce_prod,
 // exact with zeros (a prefix times a suffix product, no division); the product is whole.
 bool reduce_prod_grad(const TileCall& call, const Attrs& attrs) {  // (dy, x)
-  if (call.inputs.size() != 2) return false;
-  const TileIn &dy = call.inputs[0], &x = call.inputs[1];
-  const int nd = static_cast<int>(x.shape.size());
-  int axis = 0;
-  if (!axis_attr(attrs, nd, 0, &axis) || static_cast<int>(call.vars.size()) != nd + 1 || !outputs_first(call, nd) ||
-      !nested_full(call, nd) || dy.shape.size() != static_cast<size_t>(nd - 1))
-    return false;
-  std::vector<Span> block(call.vars.begin(), call.vars.begin() + nd), whole = block, rest = block;
-  whole[axis] = {0, x.shape[axis] - 1};
-  rest.erase(rest.begin() + axis);
-  if (!in_tensor(x, whole) || !holds(x, whole) || !in_tensor(dy, rest) || !holds(dy, rest)) return false;
-  const int64_t n = x.shape[axis], st = region_strides(x)[axis];
-  const std::vector<int64_t> os = output_strides(call);
-  std::vector<int64_t> at(nd), j(nd - 1);
-  std::vector<double> suffix(static_cast<size_t>(n) + 1);
-  for (int d = 0; d < nd; ++d) at[d] = whole[d].lo;
-  while (true) {
-    const float* row = element(x, at);
-    suffix[n] = 1.0;
+  std::vector<double> suffix;
+  return axis_row_grad(call, attrs, [&](const float* row, int64_t st, int64_t n, double g, float* out, int64_t os,
+                                        Span span) {
+    suffix.assign(static_cast<size_t>(n) + 1, 1.0);
     for (int64_t t = n - 1; t >= 0; --t) suffix[t] = suffix[t + 1] * row[t * st];
-    for (int d = 0, e = 0; d < nd; ++d)
-      if (d != axis) j[e++] = at[d];
-    const double g = *element(dy, j);
-    int64_t o = 0;
-    for (int d = 0; d < nd; ++d)
-      if (d != axis) o += (at[d] - block[d].lo) * os[d];
     double prefix = 1.0;
-    for (int64_t t = 0; t <= block[axis].hi; ++t) {
-      if (t >= block[axis].lo) call.out[o + (t - block[axis].lo) * os[axis]] = static_cast<float>(g * (prefix * suffix[t + 1]));
+    for (int64_t t = 0; t <= span.hi; ++t) {
+      if (t >= span.lo) out[t * os] = static_cast<float>(g * (prefix * suffix[t + 1]));
       prefix *= row[t * st];
     }
-    int d = nd - 1;
-    while (d >= 0 && (d == axis || at[d] == block[d].hi)) {
-      if (d != axis) at[d] = block[d].lo;
-      --d;
-    }
-    if (d < 0) return true;
-    ++at[d];
-  }
+  });
 }
 
 // lambda c: Sum(x^2) / (n h w) - (Sum(x) / (n h w))^2 over channel c: batch norm's biased variance
@@ -1044,16 +1029,26 @@ float row_max(const float* x, int64_t n) {
 
 }  // namespace
 
+namespace {
+
+// exp(row[k] - m) for the row's n elements, once each, in a loop that vectorises (fast::exp), into
+// this thread's scratch (valid until its next call).
+const std::vector<float>& shifted_exps(const float* row, int64_t n, float m) {
+  thread_local std::vector<float> e;
+  e.resize(static_cast<size_t>(n));
+  for (int64_t k = 0; k < n; ++k) e[k] = fast::exp(row[k] - m);
+  return e;
+}
+
+}  // namespace
+
 bool softmax(const TileCall& call, const Attrs&) {
   int r = 0;
   if (call.inputs.size() != 1 || !row_layout(call, {0}, &r)) return false;
   const int64_t n = call.extents[r - 1];
   for_each_row(call, r, {0}, [&](const float* const* x, float* out, int64_t lo, int64_t hi) {
     const float m = row_max(x[0], n);
-    // exp once per element, in a loop that vectorises (fast::exp); the sum in double as before.
-    thread_local std::vector<float> e;
-    e.resize(static_cast<size_t>(n));
-    for (int64_t k = 0; k < n; ++k) e[k] = fast::exp(x[0][k] - m);
+    const std::vector<float>& e = shifted_exps(x[0], n, m);
     const double z = sum_of(n, [&](int64_t k) { return static_cast<double>(e[k]); });
     const float inv = static_cast<float>(1.0 / z);
     for (int64_t c = lo; c <= hi; ++c) out[c - lo] = e[c] * inv;
@@ -1067,9 +1062,7 @@ bool log_softmax(const TileCall& call, const Attrs&) {
   const int64_t n = call.extents[r - 1];
   for_each_row(call, r, {0}, [&](const float* const* x, float* out, int64_t lo, int64_t hi) {
     const float m = row_max(x[0], n);
-    thread_local std::vector<float> e;
-    e.resize(static_cast<size_t>(n));
-    for (int64_t k = 0; k < n; ++k) e[k] = fast::exp(x[0][k] - m);
+    const std::vector<float>& e = shifted_exps(x[0], n, m);
     const double lz = std::log(sum_of(n, [&](int64_t k) { return static_cast<double>(e[k]); }));
     for (int64_t c = lo; c <= hi; ++c) out[c - lo] = static_cast<float>(static_cast<double>(x[0][c]) - m - lz);
   });
