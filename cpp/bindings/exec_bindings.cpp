@@ -71,8 +71,9 @@ void bind_exec(py::module_& m) {
         py::call_guard<py::gil_scoped_release>(),
         "One-way seconds per message of `bytes` between two in-process devices (ping-pong, median of runs).");
   m.def("box_copy_seconds", &box_copy_seconds, py::arg("bytes"), py::arg("strided"), py::arg("combine"),
-        py::arg("repeats"), py::call_guard<py::gil_scoped_release>(),
-        "Seconds of one box copy (or combine) of `bytes`: contiguous, or half the columns of rows of 256 floats.");
+        py::arg("repeats"), py::arg("run") = 128, py::call_guard<py::gil_scoped_release>(),
+        "Seconds of one box copy (or combine) of `bytes`: contiguous, or runs of `run` floats (half the columns "
+        "of rows of 2 * run).");
   m.def("parallel_copy_rate", &parallel_copy_rate, py::arg("threads"), py::arg("bytes"), py::arg("repeats"),
         py::call_guard<py::gil_scoped_release>(),
         "Bytes per second (read + written) of `threads` threads copying their own buffers at once.");

@@ -10,16 +10,19 @@ namespace tilewise::exec {
 
 namespace {
 
-// Calls row(src_offset, dst_offset, length) for every contiguous run of `what`: the innermost
-// dimensions that `what` covers whole in both buffers merge with the one outside them, so a box of
-// whole rows (a 1x1 convolution's weights, a batch slice) is one run, not one per innermost row.
-template <class Row>
-void for_each_row(const Box& src_box, const Box& dst_box, const Box& what, Row row) {
+// Calls rows(src_offset, dst_offset, length, count, src_step, dst_step) for every contiguous run of
+// `what`, `count` runs at a time: the innermost dimensions that `what` covers whole in both buffers
+// merge with the one outside them, so a box of whole rows (a 1x1 convolution's weights, a batch
+// slice) is one run, not one per innermost row; the runs along the next dimension out come as one
+// call (offsets advancing by the steps), so a box of narrow columns costs a tight loop per run, not
+// an odometer step (random plans split images along their width: runs of 2-8 floats).
+template <class Rows>
+void for_each_run(const Box& src_box, const Box& dst_box, const Box& what, Rows rows) {
   const size_t rank = what.dims.size();
   if (what.empty()) return;
   TW_ASSERT(tdl::inside(what, src_box) && tdl::inside(what, dst_box), "a copied box lies inside both buffers");
   if (rank == 0) {
-    row(0, 0, 1);
+    rows(0, 0, 1, 1, 0, 0);
     return;
   }
   std::vector<int64_t> src_stride(rank, 1), dst_stride(rank, 1);
@@ -40,14 +43,21 @@ void for_each_row(const Box& src_box, const Box& dst_box, const Box& what, Row r
     doff += (what.dims[d].lo - dst_box.dims[d].lo) * dst_stride[d];
   }
   if (inner == 0) {
-    row(so, doff, len);
+    rows(so, doff, len, 1, 0, 0);
     return;
   }
-  // Odometer over the outer dimensions 0..inner-1, offsets updated incrementally.
-  std::vector<int64_t> idx(inner, 0);
+  // Dimension inner-1 is the batch of runs; an odometer over dimensions 0..inner-2, offsets updated
+  // incrementally.
+  const size_t batch = inner - 1;
+  const int64_t count = what.dims[batch].size();
+  if (batch == 0) {
+    rows(so, doff, len, count, src_stride[0], dst_stride[0]);
+    return;
+  }
+  std::vector<int64_t> idx(batch, 0);
   while (true) {
-    row(so, doff, len);
-    size_t d = inner - 1;
+    rows(so, doff, len, count, src_stride[batch], dst_stride[batch]);
+    size_t d = batch - 1;
     while (true) {
       if (++idx[d] < what.dims[d].size()) {
         so += src_stride[d], doff += dst_stride[d];
@@ -61,6 +71,19 @@ void for_each_row(const Box& src_box, const Box& dst_box, const Box& what, Row r
   }
 }
 
+// `count` runs of B bytes: a fixed-size copy the compiler inlines (a memcpy call per run of a few
+// bytes costs more than the bytes).
+template <size_t B>
+void copy_runs_of(unsigned char* to, const unsigned char* from, int64_t count, size_t src_step, size_t dst_step) {
+  for (int64_t k = 0; k < count; ++k, from += src_step, to += dst_step) std::memcpy(to, from, B);
+}
+
+template <class Op>
+void combine_runs(float* dst, const float* src, int64_t n, int64_t count, int64_t src_step, int64_t dst_step, Op op) {
+  for (int64_t k = 0; k < count; ++k, src += src_step, dst += dst_step)
+    for (int64_t i = 0; i < n; ++i) dst[i] = op(dst[i], src[i]);
+}
+
 }  // namespace
 
 void copy_box(const void* src, const Box& src_box, void* dst, const Box& dst_box, const Box& what,
@@ -68,21 +91,39 @@ void copy_box(const void* src, const Box& src_box, void* dst, const Box& dst_box
   const auto* from = static_cast<const unsigned char*>(src);
   auto* to = static_cast<unsigned char*>(dst);
   const auto e = static_cast<size_t>(element_bytes);
-  for_each_row(src_box, dst_box, what, [&](int64_t s, int64_t d, int64_t n) {
-    std::memcpy(to + static_cast<size_t>(d) * e, from + static_cast<size_t>(s) * e, static_cast<size_t>(n) * e);
+  for_each_run(src_box, dst_box, what, [&](int64_t s, int64_t d, int64_t n, int64_t count, int64_t ss, int64_t ds) {
+    const unsigned char* f = from + static_cast<size_t>(s) * e;
+    unsigned char* t = to + static_cast<size_t>(d) * e;
+    const size_t bytes = static_cast<size_t>(n) * e, fs = static_cast<size_t>(ss) * e, ts = static_cast<size_t>(ds) * e;
+    switch (bytes) {
+      case 4: copy_runs_of<4>(t, f, count, fs, ts); return;
+      case 8: copy_runs_of<8>(t, f, count, fs, ts); return;
+      case 12: copy_runs_of<12>(t, f, count, fs, ts); return;
+      case 16: copy_runs_of<16>(t, f, count, fs, ts); return;
+      case 24: copy_runs_of<24>(t, f, count, fs, ts); return;
+      case 32: copy_runs_of<32>(t, f, count, fs, ts); return;
+      case 48: copy_runs_of<48>(t, f, count, fs, ts); return;
+      case 64: copy_runs_of<64>(t, f, count, fs, ts); return;
+      default:
+        for (int64_t k = 0; k < count; ++k, f += fs, t += ts) std::memcpy(t, f, bytes);
+    }
   });
 }
 
 void combine_box(const float* src, const Box& src_box, float* dst, const Box& dst_box, const Box& what,
                  tdl::Reducer reducer) {
-  for_each_row(src_box, dst_box, what, [&](int64_t s, int64_t d, int64_t n) {
+  for_each_run(src_box, dst_box, what, [&](int64_t s, int64_t d, int64_t n, int64_t count, int64_t ss, int64_t ds) {
     float* o = dst + d;
     const float* x = src + s;
     switch (reducer) {
-      case tdl::Reducer::kSum: for (int64_t i = 0; i < n; ++i) o[i] += x[i]; break;
-      case tdl::Reducer::kProd: for (int64_t i = 0; i < n; ++i) o[i] *= x[i]; break;
-      case tdl::Reducer::kMax: for (int64_t i = 0; i < n; ++i) o[i] = std::max(o[i], x[i]); break;
-      case tdl::Reducer::kMin: for (int64_t i = 0; i < n; ++i) o[i] = std::min(o[i], x[i]); break;
+      case tdl::Reducer::kSum: combine_runs(o, x, n, count, ss, ds, [](float a, float b) { return a + b; }); break;
+      case tdl::Reducer::kProd: combine_runs(o, x, n, count, ss, ds, [](float a, float b) { return a * b; }); break;
+      case tdl::Reducer::kMax:
+        combine_runs(o, x, n, count, ss, ds, [](float a, float b) { return std::max(a, b); });
+        break;
+      case tdl::Reducer::kMin:
+        combine_runs(o, x, n, count, ss, ds, [](float a, float b) { return std::min(a, b); });
+        break;
     }
   });
 }

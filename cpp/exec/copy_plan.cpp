@@ -40,7 +40,7 @@ CopyPlan plan_copy(const tdl::Box& src_box, const tdl::Box& dst_box, const tdl::
     return what.dims[d].lo == src_box.dims[d].lo && what.dims[d].hi == src_box.dims[d].hi &&
            what.dims[d].lo == dst_box.dims[d].lo && what.dims[d].hi == dst_box.dims[d].hi;
   };
-  // The same merging as box_copy.cpp's for_each_row: runs span dimensions inner.. .
+  // The same merging as box_copy.cpp's for_each_run: runs span dimensions inner.. .
   size_t inner = rank - 1;
   int64_t len = what.dims[rank - 1].size();
   while (inner > 0 && whole(inner)) len *= what.dims[--inner].size();

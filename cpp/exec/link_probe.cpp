@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <atomic>
+#include <stdexcept>
+#include <string>
 #include <thread>
 
 #include "exec/box_copy.h"
@@ -44,13 +46,14 @@ double mailbox_one_way_seconds(int64_t bytes, int rounds, int repeats) {
 
 namespace tilewise::exec {
 
-double box_copy_seconds(int64_t bytes, bool strided, bool combine, int repeats) {
+double box_copy_seconds(int64_t bytes, bool strided, bool combine, int repeats, int64_t run) {
   using Clock = std::chrono::steady_clock;
+  if (run < 1) throw std::invalid_argument("box_copy_seconds: run must be >= 1 float, got " + std::to_string(run));
   const int64_t n = std::max<int64_t>(1, bytes / 4);
-  const int64_t cols = strided ? 256 : std::max<int64_t>(n, 1);
-  const int64_t rows = strided ? std::max<int64_t>(1, n / 128) : 1;  // half the columns: n floats
-  const Box src_box{{Range{0, rows - 1}, Range{0, (strided ? cols : cols) - 1}}};
-  const Box what{{Range{0, rows - 1}, Range{0, (strided ? cols / 2 : cols) - 1}}};
+  const int64_t cols = strided ? 2 * run : n;
+  const int64_t rows = strided ? std::max<int64_t>(1, n / run) : 1;  // half the columns: n floats
+  const Box src_box{{Range{0, rows - 1}, Range{0, cols - 1}}};
+  const Box what{{Range{0, rows - 1}, Range{0, (strided ? run : cols) - 1}}};
   std::vector<float> src(static_cast<size_t>(rows * cols), 1.0f), dst(static_cast<size_t>(what.volume()), 0.0f);
   auto once = [&] {
     if (combine) combine_box(src.data(), src_box, dst.data(), what, what, tdl::Reducer::kSum);

@@ -2,7 +2,9 @@
 // oracle, and the mailbox communicator's two-sided send/receive (tags, deadlines, aborts).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <random>
 #include <thread>
 
@@ -68,6 +70,47 @@ TEST(BoxCopy, ContiguousRunsMatchAnElementwiseCopy) {
     combine_box(src.data(), src_box, dst.data(), dst_box, what, tdl::Reducer::kSum);
     each(what, [&](const std::vector<int64_t>& idx) { expect[offset(dst_box, idx)] *= 2; });
     ASSERT_EQ(dst, expect) << "trial " << trial;
+  }
+}
+
+// Narrow columns of wide rows (runs of 1-16 elements, the fixed-size copy paths), elements of 1, 4
+// and 8 bytes, and every reducer, against element-by-element loops.
+TEST(BoxCopy, NarrowRunsOfEveryElementSizeAndReducer) {
+  std::mt19937 rng(11);
+  for (int trial = 0; trial < 300; ++trial) {
+    const int rank = 2 + trial % 3;
+    Box src_box, dst_box, what;
+    for (int d = 0; d < rank; ++d) {
+      const int64_t n = 1 + static_cast<int64_t>(rng() % (d + 1 == rank ? 17 : 4));
+      src_box.dims.push_back({0, n - 1 + static_cast<int64_t>(rng() % 3)});
+      dst_box.dims.push_back({0, n - 1 + static_cast<int64_t>(rng() % 3)});
+      what.dims.push_back({0, n - 1});
+    }
+    for (const int64_t e : {1, 4, 8}) {
+      std::vector<unsigned char> src(static_cast<size_t>(src_box.volume() * e)), dst(dst_box.volume() * e, 0xEE);
+      for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<unsigned char>(rng());
+      std::vector<unsigned char> expect = dst;
+      each(what, [&](const std::vector<int64_t>& idx) {
+        std::memcpy(&expect[offset(dst_box, idx) * e], &src[offset(src_box, idx) * e], static_cast<size_t>(e));
+      });
+      copy_box(src.data(), src_box, dst.data(), dst_box, what, e);
+      ASSERT_EQ(dst, expect) << "trial " << trial << ", " << e << "-byte elements";
+    }
+    std::uniform_real_distribution<float> value(-2, 2);
+    std::vector<float> src(src_box.volume()), base(dst_box.volume());
+    for (auto& v : src) v = value(rng);
+    for (auto& v : base) v = value(rng);
+    for (const auto reducer : {tdl::Reducer::kSum, tdl::Reducer::kProd, tdl::Reducer::kMax, tdl::Reducer::kMin}) {
+      std::vector<float> dst = base, expect = base;
+      each(what, [&](const std::vector<int64_t>& idx) {
+        float& o = expect[offset(dst_box, idx)];
+        const float x = src[offset(src_box, idx)];
+        o = reducer == tdl::Reducer::kSum ? o + x : reducer == tdl::Reducer::kProd ? o * x
+            : reducer == tdl::Reducer::kMax ? std::max(o, x) : std::min(o, x);
+      });
+      combine_box(src.data(), src_box, dst.data(), dst_box, what, reducer);
+      ASSERT_EQ(dst, expect) << "trial " << trial << ", reducer " << static_cast<int>(reducer);
+    }
   }
 }
 
