@@ -4,6 +4,7 @@
 #include <pybind11/stl.h>
 
 #include "bindings/bindings.h"
+#include "bindings/interruptible.h"
 #include "bindings/exec_errors.h"
 #include "bindings/opaque_call.h"
 #include "bindings/tensor_arrays.h"
@@ -71,9 +72,9 @@ void bind_exec(py::module_& m) {
         py::call_guard<py::gil_scoped_release>(),
         "One-way seconds per message of `bytes` between two in-process devices (ping-pong, median of runs).");
   m.def("box_copy_seconds", &box_copy_seconds, py::arg("bytes"), py::arg("strided"), py::arg("combine"),
-        py::arg("repeats"), py::arg("run") = 128, py::call_guard<py::gil_scoped_release>(),
+        py::arg("repeats"), py::arg("run") = 128, py::arg("cold") = false, py::call_guard<py::gil_scoped_release>(),
         "Seconds of one box copy (or combine) of `bytes`: contiguous, or runs of `run` floats (half the columns "
-        "of rows of 2 * run).");
+        "of rows of 2 * run); `cold`: both buffers evicted from the caches before each.");
   m.def("parallel_copy_rate", &parallel_copy_rate, py::arg("threads"), py::arg("bytes"), py::arg("repeats"),
         py::call_guard<py::gil_scoped_release>(),
         "Bytes per second (read + written) of `threads` threads copying their own buffers at once.");
@@ -115,7 +116,7 @@ void bind_exec(py::module_& m) {
              e.read_tensor(tensor, out.mutable_data());
              return out;
            }, "The tensor in its dtype (the shape argument is the tensor's own, kept for callers).")
-      .def("step", &Executable::step, py::call_guard<py::gil_scoped_release>())
+      .def("step", &Executable::step, py::call_guard<Interruptible, py::gil_scoped_release>())
       .def_property_readonly("stats", &Executable::stats, py::return_value_policy::copy)
       .def("program", &Executable::program, py::arg("device"), py::return_value_policy::reference_internal)
       .def("set_profile", &Executable::set_profile, py::arg("on"))

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "bindings/bindings.h"
+#include "bindings/interruptible.h"
 #include "frontier/graph_frontier.h"
 
 namespace py = pybind11;
@@ -49,6 +50,7 @@ void bind_frontier(py::module_& m) {
                  py::gil_scoped_acquire gil;
                  progress(what, done, total);
                };
+             Interruptible interruptible;  // Ctrl-C stops the search
              py::gil_scoped_release release;
              return std::make_unique<FrontierModel>(g, cluster, std::move(parts), o);
            }),
@@ -97,6 +99,7 @@ void bind_frontier(py::module_& m) {
                 py::gil_scoped_acquire gil;
                 progress(done, total);
               };
+            Interruptible interruptible;  // Ctrl-C stops the search
             py::gil_scoped_release release;
             return f.solve(o);
           },
@@ -109,6 +112,7 @@ void bind_frontier(py::module_& m) {
             partition::ParetoOptions o;
             o.threads = threads;
             o.deadline = deadline_after(time_limit);
+            Interruptible interruptible;  // Ctrl-C stops the search
             py::gil_scoped_release release;
             return f.solve_mesh(mesh, o);
           },
@@ -119,6 +123,7 @@ void bind_frontier(py::module_& m) {
       .def(
           "evaluate",
           [](const FrontierModel& f, const partition::Plan& plan) {
+            Interruptible interruptible;  // Ctrl-C stops the search
             py::gil_scoped_release release;
             return to_tuple(f.evaluate(plan));
           },
@@ -126,6 +131,7 @@ void bind_frontier(py::module_& m) {
       .def(
           "plan",
           [](const FrontierModel& f, const std::vector<int>& choice, int threads) {
+            Interruptible interruptible;  // Ctrl-C stops the search
             py::gil_scoped_release release;
             return f.plan(choice, threads);
           },

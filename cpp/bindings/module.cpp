@@ -1,5 +1,6 @@
 // The extension module tilewise._core: conversion only, no logic (STYLE.md).
 #include "bindings/bindings.h"
+#include "bindings/interruptible.h"
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "tilewise C++ core";
@@ -19,4 +20,6 @@ PYBIND11_MODULE(_core, m) {
   tilewise::bindings::bind_swap(m);
   tilewise::bindings::bind_swapped(m);
   tilewise::bindings::bind_frontier(m);
+  // Last: translators registered later are tried first, and Interrupted is a std::runtime_error.
+  tilewise::bindings::bind_interrupt(m);
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "bindings/bindings.h"
+#include "bindings/interruptible.h"
 #include "partition/frontier.h"
 #include "partition/pareto.h"
 #include "partition/problem.h"
@@ -88,6 +89,7 @@ void bind_pareto(py::module_& m) {
             py::gil_scoped_acquire gil;
             progress(done, total);
           };
+        Interruptible interruptible;  // Ctrl-C stops the search
         py::gil_scoped_release release;
         return solve_pareto(p, o);
       },
@@ -101,6 +103,7 @@ void bind_pareto(py::module_& m) {
       "pareto_reduce",
       [](const Costs& points, double memory_bucket) {
         std::vector<Point> c = to_points(points, "points");
+        Interruptible interruptible;  // Ctrl-C stops the search
         py::gil_scoped_release release;
         return reduce_indices(c, memory_bucket);
       },

@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "bindings/bindings.h"
+#include "bindings/interruptible.h"
 #include "partition/elimination.h"
 #include "partition/plan.h"
 
@@ -126,6 +127,7 @@ void bind_partition(py::module_& m) {
             py::gil_scoped_acquire gil;
             progress(what, done, total);
           };
+        Interruptible interruptible;  // Ctrl-C stops the search
         py::gil_scoped_release release;
         return tilewise::partition::partition(g, devices, algorithm, o);
       },
@@ -139,6 +141,7 @@ void bind_partition(py::module_& m) {
   m.def(
       "evaluate_plan",
       [](const graph::Graph& g, const Plan& plan, int threads) {
+        Interruptible interruptible;  // Ctrl-C stops the search
         py::gil_scoped_release release;
         return evaluate(g, plan, threads);
       },

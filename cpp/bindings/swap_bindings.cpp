@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "bindings/bindings.h"
+#include "bindings/interruptible.h"
 #include "swap/odswap.h"
 #include "swap/planner.h"
 #include "swap/search.h"
@@ -72,6 +73,7 @@ void bind_swap(py::module_& m) {
                ts.push_back({name, bytes, kind_of(kind), live_out});
              std::vector<swap::Op> os;
              for (const auto& [name, inputs, outputs, seconds] : ops) os.push_back({name, inputs, outputs, seconds});
+             Interruptible interruptible;  // Ctrl-C stops the search
              py::gil_scoped_release release;
              return swap::Problem::make(std::move(ts), std::move(os), capacity, {one_way, both_ways});
            }),
@@ -213,6 +215,7 @@ void bind_swap(py::module_& m) {
             py::gil_scoped_acquire gil;
             progress(GenerationRow{g.index, g.evaluations, g.seconds, g.best, g.mean, g.worst});
           };
+        Interruptible interruptible;  // Ctrl-C stops the search
         py::gil_scoped_release release;
         return random ? swap::random_search(p, o) : swap::genetic_search(p, o);
       },

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "bindings/bindings.h"
+#include "bindings/interruptible.h"
 #include "bindings/opaque_call.h"
 #include "bindings/tensor_arrays.h"
 #include "exec/swap_runtime.h"
@@ -93,7 +94,7 @@ void bind_swapped(py::module_& m) {
              e.read_tensor(tensor, out.mutable_data());
              return out;
            })
-      .def("step", &exec::SwapExecutable::step, py::call_guard<py::gil_scoped_release>())
+      .def("step", &exec::SwapExecutable::step, py::call_guard<Interruptible, py::gil_scoped_release>())
       .def_property_readonly("stats", &exec::SwapExecutable::stats, py::return_value_policy::copy)
       .def("program", &exec::SwapExecutable::program, py::arg("device"), py::return_value_policy::reference_internal)
       .def("set_profile", &exec::SwapExecutable::set_profile, py::arg("on"))

@@ -46,7 +46,7 @@ double mailbox_one_way_seconds(int64_t bytes, int rounds, int repeats) {
 
 namespace tilewise::exec {
 
-double box_copy_seconds(int64_t bytes, bool strided, bool combine, int repeats, int64_t run) {
+double box_copy_seconds(int64_t bytes, bool strided, bool combine, int repeats, int64_t run, bool cold) {
   using Clock = std::chrono::steady_clock;
   if (run < 1) throw std::invalid_argument("box_copy_seconds: run must be >= 1 float, got " + std::to_string(run));
   const int64_t n = std::max<int64_t>(1, bytes / 4);
@@ -59,9 +59,16 @@ double box_copy_seconds(int64_t bytes, bool strided, bool combine, int repeats, 
     if (combine) combine_box(src.data(), src_box, dst.data(), what, what, tdl::Reducer::kSum);
     else copy_box(src.data(), src_box, dst.data(), what, what);
   };
+  // Cold: both buffers evicted from the caches first (a step's copies read tensors written many ops
+  // before), by writing a buffer larger than any last-level cache.
+  std::vector<float> evict(cold ? size_t{32} << 20 : 0);
+  auto flush = [&] {
+    for (size_t i = 0; i < evict.size(); i += 16) evict[i] += 1.0f;
+  };
   once();
   std::vector<double> runs;
   for (int r = 0; r < std::max(repeats, 1); ++r) {
+    flush();
     const auto t0 = Clock::now();
     once();
     runs.push_back(std::chrono::duration<double>(Clock::now() - t0).count());

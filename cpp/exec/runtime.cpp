@@ -17,6 +17,7 @@
 #include "kernels/cpu/tile_kernels.h"
 #include "tdl/errors.h"
 #include "tdl/interpreter.h"
+#include "tdl/interrupt.h"
 
 namespace tilewise::exec {
 
@@ -202,6 +203,19 @@ void DeviceRunner::execute(size_t i) {
   else TW_ASSERT(false, "execute runs Compute and Copy instructions");
 }
 
+void DeviceRunner::interrupt_if_undoable() {
+  if (atomic_) throw Interrupted();  // the saved copies take back whatever the step wrote
+  int state = kStepRunning;
+  if (gate_->compare_exchange_strong(state, kStepInterrupted) || state == kStepInterrupted) throw Interrupted();
+  // kStepWriting: some device updates in place; the step finishes and the interrupt follows it.
+}
+
+void DeviceRunner::begin_writing() {
+  if (!gate_ || atomic_) return;
+  int state = kStepRunning;
+  if (!gate_->compare_exchange_strong(state, kStepWriting) && state == kStepInterrupted) throw Interrupted();
+}
+
 void DeviceRunner::run(Communicator& comm, Deadline deadline, bool profile) {
   const auto start = Clock::now();
   std::fill(native_.begin(), native_.end(), 1);
@@ -224,9 +238,11 @@ void DeviceRunner::run(Communicator& comm, Deadline deadline, bool profile) {
       current_op = in.op, op_start = now;
     }
     const auto t0 = profile ? Clock::now() : start;
+    if (gate_ && interrupt_requested()) interrupt_if_undoable();
     const bool writes = in.kind == InstrKind::kCompute || in.kind == InstrKind::kRecv ||
                         in.kind == InstrKind::kCopy || in.kind == InstrKind::kCombine;
     if (writes && in.buffer >= 0 && bufs[in.buffer].resident) {
+      if (!wrote_resident_) begin_writing();
       wrote_resident_ = true;  // from here, undone only from a saved copy
       if (atomic_ && !saved_now_[in.buffer]) {
         saved_[in.buffer].assign(ptr_[in.buffer], ptr_[in.buffer] + bytes_[in.buffer]);
@@ -286,6 +302,7 @@ struct Executable::Pool {
   bool stop = false;
   std::mutex error_mutex;
   std::exception_ptr error;
+  std::atomic<int> gate{kStepRunning};  ///< StepGate, shared by the devices' runners
 };
 
 Executable::Executable(const graph::Graph& g, const cost::Placement& plan, int64_t capacity,
@@ -304,6 +321,7 @@ Executable::Executable(const graph::Graph& g, const cost::Placement& plan, int64
   stats_.op_seconds.assign(g.ops().size(), 0);
   stats_.op_native.assign(g.ops().size(), 1);
   pool_ = std::make_unique<Pool>();
+  for (auto& r : runners_) r->set_step_gate(&pool_->gate);
   for (int d = 1; d < n; ++d) pool_->threads.emplace_back([this, d] { worker(d); });
 }
 
@@ -410,6 +428,7 @@ void Executable::step() {
   comm_->reset();
   for (auto& r : runners_) r->arena().reset_peak(), r->arena().begin_step();
   pool_->error = nullptr;
+  pool_->gate = kStepRunning;
   // A device is one core: its kernels run on its worker thread alone (the BLAS included).
   const int blas_before = kernels::blas_threads();
   kernels::set_blas_threads(1);

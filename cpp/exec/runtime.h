@@ -5,6 +5,7 @@
 // runs one DeviceRunner per rank (its own device's program) with a communicator over MPI.
 #pragma once
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -77,6 +78,11 @@ class DeviceRunner {
   void set_atomic(bool on) { atomic_ = on; }
   /// Whether abort_step() restores everything the last run changed.
   bool can_undo() const { return atomic_ || !wrote_resident_; }
+  /// Ctrl-C (tdl/interrupt.h) between instructions: the devices of one step share `gate` (a
+  /// StepGate value), so that either the step stops on every device while it can still be taken
+  /// back, or, once one device has started updating in place (non-atomic steps), every device
+  /// finishes it and the interrupt waits for the step to return. Null: runs are not interrupted.
+  void set_step_gate(std::atomic<int>* gate) { gate_ = gate; }
   /// Bytes held for undoing (the copies of updated buffers).
   int64_t undo_bytes() const;
   /// An atomic step: puts back the buffers the last run updated in place (abort_step does it too;
@@ -101,6 +107,10 @@ class DeviceRunner {
 
  private:
   void compute(const Instr& in, size_t index);
+  /// An interrupt was requested: throws Interrupted when this step can still be taken back.
+  void interrupt_if_undoable();
+  /// Before the first in-place write of a non-atomic step: from here the step is finished.
+  void begin_writing();
   /// Points the call's input j at buffer `b` as the kernel reads it: integer and bool buffers as
   /// they are for kernels that read integers, else as float32 copies (scratch, reused).
   void bind_input(kernels::TileCall& call, size_t j, int b);
@@ -122,9 +132,13 @@ class DeviceRunner {
   int64_t scratch_bytes_ = 0;
   bool wrote_resident_ = false;
   bool atomic_ = false;
+  std::atomic<int>* gate_ = nullptr;
   std::vector<std::vector<std::byte>> saved_;  ///< per buffer: its bytes before this step wrote it
   std::vector<char> saved_now_;                ///< per buffer: saved_ holds this step's copy
 };
+
+/// The states of a step shared by its devices for interrupts (DeviceRunner::set_step_gate).
+enum StepGate : int { kStepRunning = 0, kStepWriting = 1, kStepInterrupted = 2 };
 
 /// The thread executor: one persistent worker thread per device (device 0 on the caller's thread),
 /// each running its device's program; data moves only through send and receive.

@@ -11,6 +11,7 @@
 #include "sim/program_sim.h"
 #include "tdl/errors.h"
 #include "tdl/op_cost.h"
+#include "tdl/interrupt.h"
 
 namespace tilewise::frontier {
 
@@ -67,7 +68,7 @@ bool parallel_for(int n, int threads, std::chrono::steady_clock::time_point dead
   std::atomic<bool> late{false};
   auto work = [&] {
     for (int i; (i = next.fetch_add(1)) < n;) {
-      if (std::chrono::steady_clock::now() > deadline) {
+      if (interrupt_requested() || std::chrono::steady_clock::now() > deadline) {
         late = true;
         return;
       }
@@ -78,6 +79,7 @@ bool parallel_for(int n, int threads, std::chrono::steady_clock::time_point dead
   for (int t = 1; t < threads; ++t) pool.emplace_back(work);
   work();
   for (auto& th : pool) th.join();
+  check_interrupt();
   return !late;
 }
 

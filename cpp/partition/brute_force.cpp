@@ -4,6 +4,7 @@
 
 #include "partition/elimination.h"
 #include "partition/planners.h"
+#include "tdl/interrupt.h"
 
 namespace tilewise::partition {
 
@@ -99,6 +100,7 @@ Plan plan_brute_force(const Problem& p, const Policy& policy, const SearchOption
   const int64_t total = static_cast<int64_t>(space);
   for (int64_t n = 0;; ++n) {
     if ((n & 4095) == 0) {
+      check_interrupt();
       if (std::chrono::steady_clock::now() > deadline)
         throw SearchTimeout("time limit reached after " + std::to_string(n) + " of " + std::to_string(total) +
                             " brute-force assignments");

@@ -34,6 +34,7 @@
 
 #include "partition/elimination_order.h"
 #include "tdl/errors.h"
+#include "tdl/interrupt.h"
 
 namespace tilewise::partition {
 
@@ -169,6 +170,7 @@ Pass<S> run_pass(const S& s, const std::vector<int>& domains, std::vector<BasicF
   std::vector<int64_t> scope_stride, v_stride, base_buf;
   std::vector<const typename S::Value*> tables;
   for (size_t step = 0; step < order.size(); ++step) {
+    check_interrupt();
     if (std::chrono::steady_clock::now() > options.order.deadline)
       throw SearchTimeout("time limit reached after eliminating " + std::to_string(step) + " of " +
                           std::to_string(n) + " variables");
@@ -224,7 +226,8 @@ Pass<S> run_pass(const S& s, const std::vector<int>& domains, std::vector<BasicF
       }
       auto at = [&](int i, int x) -> const typename S::Value& { return tables[i][base[i] + x * v_stride[i]]; };
       for (int64_t e = begin; e < end; ++e) {
-        if (timed && ((e - begin) & 255) == 255 && (late || std::chrono::steady_clock::now() > options.order.deadline)) {
+        if (((e - begin) & 255) == 255 &&
+            (late || interrupt_requested() || (timed && std::chrono::steady_clock::now() > options.order.deadline))) {
           late = true;
           return;
         }
@@ -247,6 +250,7 @@ Pass<S> run_pass(const S& s, const std::vector<int>& domains, std::vector<BasicF
     } else {
       chunk(0, entries, idx_buf, base_buf);
     }
+    check_interrupt();
     if (late)
       throw SearchTimeout("time limit reached while eliminating variable " + std::to_string(step + 1) + " of " +
                           std::to_string(n));

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "tdl/errors.h"
+#include "tdl/interrupt.h"
 
 namespace tilewise::partition {
 
@@ -67,6 +68,7 @@ EliminationPlan plan_elimination(const std::vector<int>& domain_sizes, std::vect
   size_t next_in_order = 0;
   int eliminated = 0;
   while (plan.order.size() + plan.conditioned.size() + plan.fixed.size() < static_cast<size_t>(n)) {
+    check_interrupt();
     if (std::chrono::steady_clock::now() > options.deadline)
       throw SearchTimeout("time limit reached after eliminating " + std::to_string(eliminated) + " of " +
                           std::to_string(n) + " variables");

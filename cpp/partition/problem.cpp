@@ -12,6 +12,7 @@
 #include "cost/class_count.h"
 #include "partition/elimination.h"
 #include "tdl/errors.h"
+#include "tdl/interrupt.h"
 
 namespace tilewise::partition {
 
@@ -296,7 +297,7 @@ StepProblem build_step(const Problem& p, const Policy& policy, const Assignment&
     std::vector<int> slots_tensor;
     std::vector<std::vector<int64_t>*> tables;
     for (int gi; (gi = next.fetch_add(1)) < ng;) {
-      if (std::chrono::steady_clock::now() > deadline) {
+      if (interrupt_requested() || std::chrono::steady_clock::now() > deadline) {
         late = true;
         return;
       }
@@ -332,6 +333,7 @@ StepProblem build_step(const Problem& p, const Policy& policy, const Assignment&
   for (int t = 1; t < threads; ++t) pool.emplace_back(work, t);
   work(0);
   for (auto& th : pool) th.join();
+  check_interrupt();
   if (late) throw SearchTimeout("time limit reached while costing step " + std::to_string(block[0] + 1));
   std::map<std::pair<int, int>, std::vector<int64_t>> merged;
   for (auto& m : partial)
@@ -368,13 +370,14 @@ std::vector<int64_t> prefix_bytes(const Problem& p, const Assignment& a, int ste
   std::atomic<int> next{0};
   auto& memos = p.count_memos(threads);
   auto work = [&](int tid) {
-    for (int o; (o = next.fetch_add(1)) < no;)
+    for (int o; (o = next.fetch_add(1)) < no && !interrupt_requested();)
       for (int s = 1; s <= steps; ++s) per_op[o][s - 1] = op_bytes(p, o, a, s, &memos[tid]).total();
   };
   std::vector<std::thread> pool;
   for (int t = 1; t < threads; ++t) pool.emplace_back(work, t);
   work(0);
   for (auto& th : pool) th.join();
+  check_interrupt();
   std::vector<int64_t> totals(steps, 0);
   for (int o = 0; o < no; ++o)
     for (int s = 0; s < steps; ++s) totals[s] += per_op[o][s];

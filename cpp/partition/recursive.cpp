@@ -8,6 +8,7 @@
 #include "partition/elimination.h"
 #include "partition/planners.h"
 #include "tdl/errors.h"
+#include "tdl/interrupt.h"
 
 namespace tilewise::partition {
 
@@ -125,7 +126,7 @@ std::vector<double> size_blocks(const Problem& p, const Policy& policy, const As
   std::atomic<size_t> next{0};
   auto work = [&] {
     for (size_t i; (i = next.fetch_add(1)) < count;) {
-      if (std::chrono::steady_clock::now() > deadline) return;
+      if (interrupt_requested() || std::chrono::steady_clock::now() > deadline) return;
       entries[i] = block_table_entries(p, policy, a, blocks[from + i], budget);
     }
   };
@@ -133,6 +134,7 @@ std::vector<double> size_blocks(const Problem& p, const Policy& policy, const As
   for (int t = 1; t < threads; ++t) pool.emplace_back(work);
   work();
   for (auto& th : pool) th.join();
+  check_interrupt();
   return entries;
 }
 
@@ -184,6 +186,7 @@ Plan plan_recursive(const Problem& p, const Policy& policy, const SearchOptions&
         size_t sized_from = 0;
         for (size_t bi = 0; bi < blocks.size(); ++bi) {
           const auto& block = blocks[bi];
+          check_interrupt();
           if (late()) {
             plan.timed_out = true;
             break;

@@ -4,6 +4,7 @@
 
 #include "partition/elimination.h"
 #include "partition/planners.h"
+#include "tdl/interrupt.h"
 
 namespace tilewise::partition {
 
@@ -67,6 +68,7 @@ Plan plan_spartan(const Problem& p, const Policy& policy, const SearchOptions& o
     };
     const int ntc = static_cast<int>(sp.tensor_domain.size());
     for (int idx = 0; idx < nv; ++idx) {
+      if ((idx & 255) == 0) check_interrupt();
       if ((idx & 255) == 0 && std::chrono::steady_clock::now() > deadline)
         throw SearchTimeout("time limit reached in spartan's greedy search at " + what);
       int v = order[idx];

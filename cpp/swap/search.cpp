@@ -15,6 +15,7 @@
 
 #include "swap/planner.h"
 #include "swap/simulate.h"
+#include "tdl/interrupt.h"
 
 namespace tilewise::swap {
 
@@ -101,6 +102,7 @@ class Search {
 
  private:
   bool stop() {
+    check_interrupt();
     if (o_.time_limit > 0 && Clock::now() >= deadline_) return stopped("time_limit");
     if (o_.evaluations > 0 && evaluations_ >= o_.evaluations) return stopped("evaluations");
     if (o_.generations > 0 && static_cast<int>(result_.history.size()) > o_.generations) return stopped("generations");
@@ -132,7 +134,7 @@ class Search {
         const size_t i = next++;
         if (i >= batch.size()) return;
         // The first of a batch runs regardless, so that a search always has a result.
-        if (i > 0 && o_.time_limit > 0 && Clock::now() >= deadline_) return;
+        if (i > 0 && (interrupt_requested() || (o_.time_limit > 0 && Clock::now() >= deadline_))) return;
         try {
           const SwapPlan plan = plan_swaps(p_, batch[i].schedule, batch[i].pool, o_.double_pass, false);
           batch[i].makespan = simulate_plan(p_, plan, false).makespan;

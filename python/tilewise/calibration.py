@@ -28,6 +28,8 @@ import statistics
 import time
 from collections import defaultdict
 
+import numpy as np
+
 from . import _core
 from .graph.feeds import example_feeds
 from .graph.graph import Graph
@@ -35,7 +37,7 @@ from .plan.plan import Plan
 from .sim.cluster import register_this_machine
 
 FORMAT = "tilewise-calibration"
-VERSION = 2  # 2: the host link (swapped execution's copies)
+VERSION = 3  # 2: the host link (swapped execution's copies); 3: large copies measured cold
 # Kinds priced per FLOP (the others per byte read and written): as cpp/sim/program_sim.cpp.
 FLOP_KINDS = ("gemm", "conv", "interpreter")
 _STEPS = 3
@@ -177,13 +179,15 @@ def fit_copies(samples: list[tuple[float, float]], large: list[tuple[float, floa
     overhead = statistics.median(small) * 0.9
     big = [w / (t - overhead) for w, t in pts if w >= 2**16 and t > overhead]
     bandwidth = statistics.median(big) if big else max(w / t for w, t in pts)
-    big_rate = {round(math.log2(w)): w / t for w, t in large}
+    # The large copies' rates from their first size on: interpolated in log2 size between them, the
+    # last one held beyond (a rate at their sizes alone would leave the fit's between them: zig-zags).
+    cold = sorted((math.log2(w), w / t) for w, t in large if w > 0 and t > 0)
     sizes, rates = [], []
     for e in range(4, 29):
         w = float(2**e)
         r = w / (overhead + w / bandwidth)
-        if e in big_rate:
-            r = min(r, big_rate[e])
+        if cold and e >= cold[0][0]:
+            r = min(r, float(np.interp(e, [x for x, _ in cold], [y for _, y in cold])))
         sizes.append(w)
         rates.append(r)
     return sizes, rates
@@ -227,11 +231,13 @@ def measure(*, quick: bool = False, progress: bool = False) -> dict:
             bar.update(1)
             bar.set_postfix_str(label)
     # Past the caches: the runtime's own copy_box/combine_box on contiguous and half-column boxes of
-    # 4-64 MiB (the suite's messages are smaller).
+    # 1-64 MiB (the suite's messages are smaller), from buffers out of the caches: in a step, a copy
+    # this large reads a tensor written many ops before (measured: a 4 MiB copy inside a step runs at
+    # the cold rate, 5-9 GB/s here, not the 30-48 GB/s of the same copy repeated).
     large: dict[str, list[tuple[float, float]]] = defaultdict(list)
     for kind, factor in (("copy", 2.0), ("combine", 3.0)):
-        for e in (22, 24, 26):
-            seconds = statistics.median(_core.box_copy_seconds(2**e, strided, kind == "combine", 3)
+        for e in (20, 22, 24, 26):
+            seconds = statistics.median(_core.box_copy_seconds(2**e, strided, kind == "combine", 3, cold=True)
                                         for strided in (False, True))
             large[kind].append((factor * 2**e, seconds))
     large["send"] = large["copy"]
