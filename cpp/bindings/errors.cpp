@@ -20,6 +20,8 @@ void bind_errors(py::module_& m) {
   // The CUDA backend's failures (tilewise._cuda raises it; _core only defines it, so that
   // tw.CudaError exists in every build).
   static py::exception<exec::CudaError> cuda_error(m, "CudaError", exec_error.ptr());
+  // check_finite's finding: an ExecError with the op, tensor, device and counts as attributes.
+  static py::exception<exec::NumericalError> numerical_error(m, "NumericalError", exec_error.ptr());
   // A value a kernel cannot take (an id outside the table) fails the step as an ExecError too.
   py::register_exception_translator([](std::exception_ptr p) {
     try {
@@ -29,6 +31,14 @@ void bind_errors(py::module_& m) {
       err.attr("call") = e.call;
       err.attr("name") = e.name;
       PyErr_SetObject(cuda_error.ptr(), err.ptr());
+    } catch (const exec::NumericalError& e) {
+      py::object err = py::handle(numerical_error.ptr())(e.what());
+      err.attr("op") = e.op;
+      err.attr("tensor") = e.tensor;
+      err.attr("device") = e.device;
+      err.attr("nan") = e.nan;
+      err.attr("inf") = e.inf;
+      PyErr_SetObject(numerical_error.ptr(), err.ptr());
     } catch (const exec::ExecError& e) {
       PyErr_SetString(exec_error.ptr(), e.what());
     } catch (const kernels::InvalidInput& e) {

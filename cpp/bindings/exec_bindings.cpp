@@ -121,6 +121,7 @@ void bind_exec(py::module_& m) {
       .def("program", &Executable::program, py::arg("device"), py::return_value_policy::reference_internal)
       .def("set_profile", &Executable::set_profile, py::arg("on"))
       .def("set_atomic", &Executable::set_atomic, py::arg("on"))
+      .def("set_check_finite", &Executable::set_check_finite, py::arg("on"))
       .def("restore_updates", &Executable::restore_updates)
       .def_property_readonly("devices", &Executable::devices);
 }

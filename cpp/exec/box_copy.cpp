@@ -1,6 +1,7 @@
 #include "exec/box_copy.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -126,6 +127,22 @@ void combine_box(const float* src, const Box& src_box, float* dst, const Box& ds
         break;
     }
   });
+}
+
+NonFinite count_nonfinite(const float* buf, const Box& box, const Box& what) {
+  NonFinite out;
+  for_each_run(box, what, what, [&](int64_t s, int64_t, int64_t n, int64_t count, int64_t ss, int64_t) {
+    for (int64_t k = 0; k < count; ++k) {
+      const float* x = buf + s + k * ss;
+      bool bad = false;  // one branch-free pass over the run first: almost every run is finite
+      for (int64_t i = 0; i < n; ++i) bad |= !std::isfinite(x[i]);
+      if (!bad) continue;
+      for (int64_t i = 0; i < n; ++i)
+        if (std::isnan(x[i])) ++out.nan;
+        else if (std::isinf(x[i])) ++out.inf;
+    }
+  });
+  return out;
 }
 
 }  // namespace tilewise::exec

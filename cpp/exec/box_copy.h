@@ -22,4 +22,12 @@ void copy_box(const void* src, const Box& src_box, void* dst, const Box& dst_box
 void combine_box(const float* src, const Box& src_box, float* dst, const Box& dst_box, const Box& what,
                  tdl::Reducer reducer);
 
+/// NaN and infinite values among the floats of `what` in a buffer holding `box`
+/// (exe.step(check_finite=True)).
+struct NonFinite {
+  int64_t nan = 0, inf = 0;
+  bool any() const { return nan + inf > 0; }
+};
+NonFinite count_nonfinite(const float* buf, const Box& box, const Box& what);
+
 }  // namespace tilewise::exec

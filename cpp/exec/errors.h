@@ -15,6 +15,16 @@ struct ExecError : std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
+/// exe.step(check_finite=True): the first op, in the program order of the device that found it,
+/// whose output (or partial sum) holds NaN or Inf (Python tw.NumericalError, an ExecError).
+struct NumericalError : ExecError {
+  NumericalError(const std::string& what, std::string op, std::string tensor, int device, int64_t nan, int64_t inf)
+      : ExecError(what), op(std::move(op)), tensor(std::move(tensor)), device(device), nan(nan), inf(inf) {}
+  std::string op, tensor;
+  int device;
+  int64_t nan, inf;
+};
+
 /// A CUDA runtime (or cuBLAS, cuDNN, NCCL) call that failed: on a machine without a device or driver
 /// the first device call (cudaGetDeviceCount, cudaMalloc) fails with cudaErrorInsufficientDriver or
 /// cudaErrorNoDevice, and the CUDA backend raises this (Python tw.CudaError, an ExecError) naming

@@ -203,6 +203,23 @@ void DeviceRunner::execute(size_t i) {
   else TW_ASSERT(false, "execute runs Compute and Copy instructions");
 }
 
+void DeviceRunner::check_finite(const Instr& in) {
+  if (in.buffer < 0 || dtype_[in.buffer] != kernels::DType::kFloat32 || !ptr_[in.buffer]) return;
+  const auto& b = prog_.buffers[in.buffer];
+  // A compute instruction writes its whole buffer (the computed box, or the tile it is), a combine
+  // its box of it.
+  const NonFinite bad = count_nonfinite(reinterpret_cast<const float*>(ptr_[in.buffer]), b.box,
+                                        in.kind == InstrKind::kCombine ? in.box : b.box);
+  if (!bad.any()) return;
+  const auto& op = g_.op(in.op);
+  const std::string tensor = g_.tensor(op.output).name;
+  throw NumericalError("op '" + op.name + "' (" + op.type + ") produced " + std::to_string(bad.nan) + " NaN and " +
+                           std::to_string(bad.inf) + " infinite values in '" + tensor + "' on device " +
+                           std::to_string(device_) + (in.kind == InstrKind::kCombine ? " (summing partials)" : "") +
+                           " (check_finite: the first non-finite output this device computed)",
+                       op.name, tensor, device_, bad.nan, bad.inf);
+}
+
 void DeviceRunner::interrupt_if_undoable() {
   if (atomic_) throw Interrupted();  // the saved copies take back whatever the step wrote
   int state = kStepRunning;
@@ -283,6 +300,7 @@ void DeviceRunner::run(Communicator& comm, Deadline deadline, bool profile) {
       case InstrKind::kSwapOut:
       case InstrKind::kSwapIn: throw ExecError("swap instructions are not implemented by the thread executor");
     }
+    if (check_finite_ && (in.kind == InstrKind::kCompute || in.kind == InstrKind::kCombine)) check_finite(in);
     if (profile) profile_[i] = {since(start, t0), since(start, Clock::now())};
   }
   const auto end = Clock::now();

@@ -83,6 +83,9 @@ class DeviceRunner {
   /// back, or, once one device has started updating in place (non-atomic steps), every device
   /// finishes it and the interrupt waits for the step to return. Null: runs are not interrupted.
   void set_step_gate(std::atomic<int>* gate) { gate_ = gate; }
+  /// After every compute and combine, look for NaN and Inf in what it wrote, and throw
+  /// NumericalError at the first (exe.step(check_finite=True); a pass over each output).
+  void set_check_finite(bool on) { check_finite_ = on; }
   /// Bytes held for undoing (the copies of updated buffers).
   int64_t undo_bytes() const;
   /// An atomic step: puts back the buffers the last run updated in place (abort_step does it too;
@@ -107,6 +110,8 @@ class DeviceRunner {
 
  private:
   void compute(const Instr& in, size_t index);
+  /// Throws NumericalError when the buffer `in` wrote holds NaN or Inf.
+  void check_finite(const Instr& in);
   /// An interrupt was requested: throws Interrupted when this step can still be taken back.
   void interrupt_if_undoable();
   /// Before the first in-place write of a non-atomic step: from here the step is finished.
@@ -133,6 +138,7 @@ class DeviceRunner {
   bool wrote_resident_ = false;
   bool atomic_ = false;
   std::atomic<int>* gate_ = nullptr;
+  bool check_finite_ = false;
   std::vector<std::vector<std::byte>> saved_;  ///< per buffer: its bytes before this step wrote it
   std::vector<char> saved_now_;                ///< per buffer: saved_ holds this step's copy
 };
@@ -181,6 +187,10 @@ class Executable {
   /// Atomic steps (DeviceRunner::set_atomic): a step failing anywhere leaves every device as it was.
   void set_atomic(bool on) {
     for (auto& r : runners_) r->set_atomic(on);
+  }
+  /// NaN/Inf checks after every compute and combine (DeviceRunner::set_check_finite).
+  void set_check_finite(bool on) {
+    for (auto& r : runners_) r->set_check_finite(on);
   }
   /// After a step that completed but whose results could not be read: puts back its in-place
   /// updates (atomic steps only; until the next step).

@@ -21,7 +21,17 @@ import tdl_ops as ops  # noqa: E402 - the operator library; importing it fills t
 
 from . import _core, models, nn, optim, swap, tdl  # noqa: E402,F401
 from ._build_info import build_info  # noqa: E402
-from ._core import CudaError, ExecError, GraphError, PlanError, SearchTimeout, SearchTooLarge, ShapeError, TDLError  # noqa: E402
+from ._core import (  # noqa: E402
+    CudaError,
+    ExecError,
+    GraphError,
+    NumericalError,
+    PlanError,
+    SearchTimeout,
+    SearchTooLarge,
+    ShapeError,
+    TDLError,
+)
 from .calibration import measure_ops  # noqa: E402 - also registers the "this-machine" cluster
 from .exec.checkpoint import CheckpointError, load_checkpoint  # noqa: E402
 from .exec.executable import CommunicationError, ExecStats, Executable, OutOfMemory, Program, compile  # noqa: E402,F401
@@ -71,6 +81,7 @@ __all__ = [
     "Executable",
     "CudaError",
     "ExecError",
+    "NumericalError",
     "ExecStats",
     "OutOfMemory",
     "Program",

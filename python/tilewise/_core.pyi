@@ -89,6 +89,12 @@ class ExecError(ValueError): ...
 class CudaError(ExecError):
     call: str
     name: str
+class NumericalError(ExecError):
+    op: str
+    tensor: str
+    device: int
+    nan: int
+    inf: int
 class CommunicationError(RuntimeError):
     device: int
     peer: int

@@ -98,6 +98,7 @@ PYBIND11_MODULE(_mpi, m) {
       .def("program", &MpiExecutable::program, py::arg("device"), py::return_value_policy::reference_internal)
       .def("set_profile", &MpiExecutable::set_profile, py::arg("on"))
       .def("set_atomic", &MpiExecutable::set_atomic, py::arg("on"))
+      .def("set_check_finite", &MpiExecutable::set_check_finite, py::arg("on"))
       .def("restore_updates", &MpiExecutable::restore_updates)
       .def("local_tile",
            [](const MpiExecutable& e, int tensor) -> py::object {

@@ -101,6 +101,8 @@ class MpiExecutable {
   const Box& local_box(int tensor) const { return low_.tiles[low_.storage_of[tensor]][rank_]; }
   /// Atomic steps (DeviceRunner::set_atomic): a failed step leaves this rank's tiles as they were.
   void set_atomic(bool on) { runner_->set_atomic(on); }
+  /// NaN/Inf checks after every compute and combine (DeviceRunner::set_check_finite).
+  void set_check_finite(bool on) { runner_->set_check_finite(on); }
   /// After a step whose results could not be gathered: puts back its in-place updates (atomic steps).
   void restore_updates() { runner_->restore_updates(); }
   /// Runs this rank's program once; then (collective) gathers every device's statistics.

@@ -137,6 +137,7 @@ class Executable:
         self.atomic = bool(atomic)
         self.profile = bool(profile)
         self._fed: set[str] = set()
+        self._check_finite = False
         self._traffic: tuple[list[int], list[int]] | None = None
         self._memory: list[int] | None = None
 
@@ -292,9 +293,23 @@ class Executable:
 
         return load(self, path)
 
-    def step(self, feeds: Mapping | None = None) -> dict[str, np.ndarray]:
+    def step(self, feeds: Mapping | None = None, *, check_finite: bool = False) -> dict[str, np.ndarray]:
         """One training iteration: feeds (inputs, labels; parameters too) by name or GTensor.
-        Returns the graph's named outputs (e.g. ``loss``, ``output``) as NumPy arrays."""
+        Returns the graph's named outputs (e.g. ``loss``, ``output``) as NumPy arrays.
+
+        ``check_finite``: every op's output (and every sum of partials) is looked at for NaN and Inf
+        as it is computed (a pass over each output); the first found raises ``tw.NumericalError``
+        naming the op, its tensor and the device (attributes ``op``, ``tensor``, ``device``, ``nan``,
+        ``inf``), and the step is taken back: parameters and optimizer state as before it (always
+        with ``atomic=True``; otherwise unless an in-place update is the first op to overflow, after
+        which the executable refuses further steps, as after any failed update)."""
+        if not isinstance(check_finite, bool):
+            raise TypeError(f"check_finite must be True or False, got {check_finite!r}")
+        if check_finite != self._check_finite:
+            if not hasattr(self._core, "set_check_finite"):
+                raise ExecError(f"check_finite is not supported by {type(self).__name__}")
+            self._core.set_check_finite(check_finite)
+            self._check_finite = check_finite
         # Every feed is checked before any is set: a bad one leaves the executable as it was.
         checked = []
         for k, v in (feeds or {}).items():

@@ -121,6 +121,7 @@ class SwapExecutable(Executable):
         self._core.set_profile(bool(profile))
         self.profile = bool(profile)
         self._fed: set[str] = set()
+        self._check_finite = False
 
     @property
     def stats(self) -> SwapStats:
