@@ -11,11 +11,29 @@ int64_t LinearForm::coeff(const Symbol& s) const {
   return it == terms.end() ? 0 : it->second;
 }
 
+namespace {
+// Index arithmetic that would leave int64 is a typed error where the expression is made (a
+// description's constants and coefficients come from user code: x[i * 2**62 * 4]).
+int64_t checked_add(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r))
+    throw TDLError("index arithmetic overflows int64: " + std::to_string(a) + " + " + std::to_string(b));
+  return r;
+}
+int64_t checked_mul(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r))
+    throw TDLError("index arithmetic overflows int64: " + std::to_string(a) + " * " + std::to_string(b));
+  return r;
+}
+}  // namespace
+
 LinearForm LinearForm::operator+(const LinearForm& o) const {
   LinearForm r = *this;
-  r.constant += o.constant;
+  r.constant = checked_add(r.constant, o.constant);
   for (const auto& [s, c] : o.terms) {
-    int64_t v = (r.terms[s] += c);
+    int64_t& v = r.terms[s];
+    v = checked_add(v, c);
     if (v == 0) r.terms.erase(s);
   }
   return r;
@@ -24,8 +42,8 @@ LinearForm LinearForm::operator+(const LinearForm& o) const {
 LinearForm LinearForm::scaled(int64_t k) const {
   LinearForm r;
   if (k == 0) return r;
-  r.constant = constant * k;
-  for (const auto& [s, c] : terms) r.terms[s] = c * k;
+  r.constant = checked_mul(constant, k);
+  for (const auto& [s, c] : terms) r.terms[s] = checked_mul(c, k);
   return r;
 }
 
@@ -44,8 +62,12 @@ IndexExpr make_node(IndexNode::Kind kind, IndexExpr a, IndexExpr b, int64_t k) {
   n->k = k;
   return n;
 }
-int64_t floor_div(int64_t a, int64_t k) { return a >= 0 ? a / k : -((-a + k - 1) / k); }
-int64_t floor_mod(int64_t a, int64_t k) { return a - floor_div(a, k) * k; }
+// k > 0; no intermediate leaves int64 (a may be INT64_MIN).
+int64_t floor_div(int64_t a, int64_t k) { return a / k - (a % k < 0 ? 1 : 0); }
+int64_t floor_mod(int64_t a, int64_t k) {
+  const int64_t r = a % k;
+  return r < 0 ? r + k : r;
+}
 }  // namespace
 
 IndexExpr index_const(int64_t c) {
@@ -78,7 +100,7 @@ IndexExpr index_scale(const IndexExpr& a, int64_t k) {
   if (k == 0) return index_const(0);
   if (k == 1) return a;
   if (a->kind == IndexNode::kAdd) return index_add(index_scale(a->a, k), index_scale(a->b, k));
-  if (a->kind == IndexNode::kScale) return index_scale(a->a, a->k * k);
+  if (a->kind == IndexNode::kScale) return index_scale(a->a, checked_mul(a->k, k));
   return make_node(IndexNode::kScale, a, nullptr, k);
 }
 
@@ -131,14 +153,15 @@ std::string to_string(const IndexExpr& e, const Names& names) {
         if (out.empty()) {
           out = c == 1 ? name : c == -1 ? "-" + name : std::to_string(c) + "*" + name;
         } else {
-          int64_t m = c < 0 ? -c : c;
+          // |c| as unsigned: INT64_MIN has no int64 negation.
+          const uint64_t m = c < 0 ? 0 - static_cast<uint64_t>(c) : static_cast<uint64_t>(c);
           out += (c < 0 ? " - " : " + ") + (m == 1 ? name : std::to_string(m) + "*" + name);
         }
       }
       int64_t k = e->linear.constant;
       if (out.empty()) return std::to_string(k);
       if (k > 0) out += " + " + std::to_string(k);
-      if (k < 0) out += " - " + std::to_string(-k);
+      if (k < 0) out += " - " + std::to_string(0 - static_cast<uint64_t>(k));
       return out;
     }
     case IndexNode::kAdd: return to_string(e->a, names) + " + " + to_string(e->b, names);

@@ -1,6 +1,7 @@
 #include "tdl/op_desc.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -28,9 +29,31 @@ namespace {
 
 std::string op_prefix(const OpDesc& op) { return "op '" + op.name + "': "; }
 
+// Every tensor extent an index reads (x.shape[d]) names an input that is indexed somewhere (its
+// rank known) and one of its dimensions.
+void check_extent_symbols(const OpDesc& op, const IndexExpr& idx, const std::string& where) {
+  if (!idx) return;
+  if (idx->kind == IndexNode::kLinear) {
+    for (const auto& [s, c] : idx->linear.terms) {
+      if (s.kind != Symbol::kExtent) continue;
+      if (s.a < 0 || s.a >= static_cast<int>(op.inputs.size()))
+        throw TDLError(op_prefix(op) + "the extent of an unknown tensor is read in " + where);
+      const auto& t = op.inputs[s.a];
+      if (t.rank < 0 || s.b < 0 || s.b >= t.rank)
+        throw TDLError(op_prefix(op) + "dimension " + std::to_string(s.b) + " of '" + t.name + "' is read in " + where +
+                       " but '" + t.name + "' " +
+                       (t.rank < 0 ? std::string("is never indexed") : "has " + std::to_string(t.rank) + " dimensions"));
+    }
+    return;
+  }
+  check_extent_symbols(op, idx->a, where);
+  check_extent_symbols(op, idx->b, where);
+}
+
 // Scoping: a variable may be used only inside the lambda that binds it.
 void check_scopes(const OpDesc& op, const Expr& e, std::set<int>& in_scope, std::map<int, const ExprNode*>& bound_by) {
   auto check_index = [&](const IndexExpr& idx, const Expr& where) {
+    check_extent_symbols(op, idx, "`" + op.str(where) + "`");
     std::vector<int> vs;
     collect_vars(idx, vs);
     for (int v : vs) {
@@ -45,7 +68,10 @@ void check_scopes(const OpDesc& op, const Expr& e, std::set<int>& in_scope, std:
     case ExprNode::kAccess:
       if (e->tensor < 0 || e->tensor >= static_cast<int>(op.inputs.size()))
         throw TDLError(op_prefix(op) + "unknown tensor in `" + op.str(e) + "`");
-      if (op.inputs[e->tensor].rank >= 0 && op.inputs[e->tensor].rank != static_cast<int>(e->indices.size()))
+      if (op.inputs[e->tensor].rank < 0)  // the tracer declares the rank of every tensor it indexes
+        throw TDLError(op_prefix(op) + "tensor '" + op.inputs[e->tensor].name + "' is indexed in `" + op.str(e) +
+                       "` but declared as never indexed (rank -1)");
+      if (op.inputs[e->tensor].rank != static_cast<int>(e->indices.size()))
         throw TDLError(op_prefix(op) + "tensor '" + op.inputs[e->tensor].name + "' has " +
                        std::to_string(op.inputs[e->tensor].rank) + " dimensions but `" + op.str(e) + "` uses " +
                        std::to_string(e->indices.size()) + " indices");
@@ -101,6 +127,16 @@ void validate(const OpDesc& op) {
       throw TDLError(op_prefix(op) + "output variable list names a non-output variable");
     if (!bound_by.emplace(v, nullptr).second) throw TDLError(op_prefix(op) + "output variable bound twice");
     in_scope.insert(v);
+  }
+  // Explicit extents (extents=...): constants or tensor extents.
+  for (const auto& v : op.vars) {
+    if (!v.extent) continue;
+    const IndexExpr& e = *v.extent;
+    std::vector<int> vars;
+    if (e) collect_vars(e, vars);
+    if (!e || !is_linear(e) || !vars.empty())
+      throw TDLError(op_prefix(op) + "the extent of `" + v.name + "` must be a constant or a tensor extent");
+    check_extent_symbols(op, e, "the extent of `" + v.name + "`");
   }
   check_scopes(op, op.body, in_scope, bound_by);
   // A reduction variable must be read somewhere, else its range is unknown.
@@ -165,13 +201,15 @@ std::optional<Candidate> solve_extent(const IndexExpr& idx, int64_t dim_extent, 
   } else {
     return std::nullopt;
   }
+  // In 128 bits: coefficients and extents come from the description and the shapes unbounded.
+  using W = __int128;
   int unknown = -1;
-  int64_t unknown_coeff = 0;
-  int64_t min_v = g->constant, rest_max = g->constant;
+  W unknown_coeff = 0;
+  W min_v = g->constant, rest_max = g->constant;
   for (const auto& [s, c] : g->terms) {
     if (s.kind == Symbol::kExtent) {
-      min_v += c * shapes[s.a][s.b];
-      rest_max += c * shapes[s.a][s.b];
+      min_v += W(c) * shapes[s.a][s.b];
+      rest_max += W(c) * shapes[s.a][s.b];
       continue;
     }
     bool is_known = known[s.a] >= 0;
@@ -181,20 +219,71 @@ std::optional<Candidate> solve_extent(const IndexExpr& idx, int64_t dim_extent, 
       unknown_coeff = c;
       continue;
     }
-    int64_t span = c * (known[s.a] - 1);
-    min_v += std::min<int64_t>(0, span);
-    rest_max += std::max<int64_t>(0, span);
+    const W span = W(c) * (known[s.a] - 1);
+    min_v += std::min<W>(0, span);
+    rest_max += std::max<W>(0, span);
   }
   if (unknown < 0 || min_v != 0) return std::nullopt;
-  int64_t top = k * dim_extent - 1 - rest_max;
+  const W top = W(k) * dim_extent - 1 - rest_max;
   if (top < 0) return Candidate{unknown, 0};
-  return Candidate{unknown, top / unknown_coeff + 1};
+  const W extent = top / unknown_coeff + 1;
+  // Past kMaxExtent the caller refuses it; clamp so the value stays an int64.
+  return Candidate{unknown, static_cast<int64_t>(std::min<W>(extent, W(kMaxExtent) + 1))};
+}
+
+// The largest magnitude an index expression reaches (and any constant in it), given every symbol's
+// largest value, in long double (no overflow whatever the description's constants).
+long double index_bound(const IndexExpr& e, const std::vector<long double>& var_max, const std::vector<Shape>& shapes) {
+  if (e->kind == IndexNode::kLinear) {
+    long double b = std::fabs(static_cast<long double>(e->linear.constant));
+    for (const auto& [s, c] : e->linear.terms) {
+      const long double top = s.kind == Symbol::kVar ? var_max[s.a] : static_cast<long double>(shapes[s.a][s.b]);
+      b += std::fabs(static_cast<long double>(c)) * std::max<long double>(top, 1);
+    }
+    return b;
+  }
+  const long double a = index_bound(e->a, var_max, shapes);
+  const long double k = std::fabs(static_cast<long double>(e->k));
+  switch (e->kind) {
+    case IndexNode::kAdd: return a + index_bound(e->b, var_max, shapes);
+    case IndexNode::kScale: return k * std::max<long double>(a, 1);
+    default: return std::max(a, k);  // floor division and modulo shrink their operand
+  }
 }
 
 }  // namespace
 
+void check_index_magnitudes(const OpDesc& op, const std::vector<Shape>& shapes, const std::vector<int64_t>& extents) {
+  // Before any inference the variables' extents are unknown: bounded by the largest dimension.
+  int64_t largest = 1;
+  for (const auto& s : shapes)
+    for (int64_t d : s) largest = std::max(largest, d);
+  std::vector<long double> var_max(op.vars.size());
+  for (size_t v = 0; v < op.vars.size(); ++v)
+    var_max[v] = static_cast<long double>(v < extents.size() && extents[v] >= 0 ? extents[v] : largest);
+  constexpr long double kLimit = static_cast<long double>(int64_t{1} << 61);
+  auto check = [&](const IndexExpr& idx, long double dim) {
+    long double b = index_bound(idx, var_max, shapes);
+    if (idx->kind == IndexNode::kFloorDiv) b = std::max(b, std::fabs(idx->k * dim));  // regions use k * extent
+    if (b > kLimit)
+      throw ShapeError(op_prefix(op) + "index `" + op.str(idx) +
+                       "` reaches magnitudes past 2^61 for these shapes; indices and their coefficients must stay "
+                       "within int64 with room for the analyses");
+  };
+  // Every index: accesses (with their dimension's extent), index values, opaque results.
+  visit_nodes(op.body, [&](const ExprNode& n) {
+    for (size_t d = 0; d < n.indices.size(); ++d) {
+      const bool access = n.kind == ExprNode::kAccess && n.tensor >= 0 &&
+                          static_cast<size_t>(n.tensor) < shapes.size() && d < shapes[n.tensor].size();
+      check(n.indices[d], access ? static_cast<long double>(shapes[n.tensor][d]) : 1.0L);
+    }
+    for (const auto& e : n.result_extents) check(e, 1.0L);
+  });
+}
+
 std::vector<int64_t> infer_extents(const OpDesc& op, const std::vector<Shape>& shapes, const std::optional<Shape>& out) {
   check_input_shapes(op, shapes);
+  check_index_magnitudes(op, shapes, {});
   std::vector<int64_t> ext(op.vars.size(), -1);
   std::vector<bool> fixed(op.vars.size(), false);
   if (out) {
@@ -214,6 +303,9 @@ std::vector<int64_t> infer_extents(const OpDesc& op, const std::vector<Shape>& s
                                      [](const auto& t) { return t.first.kind == Symbol::kVar; }))
       throw TDLError(op_prefix(op) + "the extent of `" + op.vars[v].name + "` must be a constant or a tensor extent");
     ext[v] = eval_index(e, nullptr, shapes);
+    if (ext[v] < 0 || ext[v] > kMaxExtent)
+      throw ShapeError(op_prefix(op) + "the extent of `" + op.vars[v].name + "` is " + std::to_string(ext[v]) +
+                       "; extents are 0 to 2^40");
     fixed[v] = true;
   }
   // Every dimension an index addresses, with that dimension's extent: tensor accesses and
@@ -281,6 +373,11 @@ std::vector<int64_t> infer_extents(const OpDesc& op, const std::vector<Shape>& s
                          std::to_string(ext[v]) + " but " + a.where + " gives " + std::to_string(c->extent));
     }
   }
+  for (size_t v = 0; v < ext.size(); ++v)
+    if (ext[v] > kMaxExtent)
+      throw ShapeError(op_prefix(op) + "variable `" + op.vars[v].name + "` would range over " + std::to_string(ext[v]) +
+                       " values; extents may be at most 2^40");
+  check_index_magnitudes(op, shapes, ext);
   return ext;
 }
 

@@ -60,4 +60,9 @@ Shape infer_output_shape(const OpDesc& op, const std::vector<Shape>& shapes);
 /// Checks the number and ranks of input shapes against the description.
 void check_input_shapes(const OpDesc& op, const std::vector<Shape>& shapes);
 
+/// Throws ShapeError when an access index of `op` can reach magnitudes past 2^61 for these shapes
+/// (variables at `extents`, or at the largest dimension where not known yet), so that the analyses'
+/// int64 arithmetic (regions, extents, the interpreter's indices) never overflows.
+void check_index_magnitudes(const OpDesc& op, const std::vector<Shape>& shapes, const std::vector<int64_t>& extents);
+
 }  // namespace tilewise::tdl

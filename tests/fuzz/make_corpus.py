@@ -1,5 +1,7 @@
 """Writes the seed corpus of the file fuzzers (tests/python/test_fuzz_files.py): small graphs and
-plans that the project itself writes. Run from the repository root after a format change:
+plans that the project itself writes; and the op attributes those graphs and the zoo's models
+carry, as seeds of the C++ harness tests/fuzz/cpp/op_attrs_fuzzer.cpp (cpp/corpus/op_attrs/).
+Run from the repository root after a format change:
 
     python tests/fuzz/make_corpus.py
 
@@ -44,6 +46,23 @@ GRAPHS["conv"] = _conv_graph
 PLANS = [("mlp_sgd", "tofu", 4), ("mlp_sgd", "spartan", 2), ("mlp_adam", "kcuts", 3), ("conv", "tofu", 2)]
 
 
+#: Zoo models whose op attributes seed the attribute parser's fuzzer (every kind of value it meets).
+ATTR_MODELS = ["transformer-1-16-2", "wresnet-50-1", "rnn-1-16", "mlp-2-8"]
+
+
+def write_attr_seeds(graphs) -> int:
+    """Every distinct attribute object of the corpus graphs and ATTR_MODELS, one file each."""
+    seen = set()
+    for g in [*graphs, *(tw.models.get(name, batch=2) for name in ATTR_MODELS)]:
+        for op in g.ops:
+            seen.add(json.dumps(op.attrs))
+    folder = HERE / "cpp" / "corpus" / "op_attrs"
+    folder.mkdir(parents=True, exist_ok=True)
+    for i, text in enumerate(sorted(seen)):
+        (folder / f"seed_{i:03d}.json").write_text(text)
+    return len(seen)
+
+
 def main() -> None:
     graphs = {}
     for stem, build in GRAPHS.items():
@@ -56,7 +75,8 @@ def main() -> None:
         data = plan.to_dict()
         data["search_seconds"] = 0.0  # deterministic files
         (HERE / f"plan_{stem}_{algorithm}_{devices}.json").write_text(json.dumps(data, indent=1) + "\n")
-    print(f"wrote {len(GRAPHS)} graphs and {len(PLANS)} plans to {HERE}")
+    attrs = write_attr_seeds(graphs.values())
+    print(f"wrote {len(GRAPHS)} graphs, {len(PLANS)} plans and {attrs} op attribute seeds to {HERE}")
 
 
 if __name__ == "__main__":
