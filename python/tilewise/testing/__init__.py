@@ -9,8 +9,20 @@
 case, which ``run_case(Case(...))`` reruns.
 """
 
-from .differential import CaseResult, Mismatch, run_case
 from .random_graphs import Case, RandomChooser, build_graph, build_torch, generate_case, random_case
+
+_DIFFERENTIAL = ("CaseResult", "Mismatch", "run_case")
+
+
+def __getattr__(name: str):
+    # Imported on first use, so that ``python -m tilewise.testing.differential`` does not find its
+    # module already imported by the package (runpy warns then).
+    if name in _DIFFERENTIAL:
+        from . import differential
+
+        return getattr(differential, name)
+    raise AttributeError(f"module 'tilewise.testing' has no attribute {name!r}")
+
 
 __all__ = ["Case", "CaseResult", "Mismatch", "RandomChooser", "build_graph", "build_torch", "generate_case",
            "random_case", "run_case"]

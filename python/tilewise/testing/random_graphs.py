@@ -129,6 +129,11 @@ def generate_case(choose, seed: int | None = None) -> Case:
     return Case(family, batch, shape, tuple(layers), classes, loss, optimizer, devices, planner, seed)
 
 
+# _NORM_WIDTH: a layer norm over 2 values outputs +-d / sqrt(d**2 + eps), nearly +-1 whatever its input,
+# so the gradient through it is nearly zero and what float32 computes there is rounding (case seed
+# 1136376422 of --seed 1: 1.6 times the tolerance on one device). Norms are drawn over 3 values or more.
+
+
 def _divisors(n: int) -> list[int]:
     return [a for a in range(2, n) if n % a == 0]
 
@@ -140,6 +145,8 @@ def _dense(choose, n: int):
         kind = choose.choice(("linear", "act", "layer_norm", "residual", "concat", "softmax", "transpose", "gram"))
         if kind in ("transpose", "gram") and not _divisors(width):
             kind = "linear"  # a prime width has no (a, width / a) view
+        if kind == "layer_norm" and width < 3:
+            kind = "softmax"  # _NORM_WIDTH
         if kind == "linear":
             width = choose.choice(SIZES)
             layers.append(("linear", width))
@@ -204,6 +211,8 @@ def _seq(choose, n: int):
     shape, layers = (seq, vocab, width), []
     for _ in range(n):
         kind = choose.choice(("attention", "layer_norm", "linear", "act", "residual", "softmax"))
+        if kind == "layer_norm" and width < 3:
+            kind = "softmax"  # _NORM_WIDTH
         if kind == "attention":
             layers.append(("attention", choose.choice([h for h in (1, 2, 3, 4) if width % h == 0])))
         elif kind == "linear":
