@@ -98,7 +98,7 @@ fi
 # (tests/cpp/exec_threads_test.cpp on 2-4 devices), the interpreter's and the searches' threads. Any
 # report fails its test (halt_on_error). tests/cpp/tsan.supp silences third-party code only (the
 # BLAS's own thread pool, not built with TSan). TILEWISE_TSAN=0 skips it. Measured on the shared
-# 2-core machine: build ~5 min cold (ccache makes a rebuild seconds), tests ~75 s.
+# 2-core machine: build ~5 min cold (ccache makes a rebuild seconds), tests 42-75 s.
 if [[ "${TILEWISE_TSAN:-1}" != 0 ]]; then
   echo "== [2c/3] C++ tests under TSan in $CPP_BUILD-tsan"
   if cmake -S . -B "$CPP_BUILD-tsan" -G Ninja -DTILEWISE_BUILD_TESTS=ON -DTILEWISE_SANITIZE=thread \
