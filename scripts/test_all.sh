@@ -2,7 +2,7 @@
 # Every test of tilewise, against what users get:
 #   1. pip install '.[test]'  (a normal, non-editable install: the wheel's extension and layout)
 #   2. the GoogleTest suite, built with CMake in build/cpp and run by CTest, then again built with
-#      ASan + UBSan in build/cpp-asan
+#      ASan + UBSan in build/cpp-asan and with TSan in build/cpp-tsan
 #   3. pytest on tests/python, run from tests/ so that the source python/ and tdl_ops/ folders
 #      cannot shadow the installed packages (checked before pytest starts)
 # Exits non-zero if the install fails or any test fails. Environment:
@@ -10,6 +10,9 @@
 #   TILEWISE_CPP_BUILD_DIR  CMake build folder for the C++ tests (default: build/cpp; +"-asan" for the
 #                           sanitizer build)
 #   TILEWISE_SANITIZERS     0 skips the C++ tests under ASan + UBSan (default: run them)
+#   TILEWISE_TSAN           0 skips the C++ tests under ThreadSanitizer in $CPP_BUILD-tsan (default: run them)
+#   TILEWISE_FUZZ           0 skips the libFuzzer harnesses (tests/fuzz/cpp; needs clang); TILEWISE_FUZZ_RUNS
+#                           inputs per harness (default 100000)
 #   TILEWISE_CUDA           1: install the nvidia cuBLAS/cuDNN/NCCL wheels (test-only) and build the CUDA
 #                           backend with TILEWISE_WITH_CUDA=ON (the build fails without nvcc); 0: build
 #                           without it (OFF); default: 1 where nvcc is on PATH, else 0. .ci/run sets 1.
@@ -90,6 +93,34 @@ if [[ "${TILEWISE_SANITIZERS:-1}" != 0 ]]; then
     :
   else
     failed+=("C++ under sanitizers (CTest)")
+  fi
+fi
+
+# The same suite under ThreadSanitizer (docs/RELIABILITY.md): the runtime's worker pool and mailbox
+# (tests/cpp/exec_threads_test.cpp on 2-4 devices), the interpreter's and the searches' threads. Any
+# report fails its test (halt_on_error). tests/cpp/tsan.supp silences third-party code only (the
+# BLAS's own thread pool, not built with TSan). TILEWISE_TSAN=0 skips it. Measured on the shared
+# 2-core machine: build ~5 min cold (ccache makes a rebuild seconds), tests 42-75 s.
+if [[ "${TILEWISE_TSAN:-1}" != 0 ]]; then
+  echo "== [2c/3] C++ tests under TSan in $CPP_BUILD-tsan"
+  if cmake -S . -B "$CPP_BUILD-tsan" -G Ninja -DTILEWISE_BUILD_TESTS=ON -DTILEWISE_SANITIZE=thread \
+      -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPython_EXECUTABLE="$PYTHON_EXE" -DTILEWISE_WITH_CUDA=OFF \
+    && cmake --build "$CPP_BUILD-tsan" \
+    && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$ROOT/tests/cpp/tsan.supp" \
+      ctest --test-dir "$CPP_BUILD-tsan" --output-on-failure --no-tests=error; then
+    :
+  else
+    failed+=("C++ under TSan (CTest)")
+  fi
+fi
+
+# libFuzzer harnesses of the C++ readers of outside data (tests/fuzz/cpp: TDL descriptions, op
+# attributes), built with clang under ASan + UBSan, TILEWISE_FUZZ_RUNS inputs each (default 10^5;
+# ~1 min in all here). TILEWISE_FUZZ=0 skips it; without clang it fails (.ci/run installs clang).
+if [[ "${TILEWISE_FUZZ:-1}" != 0 ]]; then
+  echo "== [2d/3] libFuzzer harnesses (tests/fuzz/cpp/run.sh ${TILEWISE_FUZZ_RUNS:-100000})"
+  if ! TILEWISE_FUZZ_BUILD_DIR="$ROOT/${CPP_BUILD}-fuzz" bash tests/fuzz/cpp/run.sh "${TILEWISE_FUZZ_RUNS:-100000}"; then
+    failed+=("C++ fuzz harnesses (libFuzzer)")
   fi
 fi
 

@@ -185,3 +185,35 @@ def test_huge_extents_through_the_op_api_are_a_shape_error_at_once():
         tdl_ops.upsample_nearest2d.infer_shape(x=(1, 2**62, 4, 4))
     with pytest.raises(tw.ShapeError, match=r"extents may be at most 2\^40"):
         tdl_ops.matmul.strategies(parts=2, a=(2**41, 3), b=(3, 4))
+
+
+# ----- found by the libFuzzer harness (tests/fuzz/cpp/tdl_desc_fuzzer.cpp) -----------------------
+
+
+def test_an_index_coefficient_overflowing_int64_is_a_tdl_error():
+    with pytest.raises(tw.TDLError, match="overflows int64"):
+        traced(lambda A: lambda i: A[i * 2**62 * 4])
+
+
+def test_indices_reaching_past_int64_for_the_shapes_are_shape_errors():
+    big = tw.op(lambda A: lambda i: A[i * 2**40], name="stride_2_40")
+    with pytest.raises(tw.ShapeError, match="past 2\\^61"):
+        big.infer_shape(A=(2**30,))
+
+
+def test_an_extent_of_a_dimension_the_tensor_does_not_have_is_a_tdl_error():
+    @tw.op
+    def row_sum(A):
+        return lambda i: tw.Sum(lambda k: A[i, k], extents=(A.shape[3],))
+
+    with pytest.raises(tw.TDLError, match="out of range|dimension 3 of 'A'"):
+        row_sum.infer_shape(A=(2, 3))
+
+
+def test_an_explicit_extent_past_2_40_is_a_shape_error():
+    @tw.op
+    def long_sum(A):
+        return lambda i: tw.Sum(lambda k: A[i, k], extents=(2**50,))
+
+    with pytest.raises((tw.ShapeError, tw.TDLError)):
+        long_sum.infer_shape(A=(2, 3))
