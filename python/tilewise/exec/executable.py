@@ -450,12 +450,18 @@ def _as_array(value, name: str, dtype: str = "float32") -> np.ndarray:
         raise ExecError(f"'{name}' is {dtype}; the runtime holds float32, int64, int32 and bool tensors")
     try:
         array = np.asarray(value)
-        if dtype == "float32":
-            return np.asarray(array, dtype=np.float32)
     except (TypeError, ValueError) as e:
         raise TypeError(f"'{name}': expected an array-like of numbers, got {type(value).__name__} ({e})") from None
     if array.dtype.kind not in "biuf":
-        raise TypeError(f"'{name}': expected an array-like of numbers, got {array.dtype} values")
+        raise TypeError(f"'{name}': expected an array-like of real numbers, got {array.dtype} values")
+    if dtype == "float32":
+        if array.dtype.kind == "f" and array.dtype.itemsize > 4 and array.size:
+            # Finite values past float32's range would become Inf silently (NaN and Inf pass: data may hold them).
+            big = np.isfinite(array) & (np.abs(array) > np.finfo(np.float32).max)
+            if big.any():
+                raise ExecError(f"'{name}' is float32: {float(array[big].flat[0])!r} is past float32's range "
+                                f"(+-{float(np.finfo(np.float32).max):.4g})")
+        return np.asarray(array, dtype=np.float32)
     target = np.dtype(_NUMPY_DTYPES[dtype])
     if array.dtype == target:
         return array
@@ -469,7 +475,8 @@ def _as_array(value, name: str, dtype: str = "float32") -> np.ndarray:
         if not whole.all():
             bad = float(array[~whole].flat[0])
             raise ExecError(f"'{name}' is {dtype}: {bad} is not a whole number")
-    if array.size and (array.min() < info.min or array.max() > info.max):
+    # As Python numbers: exact comparisons, no cast of the bounds into a narrow float type.
+    if array.size and (array.min().item() < info.min or array.max().item() > info.max):
         raise ExecError(f"'{name}' is {dtype}: values must lie in [{info.min}, {info.max}]")
     return array.astype(target)
 
