@@ -647,15 +647,28 @@ bool lstm_cell_grad_gates(const TileCall& call, const Attrs&) {
         std::fill(out, out + (hi - lo + 1), 0.0f);
         continue;
       }
+      // Row pointers found once per row (element() per column dominated the op): each quarter's
+      // loop is then a plain map over contiguous columns that vectorises.
+      const int64_t w = hi - lo + 1;
       const float* d = element(dy, {bb, lo - q * n});
       const float* s = element(gates, {bb, lo});
-      for (int64_t t = 0; t <= hi - lo; ++t) {
-        const float sg = sigmoid(s[t]);
-        if (q == 0) out[t] = d[t] * fast::tanh(*element(gates, {bb, lo + t + 2 * n})) * sg * (1.0f - sg);
-        if (q == 1) out[t] = d[t] * *element(c, {bb, lo + t - n}) * sg * (1.0f - sg);
-        if (q == 2) {
+      if (q == 0) {
+        const float* g = element(gates, {bb, lo + 2 * n});
+        for (int64_t t = 0; t < w; ++t) {
+          const float si = sigmoid(s[t]);
+          out[t] = d[t] * fast::tanh(g[t]) * si * (1.0f - si);
+        }
+      } else if (q == 1) {
+        const float* cc = element(c, {bb, lo - n});
+        for (int64_t t = 0; t < w; ++t) {
+          const float sf = sigmoid(s[t]);
+          out[t] = d[t] * cc[t] * sf * (1.0f - sf);
+        }
+      } else {
+        const float* i = element(gates, {bb, lo - 2 * n});
+        for (int64_t t = 0; t < w; ++t) {
           const float th = fast::tanh(s[t]);
-          out[t] = d[t] * sigmoid(*element(gates, {bb, lo + t - 2 * n})) * (1.0f - th * th);
+          out[t] = d[t] * sigmoid(i[t]) * (1.0f - th * th);
         }
       }
     }
