@@ -17,20 +17,20 @@ except ImportError:  # pragma: no cover - exercised only without torch
 
 needs_torch = pytest.mark.skipif(torch is None, reason="needs torch")
 
-STEPS = 4
+STEPS, BATCH, WIDTH = 4, 2, 8  # a step's operands (2 x 8, twice) are smaller than its product (8 x 8)
 
 
 def _rnn(accumulate: str, indices=range(STEPS)):
     """h_t = tanh(h_{t-1} w + xs[t]) over the given steps of xs; gradients of w and xs."""
     g = tw.Graph()
-    w = g.parameter("w", (3, 3))
-    xs = g.parameter("xs", (STEPS, 2, 3))
-    h = g.input("h0", (2, 3))
+    w = g.parameter("w", (WIDTH, WIDTH))
+    xs = g.parameter("xs", (STEPS, BATCH, WIDTH))
+    h = g.input("h0", (BATCH, WIDTH))
     with g.unroll("cell") as u:
         for n, t in enumerate(indices):
             with u.step(n):
                 h = tdl_ops.tanh(tdl_ops.add(tdl_ops.matmul(h, w), tdl_ops.select(xs, axis=0, index=t)))
-    grads = tw.grad(g, tdl_ops.mse_loss(h, g.label("t", (2, 3))), accumulate=accumulate)
+    grads = tw.grad(g, tdl_ops.mse_loss(h, g.label("t", (BATCH, WIDTH))), accumulate=accumulate)
     return g, grads
 
 
@@ -69,6 +69,14 @@ def test_slices_that_miss_an_index_are_unselected_and_added():
     ref, want = _values(g, grads), _values(*_rnn("running", indices=[0, 2, 3]))
     np.testing.assert_allclose(ref["xs"], want["xs"], rtol=1e-12, atol=1e-14)
     assert not ref["xs"][1].any()
+
+
+def test_products_with_operands_larger_than_the_parts_are_added():
+    g = tw.Graph()
+    x, w = g.input("x", (16, 4)), g.parameter("w", (4, 4))  # 16 rows: concatenating would copy more than adding
+    grads = tw.grad(g, tdl_ops.mse_loss(tdl_ops.matmul(tdl_ops.matmul(x, w), w), g.label("t", (16, 4))))
+    s = grads["w"].producer
+    assert s.type == "add_2" and [t.producer.type for t in s.inputs] == ["matmul_tn", "matmul_tn"]
 
 
 def test_parts_of_mixed_kinds_are_summed_as_the_rules_built_them():

@@ -7,7 +7,7 @@ step gradients (each as large as the whole sequence: O(T²) memory traffic for t
 they are what PyTorch computes:
 
 * Σ_t a_tᵀ b_t = concat(a_t)ᵀ concat(b_t), the concatenation along the contracted axis: one GEMM
-  with K = T · batch;
+  with K = T · batch (when the operands are smaller than the parts: few rows against a weight);
 * Σ_t unselect(g_t, index=t) over every index of the axis = stack(g_t): O(T).
 
 Autodiff defers a rule's result of either kind (``defer``) when its input's gradient has several
@@ -60,6 +60,10 @@ def batch(parts: list[Deferred]) -> GTensor | None:
 def _products(parts: list[Deferred]) -> GTensor | None:
     a, b = [p.operands[0] for p in parts], [p.operands[1] for p in parts]
     if len({x.shape[1:] for x in a}) > 1 or len({x.shape[1:] for x in b}) > 1:
+        return None
+    # The concatenations copy the operands where the sum reads the parts: batch only when that moves
+    # less (an RNN step's few rows against its weight), not for a weight shared by two large layers.
+    if sum(x.elements for x in a + b) > sum(p.t.elements for p in parts):
         return None
     concat = nary("concat", len(parts))
     return ops.matmul_tn(concat(*a, axis=0, name="lhs"), concat(*b, axis=0, name="rhs"), name="sum")
