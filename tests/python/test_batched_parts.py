@@ -1,7 +1,7 @@
 """Gradient parts summed as one batched op (graph/batched_parts.py): the weight-gradient products of an
-unrolled layer become one matmul_tn over the steps' operands, the unselects of every index of an axis one
-stack. Oracle: the same graph with a running sum ("running" is never batched), through the reference
-interpreter and the runtime on 1 and 2 devices."""
+unrolled layer become one linear_grad_weight over the steps' stacked operands, the unselects of every index
+of an axis one stack. Oracle: the same graph with a running sum ("running" is never batched), through the
+reference interpreter and the runtime on 1 and 2 devices."""
 import numpy as np
 import pytest
 
@@ -46,25 +46,32 @@ def _types(g, phase="backward"):
 
 
 def test_products_of_every_step_are_one_matmul_over_the_steps():
-    g, grads = _rnn("sum")
+    g, grads = _rnn("batched")
     gw = grads["w"].producer
-    assert (gw.type, gw.name) == ("matmul_tn", "grad/w.sum")
-    assert [t.producer.type for t in gw.inputs] == ["concat_4", "concat_4"]
-    assert _types(g).count("matmul_tn") == 1 and not any(t.startswith("add_") for t in _types(g))
+    assert (gw.type, gw.name) == ("linear_grad_weight", "grad/w.sum")
+    assert [(t.producer.type, t.shape) for t in gw.inputs] == [("stack_4", (BATCH, STEPS, WIDTH))] * 2
+    assert "matmul_tn" not in _types(g) and not any(t.startswith("add_") for t in _types(g))
     ref, want = _values(g, grads), _values(*_rnn("running"))
     for name in want:
         np.testing.assert_allclose(ref[name], want[name], rtol=1e-12, atol=1e-14)
 
 
-def test_slices_of_every_index_are_one_stack():
+def test_the_sum_mode_and_the_zoo_keep_one_product_per_step():
     g, grads = _rnn("sum")
+    assert grads["w"].producer.type == "add_4" and _types(g).count("matmul_tn") == STEPS
+    rnn = tw.models.rnn(layers=1, hidden=8, steps=3, batch=4, in_features=6)  # the papers' graphs
+    assert "add_3" in _types(rnn) and "linear_grad_weight" not in _types(rnn)
+
+
+def test_slices_of_every_index_are_one_stack():
+    g, grads = _rnn("batched")
     gx = grads["xs"].producer
     assert (gx.type, gx.name, gx.attrs["axis"]) == ("stack_4", "grad/xs.sum", 0)
     assert "unselect" not in _types(g)
 
 
 def test_slices_that_miss_an_index_are_unselected_and_added():
-    g, grads = _rnn("sum", indices=[0, 2, 3])  # xs[1] is never read
+    g, grads = _rnn("batched", indices=[0, 2, 3])  # xs[1] is never read
     assert grads["xs"].producer.type == "add_3" and _types(g).count("unselect") == 3
     ref, want = _values(g, grads), _values(*_rnn("running", indices=[0, 2, 3]))
     np.testing.assert_allclose(ref["xs"], want["xs"], rtol=1e-12, atol=1e-14)
@@ -119,7 +126,7 @@ def _lstm_step(accumulate: str):
 
 @needs_torch
 def test_the_lstm_weight_gradients_are_one_gemm_each():
-    g, _ = _lstm_step("sum")
+    g, _ = _lstm_step("batched")
     for name in ("weight_ih", "weight_hh"):
         for layer in (0, 1):
             grad = next(t for t in g.tensors if t.grad_of is not None and t.grad_of.name == f"lstm.{name}_l{layer}")
@@ -136,7 +143,7 @@ def test_the_lstm_weight_gradients_are_one_gemm_each():
 @needs_torch
 @pytest.mark.parametrize("devices", [1, 2])
 def test_the_batched_lstm_step_equals_the_running_sum(devices):
-    batched, feeds = _lstm_step("sum")
+    batched, feeds = _lstm_step("batched")
     running, _ = _lstm_step("running")
     want = tw.run_reference(running, feeds)
     updated = {t.updates.name: want[t.name] for t in running.tensors if t.updates is not None}

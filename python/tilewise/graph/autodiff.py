@@ -16,8 +16,9 @@ parts are alive until the sum runs (a running sum keeps one); a runtime may stil
 part is added to a running total as soon as it exists (k - 1 ``add``s, ``grad/<tensor>.sum<i>``),
 so one part is alive at a time: PyTorch's autograd and MXNet beyond 8 parts do this, and swapping
 needs it (an RNN's weight gradient summed over 20 steps at once holds 20 copies of the weight).
-With "sum", parts that are all weight-gradient products or all slices of one axis become one batched
-op instead (batched_parts.py): an RNN's weight gradient is one GEMM over every time step.
+The default, "batched", is "sum" but for parts that are all weight-gradient products or all slices of
+one axis: they become one batched op (batched_parts.py), an RNN's weight gradient one GEMM over every
+time step. The model zoo keeps "sum": its graphs are the papers' (MXNet sums the steps' parts).
 
 A gradient tensor records the one tensor it is the gradient of (``grad_of``). A rule may return
 one tensor for several inputs (``add`` returns its output's gradient for both): one input keeps
@@ -39,9 +40,16 @@ from .batched_parts import Deferred, batch, defer
 from .graph import GOp, Graph, GTensor
 from .replay import Scratch
 
-#: How gradient parts are summed: "sum" (one ``add_<k>`` once every part exists) or "running".
-ACCUMULATE_MODES = ("sum", "running")
-_accumulate: contextvars.ContextVar[str] = contextvars.ContextVar("tilewise_accumulate", default="sum")
+#: How gradient parts are summed: "batched" (the default: parts of a kind with a batched form as one
+#: op, batched_parts.py; the others as "sum"), "sum" (one ``add_<k>`` once every part exists) or
+#: "running" (each part added as it arrives).
+ACCUMULATE_MODES = ("batched", "sum", "running")
+_accumulate: contextvars.ContextVar[str | None] = contextvars.ContextVar("tilewise_accumulate", default=None)
+
+
+def accumulation_mode() -> str | None:
+    """The mode of the enclosing ``gradient_accumulation`` block; None outside any."""
+    return _accumulate.get()
 
 
 @contextlib.contextmanager
@@ -72,13 +80,14 @@ def grad(graph: Graph, loss: GTensor, wrt: Iterable[GTensor] | None = None, *,
     A differentiated tensor that receives no gradient (only piecewise-constant ops lie between it
     and the loss) gets zeros.
 
-    ``accumulate``: "sum" (one ``add_<k>`` per tensor with k parts) or "running" (each part added
-    as it arrives); None: the mode of the enclosing ``gradient_accumulation`` block, else "sum".
+    ``accumulate``: "batched" (as "sum", but parts that batch are one op: batched_parts.py), "sum"
+    (one ``add_<k>`` per tensor with k parts) or "running" (each part added as it arrives); None: the
+    mode of the enclosing ``gradient_accumulation`` block, else "batched".
 
     Raises GraphError for a non-scalar loss, a ``wrt`` tensor the loss does not depend on, and
     an op on the way without a gradient rule.
     """
-    running = (_accumulate.get() if accumulate is None else _check_mode(accumulate)) == "running"
+    mode = (_accumulate.get() or "batched") if accumulate is None else _check_mode(accumulate)
     loss_op = _check_loss(graph, loss)
     forward = [op for op in graph.ops[: loss_op.id + 1] if op.phase == "forward"]
     reaches = _reaching(forward, loss)
@@ -90,7 +99,7 @@ def grad(graph: Graph, loss: GTensor, wrt: Iterable[GTensor] | None = None, *,
         seed = ops.fill_like(loss, value=1.0, name="seed")
     graph.mark_gradient(seed, of=loss)
     total: dict[int, GTensor] = {loss.id: seed}  # tensor id -> its whole gradient, once every part exists
-    acc = _Parts(graph, active, origin, running)
+    acc = _Parts(graph, active, origin, mode)
 
     for op in reversed(active):
         g = total.get(op.output.id)  # final: every consumer of the output came later
@@ -234,9 +243,10 @@ def _materialize(graph: Graph, d: Deferred) -> GTensor:
 class _Parts:
     """The gradient parts of each tensor, summed into its gradient once its last consumer has run."""
 
-    def __init__(self, graph: Graph, active: list[GOp], origin: dict[int, str], running: bool = False):
+    def __init__(self, graph: Graph, active: list[GOp], origin: dict[int, str], mode: str = "batched"):
         self.graph = graph
-        self.running = running
+        self.running = mode == "running"
+        self.batched = mode == "batched"
         self.sums: dict[int, int] = {}  # tensor id -> running adds so far
         self.pending: dict[int, int] = {}  # tensor id -> input slots of active ops not yet run
         for op in active:
@@ -249,7 +259,7 @@ class _Parts:
 
     def batchable(self, t: GTensor) -> bool:
         """Whether t's gradient parts may be batched (several parts, summed at once)."""
-        return not self.running and self.slots.get(t.id, 0) > 1
+        return self.batched and self.slots.get(t.id, 0) > 1
 
     def add(self, op: GOp, needed: list[bool], grads: list) -> dict[int, GTensor]:
         """Record the parts op's rule returned; returns {tensor id: gradient} for the inputs it completes."""

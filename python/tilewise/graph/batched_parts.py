@@ -6,8 +6,9 @@ with K = batch per step, then a sum that reads T weight-sized tensors) and T ``u
 step gradients (each as large as the whole sequence: O(T²) memory traffic for the sum). Batched,
 they are what PyTorch computes:
 
-* Σ_t a_tᵀ b_t = concat(a_t)ᵀ concat(b_t), the concatenation along the contracted axis: one GEMM
-  with K = T · batch (when the operands are smaller than the parts: few rows against a weight);
+* Σ_t a_tᵀ b_t = stack(a_t)ᵀ stack(b_t), contracted over rows and steps (``linear_grad_weight``):
+  one GEMM with K = T · batch (when the operands are smaller than the parts: few rows against a
+  weight);
 * Σ_t unselect(g_t, index=t) over every index of the axis = stack(g_t): O(T).
 
 Autodiff defers a rule's result of either kind (``defer``) when its input's gradient has several
@@ -59,14 +60,18 @@ def batch(parts: list[Deferred]) -> GTensor | None:
 
 def _products(parts: list[Deferred]) -> GTensor | None:
     a, b = [p.operands[0] for p in parts], [p.operands[1] for p in parts]
-    if len({x.shape[1:] for x in a}) > 1 or len({x.shape[1:] for x in b}) > 1:
+    if len({x.shape for x in a}) > 1 or len({x.shape for x in b}) > 1:
         return None
-    # The concatenations copy the operands where the sum reads the parts: batch only when that moves
-    # less (an RNN step's few rows against its weight), not for a weight shared by two large layers.
+    # The stacks copy the operands where the sum reads the parts: batch only when that moves less (an
+    # RNN step's few rows against its weight), not for a weight shared by two large layers.
     if sum(x.elements for x in a + b) > sum(p.t.elements for p in parts):
         return None
-    concat = nary("concat", len(parts))
-    return ops.matmul_tn(concat(*a, axis=0, name="lhs"), concat(*b, axis=0, name="rhs"), name="sum")
+    # Stacked on a new axis 1, not concatenated along axis 0: a step's rows split over devices (by
+    # batch) stay where they are, and the contracted axes are (rows, steps).
+    stack = nary("stack", len(parts))
+    lhs = stack(*a, axis=1, inner=a[0].shape[-1], name="lhs")
+    rhs = stack(*b, axis=1, inner=b[0].shape[-1], name="rhs")
+    return ops.linear_grad_weight(lhs, rhs, name="sum")
 
 
 def _slices(parts: list[Deferred]) -> GTensor | None:
