@@ -167,7 +167,7 @@ def test_running_accumulation_trains_a_zoo_model_as_the_one_sum_does():
     with tw.graph.autodiff.gradient_accumulation("running"):
         assert not [o for o in tw.models.get("rnn-2-16", **rnn).ops if o.type.startswith("add_")]
     assert [o for o in tw.models.get("rnn-2-16", **rnn).ops if o.type.startswith("add_")]
-    with pytest.raises(tw.GraphError, match="accumulate must be one of 'sum', 'running'"):
+    with pytest.raises(tw.GraphError, match="accumulate must be one of 'batched', 'sum', 'running'"):
         tw.models.get("mlp-2-8", batch=2, accumulate="chain")
 
 

@@ -273,8 +273,12 @@ def test_lstm_is_unrolled_with_step_tags():
     g = check_against_torch(LanguageModel().eval(), torch.randint(0, 20, (2, 3)))
     cells = [op for op in g.ops if op.type == "lstm_cell"]
     assert len(cells) == 6  # 2 layers x 3 steps
-    # The k-th op of every step of a layer shares an unroll key, for coarsening (Tofu 5.1).
-    assert {op.unroll_key for op in cells if op.name.startswith("lstm.l0.")} == {"lstm.lstm.l0/1"}
+    # The k-th op of every step of a layer shares an unroll key, for coarsening (Tofu 5.1): a step is
+    # its rows of the input projection (select), linear of h, add, lstm_cell, lstm_hidden.
+    assert {op.unroll_key for op in cells if op.name.startswith("lstm.l0.")} == {"lstm.lstm.l0/3"}
+    # Each layer projects its whole input sequence in one op, outside the steps, as PyTorch does.
+    projections = [op for op in g.ops if op.name.endswith("input_projection")]
+    assert [(op.type, op.unroll_key) for op in projections] == [("linear", "")] * 2
 
 
 @needs_torch

@@ -16,6 +16,9 @@ parts are alive until the sum runs (a running sum keeps one); a runtime may stil
 part is added to a running total as soon as it exists (k - 1 ``add``s, ``grad/<tensor>.sum<i>``),
 so one part is alive at a time: PyTorch's autograd and MXNet beyond 8 parts do this, and swapping
 needs it (an RNN's weight gradient summed over 20 steps at once holds 20 copies of the weight).
+The default, "batched", is "sum" but for parts that are all weight-gradient products or all slices of
+one axis: they become one batched op (batched_parts.py), an RNN's weight gradient one GEMM over every
+time step. The model zoo keeps "sum": its graphs are the papers' (MXNet sums the steps' parts).
 
 A gradient tensor records the one tensor it is the gradient of (``grad_of``). A rule may return
 one tensor for several inputs (``add`` returns its output's gradient for both): one input keeps
@@ -33,12 +36,20 @@ from collections.abc import Iterable, Iterator
 
 from .._core import GraphError, ShapeError, TDLError
 from ..tdl.registry import nary, ops
+from .batched_parts import Deferred, batch, defer
 from .graph import GOp, Graph, GTensor
 from .replay import Scratch
 
-#: How gradient parts are summed: "sum" (one ``add_<k>`` once every part exists) or "running".
-ACCUMULATE_MODES = ("sum", "running")
-_accumulate: contextvars.ContextVar[str] = contextvars.ContextVar("tilewise_accumulate", default="sum")
+#: How gradient parts are summed: "batched" (the default: parts of a kind with a batched form as one
+#: op, batched_parts.py; the others as "sum"), "sum" (one ``add_<k>`` once every part exists) or
+#: "running" (each part added as it arrives).
+ACCUMULATE_MODES = ("batched", "sum", "running")
+_accumulate: contextvars.ContextVar[str | None] = contextvars.ContextVar("tilewise_accumulate", default=None)
+
+
+def accumulation_mode() -> str | None:
+    """The mode of the enclosing ``gradient_accumulation`` block; None outside any."""
+    return _accumulate.get()
 
 
 @contextlib.contextmanager
@@ -69,13 +80,14 @@ def grad(graph: Graph, loss: GTensor, wrt: Iterable[GTensor] | None = None, *,
     A differentiated tensor that receives no gradient (only piecewise-constant ops lie between it
     and the loss) gets zeros.
 
-    ``accumulate``: "sum" (one ``add_<k>`` per tensor with k parts) or "running" (each part added
-    as it arrives); None: the mode of the enclosing ``gradient_accumulation`` block, else "sum".
+    ``accumulate``: "batched" (as "sum", but parts that batch are one op: batched_parts.py), "sum"
+    (one ``add_<k>`` per tensor with k parts) or "running" (each part added as it arrives); None: the
+    mode of the enclosing ``gradient_accumulation`` block, else "batched".
 
     Raises GraphError for a non-scalar loss, a ``wrt`` tensor the loss does not depend on, and
     an op on the way without a gradient rule.
     """
-    running = (_accumulate.get() if accumulate is None else _check_mode(accumulate)) == "running"
+    mode = (_accumulate.get() or "batched") if accumulate is None else _check_mode(accumulate)
     loss_op = _check_loss(graph, loss)
     forward = [op for op in graph.ops[: loss_op.id + 1] if op.phase == "forward"]
     reaches = _reaching(forward, loss)
@@ -87,14 +99,14 @@ def grad(graph: Graph, loss: GTensor, wrt: Iterable[GTensor] | None = None, *,
         seed = ops.fill_like(loss, value=1.0, name="seed")
     graph.mark_gradient(seed, of=loss)
     total: dict[int, GTensor] = {loss.id: seed}  # tensor id -> its whole gradient, once every part exists
-    acc = _Parts(graph, active, origin, running)
+    acc = _Parts(graph, active, origin, mode)
 
     for op in reversed(active):
         g = total.get(op.output.id)  # final: every consumer of the output came later
         needed = [t.id in origin for t in op.inputs]
         grads = [None] * len(needed)
         if g is not None and any(needed):  # g None: every path to the loss has a zero gradient (argmax, sign)
-            grads = _call_rule(graph, op, g, needed, origin)
+            grads = _call_rule(graph, op, g, needed, origin, [acc.batchable(t) for t in op.inputs])
         total.update(acc.add(op, needed, grads))
 
     result: dict[str, GTensor] = {}
@@ -164,8 +176,11 @@ def _origins(forward: list[GOp], targets: list[GTensor]) -> dict[int, str]:
 # ----- building the backward ops ---------------------------------------------------------
 
 
-def _call_rule(graph: Graph, op: GOp, g: GTensor, needed: list[bool], origin: dict[int, str]) -> list:
-    """The gradients of op's inputs (None where not needed or zero), added to the graph."""
+def _call_rule(graph: Graph, op: GOp, g: GTensor, needed: list[bool], origin: dict[int, str],
+               batchable: list[bool]) -> list:
+    """The gradients of op's inputs (None where not needed or zero), added to the graph; where
+    ``batchable`` (the input's gradient has several parts), a result of a kind with a batched sum is
+    left out of the graph as a ``Deferred`` (batched_parts.py)."""
     applied = op.op
     rule = applied.grad_fn
     inputs = op.inputs
@@ -181,8 +196,11 @@ def _call_rule(graph: Graph, op: GOp, g: GTensor, needed: list[bool], origin: di
     except (GraphError, ShapeError, TDLError) as e:
         raise type(e)(f"in the gradient rule of op '{op.name}' ({op.type}): {e}") from e
     res = _check_rule_result(op, applied.inputs, s, res)
+    wanted = [r if n else None for r, n in zip(res, needed)]
+    deferred = [defer(s, wanted, k, op) if batchable[k] else None for k in range(len(wanted))]
     with graph.phase("backward", forward_op=op), graph.scope(f"grad/{op.name}"), _unrolled(graph, op):
-        return s.copy([r if n else None for r, n in zip(res, needed)])
+        copied = s.copy([None if d is not None else r for r, d in zip(wanted, deferred)])
+    return [c if d is None else d for c, d in zip(copied, deferred)]
 
 
 def _check_rule_result(op: GOp, names: tuple, s: Scratch, res) -> list:
@@ -215,20 +233,33 @@ def _unrolled(graph: Graph, op: GOp, suffix: str = ""):
         yield
 
 
+def _materialize(graph: Graph, d: Deferred) -> GTensor:
+    """A deferred result as the one op the rule built, named and keyed as its copy would have been."""
+    op = d.op
+    with graph.phase("backward", forward_op=op), graph.scope(f"grad/{op.name}"), _unrolled(graph, op):
+        return d.scratch.copy([d.t])[0]
+
+
 class _Parts:
     """The gradient parts of each tensor, summed into its gradient once its last consumer has run."""
 
-    def __init__(self, graph: Graph, active: list[GOp], origin: dict[int, str], running: bool = False):
+    def __init__(self, graph: Graph, active: list[GOp], origin: dict[int, str], mode: str = "batched"):
         self.graph = graph
-        self.running = running
+        self.running = mode == "running"
+        self.batched = mode == "batched"
         self.sums: dict[int, int] = {}  # tensor id -> running adds so far
         self.pending: dict[int, int] = {}  # tensor id -> input slots of active ops not yet run
         for op in active:
             for t in op.inputs:
                 if t.id in origin:
                     self.pending[t.id] = self.pending.get(t.id, 0) + 1
+        self.slots = dict(self.pending)  # tensor id -> input slots of active ops reading it
         self.parts: dict[int, list[tuple[GTensor, GOp, int]]] = {}  # tensor id -> (part, op, input slot)
         self.kept: set[tuple[int, int]] = set()  # (part id, op id): an input of op has the part as its gradient
+
+    def batchable(self, t: GTensor) -> bool:
+        """Whether t's gradient parts may be batched (several parts, summed at once)."""
+        return self.batched and self.slots.get(t.id, 0) > 1
 
     def add(self, op: GOp, needed: list[bool], grads: list) -> dict[int, GTensor]:
         """Record the parts op's rule returned; returns {tensor id: gradient} for the inputs it completes."""
@@ -264,6 +295,16 @@ class _Parts:
     def _total(self, t: GTensor, parts: list) -> GTensor:
         graph = self.graph
         part, op, k = parts[-1]
+        deferred = [p for p, _, _ in parts if isinstance(p, Deferred)]
+        batched = None
+        if len(parts) > 1 and len(deferred) == len(parts):
+            with graph.phase("backward"), graph.scope(f"grad/{t.name}"), _unrolled(graph, op, f"/sum{k}"):
+                batched = batch(deferred)
+        if batched is not None:
+            graph.mark_gradient(batched, of=t)
+            return batched
+        parts = [(_materialize(graph, p) if isinstance(p, Deferred) else p, o, j) for p, o, j in parts]
+        part = parts[-1][0]
         if len(parts) > 1:
             with graph.phase("backward"), graph.scope(f"grad/{t.name}"), _unrolled(graph, op, f"/sum{k}"):
                 s = nary("add", len(parts))(*[p for p, _, _ in parts], name="sum")

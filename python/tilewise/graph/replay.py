@@ -64,6 +64,19 @@ class Scratch:
     def owns(self, t) -> bool:
         return isinstance(t, GTensor) and t.graph is self.scratch
 
+    def direct_operands(self, t: GTensor) -> list[GTensor] | None:
+        """The real tensors the op producing scratch tensor ``t`` reads, when it reads only mirrors
+        (so copying ``t`` needs that one op); None otherwise."""
+        p = t.producer
+        if p is None:
+            return None
+        real = [self._real.get(i.id) for i in p.inputs]
+        return None if any(r is None for r in real) else real
+
+    def computes(self, wanted: Sequence[GTensor | None], t: GTensor) -> bool:
+        """Whether copying ``wanted`` would copy the op producing scratch tensor ``t``."""
+        return t.producer is not None and t.producer.id in self._needed_ops(wanted)
+
     def copy(self, wanted: Sequence[GTensor | None], names: Sequence[str | None] | None = None) -> list:
         """Add to the real graph the ops the ``wanted`` scratch tensors depend on, in order.
 

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 
 from .. import optim
 from .._core import GraphError
+from ..graph.autodiff import accumulation_mode
 from ..graph.graph import Graph
 from ..graph.trace import placeholder, trace
 from ..nn import functional as F
@@ -59,5 +60,7 @@ def build(model: Callable, inputs: Sequence[tuple], *, label: tuple | None, loss
 
 def _trace(model, inputs, label, loss_fn, optimizer, name) -> Graph:
     phs = [placeholder(spec[1], name=spec[0], dtype=spec[2] if len(spec) > 2 else "float32") for spec in inputs]
+    # The papers' graphs sum each gradient's parts (MXNet's unrolled RNN adds its steps' weight
+    # gradients), not tw.grad's batched default: their plans and figures stay comparable.
     return trace(model, *phs, loss=loss_fn, label=placeholder(label, name="label"),
-                 optimizer=make_optimizer(optimizer), name=name)
+                 optimizer=make_optimizer(optimizer), name=name, accumulate=accumulation_mode() or "sum")

@@ -99,8 +99,8 @@ def parse(name: str) -> tuple[str, dict]:
 
 def get(name: str, batch: int | None = None, *, accumulate: str | None = None, **kwargs):
     """The graph of the named model (training graph unless ``train=False``); ``kwargs`` go to the builder.
-    ``accumulate``: how gradient parts are summed, "sum" or "running" (``tw.grad``; swapping wants
-    "running")."""
+    ``accumulate``: how gradient parts are summed, "sum" (the default here: the papers' graphs),
+    "running" (swapping wants it) or "batched" (``tw.grad``'s default)."""
     family, args = parse(name)
     import inspect
 

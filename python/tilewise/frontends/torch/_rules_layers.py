@@ -359,9 +359,12 @@ def _unrolled(ctx, a, kind, states, cell):
     """A multi-layer recurrent layer unrolled over time (tagged for coarsening), shared by LSTM and GRU.
 
     ``states``: the initial states, (layers * directions, batch, hidden) each (h first);
-    ``cell(layer, x, states, weights)`` returns the new states of one time step. A bidirectional
-    layer runs a second chain over the reversed sequence; its outputs are concatenated with the
-    forward ones at each time step. Returns the output sequence and the final states, each stacked.
+    ``cell(layer, p, states, w_hh, b_hh)`` returns the new states of one time step from ``p``, the
+    step's input projection x W_ih^T + b_ih. As PyTorch does, a layer projects its whole input
+    sequence in one ``linear`` (one GEMM with batch * steps rows, and so are its input and weight
+    gradients) and each step selects its rows. A bidirectional layer runs a second chain over the
+    reversed sequence; its outputs are concatenated with the forward ones at each time step. Returns
+    the output sequence and the final states, each stacked.
     """
     dirs = 2 if a.bidirectional else 1
     layers = int(a.num_layers)
@@ -375,37 +378,43 @@ def _unrolled(ctx, a, kind, states, cell):
     time_axis = 1 if a.batch_first else 0
     steps = ctx.shape(x)[time_axis]
     hidden = ctx.shape(states[0])[-1]
-    xs = [ctx.emit(T.select, x, axis=time_axis, index=t) for t in range(steps)]
+    width = hidden * dirs
+    seq, xs = x, None  # a layer's input sequence; its time steps (after the first layer)
     finals = [[] for _ in states]
     for layer in range(layers):
+        if xs is not None:
+            seq = _stack(ctx, xs, time_axis, width)
         per_dir = []
         for d in range(dirs):
             k = layer * dirs + d
-            weights = params[4 * k: 4 * k + 4]
+            w_ih, w_hh, b_ih, b_hh = params[4 * k: 4 * k + 4]
             s = [ctx.emit(T.select, s0, axis=0, index=k) for s0 in states]
             outs = [None] * steps
             suffix = "_reverse" if d else ""
+            proj = ctx.emit(T.linear, seq, w_ih, b_ih, name=f"l{layer}{suffix}.input_projection")
             with ctx.g.unroll(ctx.scoped(f"{ctx.node.name}.l{layer}{suffix}")) as u:
                 for n in range(steps):
                     t = steps - 1 - n if d else n
                     with u.step(n):
-                        s = cell(f"{layer}{suffix}", xs[t], s, weights)
+                        p = ctx.emit(T.select, proj, axis=time_axis, index=t, name=f"l{layer}{suffix}.step_input")
+                        s = cell(f"{layer}{suffix}", p, s, w_hh, b_hh)
                         outs[t] = _dropout(ctx, s[0], a.dropout) if drop and layer < layers - 1 else s[0]
             per_dir.append(outs)
             for final, v in zip(finals, s):
                 final.append(v)
         xs = per_dir[0] if dirs == 1 else [ctx.emit(T.models.concat_op(2), f, b, axis=1)
                                            for f, b in zip(*per_dir)]
-    width = hidden * dirs
     return (_stack(ctx, xs, time_axis, width),) + tuple(_stack(ctx, f, 0, hidden) for f in finals)
 
 
 @rule(aten.lstm.input)
 def _lstm(ctx, a):
-    """unrolled lstm_gates, lstm_cell, lstm_hidden per layer and time step (tagged for coarsening), stacked"""
-    def cell(layer, x, states, weights):  # layer: its number, "_reverse" added for the reverse direction
+    """one input projection per layer; unrolled gates (projection + linear of h), lstm_cell, lstm_hidden
+    per layer and time step (tagged for coarsening), stacked"""
+    def cell(layer, p, states, w_hh, b_hh):  # layer: its number, "_reverse" added for the reverse direction
         h, c = states
-        gates = ctx.emit(T.lstm_gates, x, h, *weights, name=f"l{layer}.lstm_gates")
+        gh = ctx.emit(T.linear, h, w_hh, b_hh, name=f"l{layer}.lstm_hidden_projection")
+        gates = ctx.emit(T.add, p, gh, name=f"l{layer}.lstm_gates")
         c = ctx.emit(T.lstm_cell, gates, c, name=f"l{layer}.lstm_cell")
         return ctx.emit(T.lstm_hidden, gates, c, name=f"l{layer}.lstm_hidden"), c
     return _unrolled(ctx, a, "LSTM", list(a.hx), cell)
@@ -413,11 +422,10 @@ def _lstm(ctx, a):
 
 @rule(aten.gru.input)
 def _gru(ctx, a):
-    """unrolled linear (input and hidden pre-activations) and gru_cell per layer and time step, stacked"""
-    def cell(layer, x, states, weights):
+    """one input projection per layer; unrolled linear (hidden pre-activations) and gru_cell per layer and
+    time step, stacked"""
+    def cell(layer, gi, states, w_hh, b_hh):
         (h,) = states
-        w_ih, w_hh, b_ih, b_hh = weights
-        gi = ctx.emit(T.linear, x, w_ih, b_ih, name=f"l{layer}.gru_input")
         gh = ctx.emit(T.linear, h, w_hh, b_hh, name=f"l{layer}.gru_hidden")
         return (ctx.emit(T.gru_cell, gi, gh, h, name=f"l{layer}.gru_cell"),)
     return _unrolled(ctx, a, "GRU", [a.hx], cell)
