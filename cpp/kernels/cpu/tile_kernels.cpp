@@ -392,7 +392,7 @@ const std::unordered_map<std::string, Entry>& kernel_table() {
       {"upsample_nearest2d_grad", {tile::upsample_nearest2d_grad, {"b", "c", "y", "x", "i", "j"}, "reduction"}},
       {"upsample_nearest2d_hw_grad", {tile::upsample_nearest2d_hw_grad, {"b", "c", "y", "x", "i", "j"}, "reduction"}},
       {"max_pool2d", {tile::max_pool2d, {"b", "c", "y", "x", "i", "j"}, "reduction"}},
-      {"max_pool2d_grad", {tile::max_pool2d_grad, {"b", "c", "h", "w", "i", "j"}, "reduction"}},
+      {"max_pool2d_grad", {tile::max_pool2d_grad, {"b", "c", "h", "w", "i", "j", "u", "v", "q", "r"}, "reduction"}},
       {"avg_pool2d", {tile::avg_pool2d, {"b", "c", "y", "x", "i", "j"}, "reduction"}},
       {"avg_pool2d_grad", {tile::avg_pool2d_grad, {"b", "c", "h", "w", "i", "j"}, "reduction"}},
       {"adaptive_avg_pool2d", {tile::adaptive_avg_pool2d, {"b", "c", "y", "x", "i", "j"}, "reduction"}},
