@@ -201,15 +201,28 @@ def global_avg_pool2d_grad(dy, in_h=1, in_w=1):
 
 
 def _global_max_grad_ref(x, y, dy):
-    hit = x == y[:, :, None, None]
-    return hit * (dy / hit.sum(axis=(2, 3)))[:, :, None, None]
+    dx = np.zeros_like(x)
+    for b, c in np.ndindex(*y.shape):
+        at = _winner(x[b, c], y[b, c])
+        if at is not None:
+            dx[b, c].reshape(-1)[at] = dy[b, c]
+    return dx
 
 
-@tw.op(reference=_global_max_grad_ref, kernel="global_max_pool2d_grad")
+@tw.op(reference=_global_max_grad_ref, out_shape=lambda x, y, dy: tuple(x), kernel="global_max_pool2d_grad")
 def global_max_pool2d_grad(x, y, dy):
-    """Gradient of global_max_pool2d: dy split evenly over the positions equal to the max y."""
-    return lambda b, c, h, w: ((x[b, c, h, w] == y[b, c]) * dy[b, c]
-                               / tw.Sum(lambda i, j: x[b, c, i, j] == y[b, c]))
+    """Gradient of global_max_pool2d: dy to one position, the one torch's adaptive_max_pool2d(x, 1) indices
+    name (the first equal to the max y, row-major; the last NaN when y is NaN), so ties do not share it."""
+    width = x.shape[3]
+
+    def offset(i, j):
+        return tw.index_value(i) * width + tw.index_value(j)
+
+    def f(b, c, h, w):
+        first_max = tw.Min(lambda i, j: tw.where(x[b, c, i, j] == y[b, c], offset(i, j), _INF))
+        nan = tw.Max(lambda q, r: tw.where(x[b, c, q, r] != x[b, c, q, r], offset(q, r), _NEG_INF))
+        return (tw.where(y[b, c] != y[b, c], nan, first_max) == offset(h, w)) * dy[b, c]
+    return f
 
 
 def _with_forward_output(inputs, attrs):

@@ -138,7 +138,8 @@ TEST(TileKernelReduction, MaxPool2dGradRoutesToTheFirstMaximum) {
             if (std::isnan(m) ? std::isnan(xv) : (xv == m && winner < 0)) winner = a * k + e;
           }
         }
-        return winner == v[4] * k + v[5] ? c.inputs[2](at) : 0.0;
+        const double dy = c.inputs[2](at);  // every window reaching the tile, as the kernel reads them
+        return winner == v[4] * k + v[5] ? dy : 0.0;
       });
     }, rng);
   }
@@ -298,20 +299,35 @@ TEST(TileKernelReduction, MaxPool1dAndItsGradient) {
       for (v[3] = c.vars[3].lo; v[3] <= c.vars[3].hi; ++v[3]) m = std::max(m, c.inputs[0]({v[0], v[1], k * v[2] + v[3]}));
       return m;
     }, rng);
-    OpCase g = make_case("max_pool1d_grad", {"b", "c", "i"}, {0, 1, 2}, {n, ch, len},
-                         {{n, ch, len}, {n, ch, windows}, {n, ch, windows}}, rng, -1,
+    OpCase g = make_case("max_pool1d_grad", {"b", "c", "i", "u", "q"}, {0, 1, 2}, {n, ch, len, k, k},
+                         {{n, ch, len}, {n, ch, windows}, {n, ch, windows}}, rng, 3,
                          R"({"kernel": )" + std::to_string(k) + "}");
-    // y: the window maxima of x (so some entries match), dy random.
+    // y: the window maxima of x (x rounded half the time, so windows tie; a NaN now and then), dy random:
+    // each window's dy goes to its first maximum, or its last NaN.
+    if (trial % 2 == 1)
+      for (double& e : g.inputs[0].data) e = std::round(e);
+    if (trial % 5 == 4) g.inputs[0].data[uniform(rng, 0, n * ch * len - 1)] = std::nan("");
     for (int64_t b = 0; b < n; ++b)
       for (int64_t cc = 0; cc < ch; ++cc)
         for (int64_t w = 0; w < windows; ++w) {
           double m = -kInf;
-          for (int64_t t = 0; t < k; ++t) m = std::max(m, g.inputs[0].data[(b * ch + cc) * len + w * k + t]);
+          for (int64_t t = 0; t < k; ++t) {
+            const double e = g.inputs[0].data[(b * ch + cc) * len + w * k + t];
+            m = std::isnan(e) || std::isnan(m) ? std::nan("") : std::max(m, e);
+          }
           g.inputs[1].data[(b * ch + cc) * windows + w] = m;
         }
-    expect_native(g, [k](OpCase& c, Index& v) {
-      const double x = c.inputs[0](v), y = c.inputs[1]({v[0], v[1], v[2] / k});
-      return (x == y ? 1.0 : 0.0) * c.inputs[2]({v[0], v[1], v[2] / k});
+    expect_native(g, [k, windows](OpCase& c, Index& v) {
+      const int64_t o = v[2] / k;
+      if (o >= windows) return 0.0;
+      const double y = c.inputs[1]({v[0], v[1], o});
+      int64_t winner = -1;
+      for (int64_t u = 0; u < k; ++u) {
+        const double x = c.inputs[0]({v[0], v[1], k * o + u});
+        if (std::isnan(y) ? std::isnan(x) : (x == y && winner < 0)) winner = u;
+      }
+      const double dy = c.inputs[2]({v[0], v[1], o});  // read for every element, as the kernel reads it
+      return winner == v[2] - k * o ? dy : 0.0;
     }, rng);
   }
 }

@@ -297,11 +297,13 @@ bool max_pool1d(const TileCall& call, const Attrs& attrs) {
   return true;
 }
 
-// lambda b, c, i: (x[b, c, i] == y[b, c, i / kernel]) dy[b, c, i / kernel]: dy routed to the window's
-// maximum; past the last whole window y and dy read 0.
+// lambda b, c, i: [winner(i / kernel) == i % kernel] dy[b, c, i / kernel], winner(o) the offset in window o
+// torch's indices name: the first input equal to y[b, c, o] (Min over u), the last NaN when y is NaN (Max
+// over q). Past the last whole window y and dy read 0.
 bool max_pool1d_grad(const TileCall& call, const Attrs& attrs) {
   const int64_t k = attrs.integer("kernel", 2);
-  if (!attrs.ok() || k < 1 || call.inputs.size() != 3 || !outputs_first(call, 3) || call.vars.size() != 3)
+  if (!attrs.ok() || k < 1 || call.inputs.size() != 3 || !outputs_first(call, 3) || call.vars.size() != 5 ||
+      call.extents[3] != k || call.extents[4] != k || !full_range(call, 3, 5))
     return false;
   const TileIn &x = call.inputs[0], &y = call.inputs[1], &dy = call.inputs[2];
   const Span b = call.vars[0], c = call.vars[1], i = call.vars[2];
@@ -310,18 +312,30 @@ bool max_pool1d_grad(const TileCall& call, const Attrs& attrs) {
     return false;
   const int64_t windows = y.shape[2];
   const Span read{i.lo / k, std::min(i.hi / k, windows - 1)};
-  if (!holds(x, {b, c, i}) || (read.size() > 0 && (!holds(y, {b, c, read}) || !holds(dy, {b, c, read}))))
+  if (read.size() > 0 && (!holds(x, {b, c, {k * read.lo, k * read.hi + k - 1}}) || !holds(y, {b, c, read}) ||
+                          !holds(dy, {b, c, read})))
     return false;
   float* out = call.out;
   for (int64_t bb = b.lo; bb <= b.hi; ++bb) {
     for (int64_t cc = c.lo; cc <= c.hi; ++cc) {
-      const float* xr = element(x, {bb, cc, i.lo});
+      int64_t window = -1, winner = -1;
+      float yv = 0.0f;
       for (int64_t ii = i.lo; ii <= i.hi; ++ii) {
         const int64_t o = ii / k;
-        const float xv = xr[ii - i.lo];
-        const float yv = o < windows ? *element(y, {bb, cc, o}) : 0.0f;
-        const float dv = o < windows ? *element(dy, {bb, cc, o}) : 0.0f;
-        *out++ = static_cast<float>(xv == yv) * dv;  // the description's product: 0 * Inf is NaN there too
+        if (o >= windows) {
+          *out++ = 0.0f;
+          continue;
+        }
+        if (o != window) {  // find the window's winner once
+          window = o, winner = -1, yv = *element(y, {bb, cc, o});
+          const float* xw = element(x, {bb, cc, k * o});
+          const bool nan = std::isnan(yv);
+          for (int64_t u = 0; u < k && (nan || winner < 0); ++u) {
+            if (nan ? std::isnan(xw[u]) : xw[u] == yv) winner = u;
+          }
+        }
+        // the description's product: 0 * Inf is NaN there too
+        *out++ = static_cast<float>(winner == ii - k * o) * *element(dy, {bb, cc, o});
       }
     }
   }
