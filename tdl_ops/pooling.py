@@ -9,6 +9,7 @@ import tilewise.tdl as tw
 from ._cases import Case
 
 _NEG_INF = float("-inf")
+_INF = float("inf")
 
 
 def _out(n, k, s, p):
@@ -52,19 +53,29 @@ def _avg_pool_ref(x, kernel=2, stride=2, padding=0):
     return _windows(x, kernel, stride, padding, 0.0).sum(axis=(-2, -1)) / (kernel * kernel)
 
 
+def _winner(values, y):
+    """Row-major offset in `values` (a window's in-bounds inputs) that gets the window's gradient, as in
+    torch: the last NaN when the max y is NaN, else the first input equal to y; None when none is."""
+    flat = values.reshape(-1)
+    hits = np.flatnonzero(np.isnan(flat) if np.isnan(y) else flat == y)
+    return None if hits.size == 0 else hits[-1] if np.isnan(y) else hits[0]
+
+
 def _max_pool_grad_ref(x, y, dy, kernel=2, stride=2, padding=0):
     k, s, p = kernel, stride, padding
-    xp = np.pad(x, [(0, 0), (0, 0), (p, p), (p, p)], constant_values=-np.inf)
-    dxp = np.zeros_like(xp)
+    dx = np.zeros_like(x)
     n, c, oh, ow = dy.shape
     for b in range(n):
         for ch in range(c):
             for i in range(oh):
                 for j in range(ow):
-                    win = xp[b, ch, s * i: s * i + k, s * j: s * j + k]
-                    a, e = np.unravel_index(np.argmax(win), win.shape)
-                    dxp[b, ch, s * i + a, s * j + e] += dy[b, ch, i, j]
-    return dxp[:, :, p: p + x.shape[2], p: p + x.shape[3]]
+                    h0, w0 = max(s * i - p, 0), max(s * j - p, 0)
+                    win = x[b, ch, h0: s * i - p + k, w0: s * j - p + k]
+                    at = _winner(win, y[b, ch, i, j])
+                    if at is not None:
+                        a, e = np.unravel_index(at, win.shape)
+                        dx[b, ch, h0 + a, w0 + e] += dy[b, ch, i, j]
+    return dx
 
 
 def _avg_pool_grad_ref(dy, kernel=2, stride=2, padding=0, in_h=0, in_w=0):
@@ -112,15 +123,39 @@ def _(g, x, out, kernel, stride, padding):
     return (avg_pool2d_grad(g, kernel=kernel, stride=stride, padding=padding, in_h=x.shape[2], in_w=x.shape[3]),)
 
 
-@tw.op(reference=_max_pool_grad_ref, kernel="max_pool2d_grad")
+def _winner_offset(x, y, b, c, oh, ow, k, s, p):
+    """The row-major offset i k + j in window (oh, ow) of the input that gets its gradient, as torch
+    picks it: the first input equal to the max y, or the last NaN when y is NaN (NaN wins the max);
+    padded positions never (-inf: they never count). inf when no input qualifies (y not the max)."""
+    def at(u, v, hit, fallback):
+        h, w = s * oh + u - p, s * ow + v - p
+        hit = hit(x[b, c, h, w])
+        if p:
+            hit = hit * _inside(h, x.shape[2]) * _inside(w, x.shape[3])
+        return tw.where(hit, tw.index_value(u) * k + tw.index_value(v), fallback)
+
+    def first(u, v):
+        return at(u, v, lambda e: e == y[b, c, oh, ow], _INF)
+
+    def last_nan(q, r):
+        return at(q, r, lambda e: e != e, _NEG_INF)
+
+    first_max = tw.Min(first, extents=(k, k))
+    nan = tw.Max(last_nan, extents=(k, k))
+    return tw.where(y[b, c, oh, ow] != y[b, c, oh, ow], nan, first_max)
+
+
+@tw.op(reference=_max_pool_grad_ref, out_shape=lambda x, y, dy, kernel=2, stride=2, padding=0: tuple(x),
+       kernel="max_pool2d_grad")
 def max_pool2d_grad(x, y, dy, kernel=2, stride=2, padding=0):
-    """Gradient of max_pool2d: dy routed to the input equal to the window's max y (no ties)."""
+    """Gradient of max_pool2d: each window's dy routed to one input, the one torch's indices name (the
+    first equal to the max y in row-major order; the last NaN when y is NaN), so ties do not share it."""
     k, s, p = kernel, stride, padding
 
     def term(b, c, h, w, i, j):
         oh, ow = (h + p - i) // s, (w + p - j) // s
-        return (_divides(h + p - i, s) * _divides(w + p - j, s)
-                * (x[b, c, h, w] == y[b, c, oh, ow]) * dy[b, c, oh, ow])
+        mine = _winner_offset(x, y, b, c, oh, ow, k, s, p) == tw.index_value(i) * k + tw.index_value(j)
+        return _divides(h + p - i, s) * _divides(w + p - j, s) * mine * dy[b, c, oh, ow]
     return lambda b, c, h, w: tw.Sum(lambda i, j: term(b, c, h, w, i, j), extents=(k, k))
 
 
@@ -166,21 +201,39 @@ def global_avg_pool2d_grad(dy, in_h=1, in_w=1):
 
 
 def _global_max_grad_ref(x, y, dy):
-    hit = x == y[:, :, None, None]
-    return hit * (dy / hit.sum(axis=(2, 3)))[:, :, None, None]
+    dx = np.zeros_like(x)
+    for b, c in np.ndindex(*y.shape):
+        at = _winner(x[b, c], y[b, c])
+        if at is not None:
+            dx[b, c].reshape(-1)[at] = dy[b, c]
+    return dx
 
 
-@tw.op(reference=_global_max_grad_ref, kernel="global_max_pool2d_grad")
+@tw.op(reference=_global_max_grad_ref, out_shape=lambda x, y, dy: tuple(x), kernel="global_max_pool2d_grad")
 def global_max_pool2d_grad(x, y, dy):
-    """Gradient of global_max_pool2d: dy split evenly over the positions equal to the max y."""
-    return lambda b, c, h, w: ((x[b, c, h, w] == y[b, c]) * dy[b, c]
-                               / tw.Sum(lambda i, j: x[b, c, i, j] == y[b, c]))
+    """Gradient of global_max_pool2d: dy to one position, the one torch's adaptive_max_pool2d(x, 1) indices
+    name (the first equal to the max y, row-major; the last NaN when y is NaN), so ties do not share it."""
+    width = x.shape[3]
+
+    def offset(i, j):
+        return tw.index_value(i) * width + tw.index_value(j)
+
+    def f(b, c, h, w):
+        first_max = tw.Min(lambda i, j: tw.where(x[b, c, i, j] == y[b, c], offset(i, j), _INF))
+        nan = tw.Max(lambda q, r: tw.where(x[b, c, q, r] != x[b, c, q, r], offset(q, r), _NEG_INF))
+        return (tw.where(y[b, c] != y[b, c], nan, first_max) == offset(h, w)) * dy[b, c]
+    return f
 
 
 def _with_forward_output(inputs, attrs):
     """max_pool2d_grad inputs: replace y by the true forward output of x."""
     x, _, dy = inputs
     return [x, _max_pool_ref(x, **attrs), dy]
+
+
+def _with_ties(inputs, attrs):
+    """max_pool2d_grad inputs with x rounded to a few values, so windows tie, and y its forward output."""
+    return _with_forward_output([np.round(inputs[0])] + inputs[1:], attrs)
 
 
 _POOLS = [  # (suffix, x shape, attrs)
@@ -199,6 +252,8 @@ def _pool_cases():
         cases.append(Case("avg_pool2d", [xs], attrs, name="avg_pool2d" + suf))
         cases.append(Case("max_pool2d_grad", [xs, out, out], attrs, ("distinct",),
                           name="max_pool2d_grad" + suf, prepare=_with_forward_output))
+        cases.append(Case("max_pool2d_grad", [xs, out, out], attrs, name="max_pool2d_grad_ties" + suf,
+                          prepare=_with_ties))
         cases.append(Case("avg_pool2d_grad", [out], dict(attrs, in_h=xs[2], in_w=xs[3]),
                           name="avg_pool2d_grad" + suf))
     cases.append(Case("max_pool2d", [(1, 2, 5, 5)], {"kernel": 3, "stride": 2, "padding": 1}, ("negative",),

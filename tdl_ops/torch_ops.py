@@ -18,6 +18,7 @@ import tilewise.tdl as tw
 
 from ._cases import Case
 from ._util import np_sigmoid
+from .pooling import _winner
 
 # ---------------------------------------------------------------- GRU
 
@@ -169,16 +170,27 @@ def _(g, x, out, kernel):
 
 
 def _max_pool1d_grad_ref(x, y, dy, kernel=2):
-    up = np.zeros_like(x)
-    m = y.shape[2] * kernel
-    up[:, :, :m] = (x[:, :, :m] == y.repeat(kernel, axis=2)) * dy.repeat(kernel, axis=2)
-    return up
+    dx = np.zeros_like(x)
+    for b, c, o in np.ndindex(*y.shape):
+        at = _winner(x[b, c, kernel * o: kernel * (o + 1)], y[b, c, o])
+        if at is not None:
+            dx[b, c, kernel * o + at] = dy[b, c, o]
+    return dx
 
 
 @tw.op(reference=_max_pool1d_grad_ref, out_shape=lambda x, y, dy, kernel=2: tuple(x), kernel="max_pool1d_grad")
 def max_pool1d_grad(x, y, dy, kernel=2):
-    """Gradient of max_pool1d: dy routed to the inputs equal to their window's max y (no ties)."""
-    return lambda b, c, i: (x[b, c, i] == y[b, c, i // kernel]) * dy[b, c, i // kernel]
+    """Gradient of max_pool1d: each window's dy to one input, the one torch's indices name (the first
+    equal to the max y; the last NaN when y is NaN), so ties do not share it."""
+    def f(b, c, i):
+        o = i // kernel
+        first_max = tw.Min(lambda u: tw.where(x[b, c, kernel * o + u] == y[b, c, o], tw.index_value(u), float("inf")),
+                           extents=(kernel,))
+        nan = tw.Max(lambda q: tw.where(x[b, c, kernel * o + q] != x[b, c, kernel * o + q], tw.index_value(q),
+                                        float("-inf")), extents=(kernel,))
+        winner = tw.where(y[b, c, o] != y[b, c, o], nan, first_max)
+        return (winner == tw.index_value(i % kernel)) * dy[b, c, o]
+    return f
 
 
 def _with_pool_output(inputs, attrs):
@@ -200,4 +212,6 @@ CASES = [
     Case("max_pool1d", [(1, 2, 7)], {"kernel": 3}, ("distinct",), name="max_pool1d_remainder"),
     Case("max_pool1d_grad", [(2, 3, 6), (2, 3, 3), (2, 3, 3)], {"kernel": 2}, ("distinct",),
          prepare=_with_pool_output),
+    Case("max_pool1d_grad", [(2, 3, 7), (2, 3, 2), (2, 3, 2)], {"kernel": 3}, name="max_pool1d_grad_ties",
+         prepare=lambda inputs, attrs: _with_pool_output([np.round(inputs[0])] + inputs[1:], attrs)),
 ]

@@ -533,21 +533,29 @@ TEST(TileKernelSum, WholeRowReductions) {
       return sum_over(c, {1, 2, 3}, v, [&] { return c.inputs[0]({v[1], v[0], v[2], v[3]}); }) /
              static_cast<double>(x[0] * x[2] * x[3]);
     }, rng);
-    OpCase mg = make_case("global_max_pool2d_grad", {"b", "c", "h", "w", "i", "j"}, iota(4),
-                          {x[0], x[1], x[2], x[3], x[2], x[3]}, {x, {x[0], x[1]}, {x[0], x[1]}}, rng, 4);
-    for (double& d : mg.inputs[0].data) d = std::round(d);
+    OpCase mg = make_case("global_max_pool2d_grad", {"b", "c", "h", "w", "i", "j", "q", "r"}, iota(4),
+                          {x[0], x[1], x[2], x[3], x[2], x[3], x[2], x[3]}, {x, {x[0], x[1]}, {x[0], x[1]}}, rng, 4);
+    for (double& d : mg.inputs[0].data) d = std::round(d);  // ties: the first maximum gets dy
+    if (trial % 3 == 2) mg.inputs[0].data[uniform(rng, 0, mg.inputs[0].numel() - 1)] = std::nan("");
     for (int64_t b = 0; b < x[0]; ++b)
       for (int64_t ch = 0; ch < x[1]; ++ch) {
         double m = -kInf;
-        for (int64_t t = 0; t < x[2] * x[3]; ++t) m = std::max(m, mg.inputs[0].data[(b * x[1] + ch) * x[2] * x[3] + t]);
+        for (int64_t t = 0; t < x[2] * x[3]; ++t) {
+          const double e = mg.inputs[0].data[(b * x[1] + ch) * x[2] * x[3] + t];
+          m = std::isnan(e) || std::isnan(m) ? std::nan("") : std::max(m, e);
+        }
         mg.inputs[1].data[b * x[1] + ch] = m;
       }
     expect_native(mg, [&](OpCase& c, Index& v) {
       const double y = c.inputs[1]({v[0], v[1]});
-      double count = 0;
+      int64_t winner = -1;
       for (int64_t i = 0; i < x[2]; ++i)
-        for (int64_t j = 0; j < x[3]; ++j) count += c.inputs[0]({v[0], v[1], i, j}) == y;
-      return (c.inputs[0]({v[0], v[1], v[2], v[3]}) == y ? 1.0 : 0.0) * c.inputs[2]({v[0], v[1]}) / count;
+        for (int64_t j = 0; j < x[3]; ++j) {
+          const double e = c.inputs[0]({v[0], v[1], i, j});
+          if (std::isnan(y) ? std::isnan(e) : (e == y && winner < 0)) winner = i * x[3] + j;
+        }
+      const double dy = c.inputs[2]({v[0], v[1]});  // read for every element, as the kernel reads it
+      return winner == v[2] * x[3] + v[3] ? dy : 0.0;
     }, rng);
     OpCase bg = make_case("batch_norm_mean_grad", {"b", "c", "h", "w"}, iota(4), x, {{x[1]}, x}, rng);
     expect_native(bg, [&](OpCase& c, Index& v) {

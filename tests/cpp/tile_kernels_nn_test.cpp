@@ -90,37 +90,56 @@ TEST(TileKernelReduction, MaxPool2dPaddedAndPartialWindows) {
   }
 }
 
-// y = max_pool2d(x) (so that x == y happens), dy random: the gradient routes dy to the maxima.
-TEST(TileKernelReduction, MaxPool2dGradRoutesToTheMaxima) {
+// y = max_pool2d(x) (so that x == y happens), dy random: each window's dy goes to one input, the one
+// torch's indices name: the first maximum in row-major order (x rounded to a few values half the time,
+// so windows tie), the last NaN when the window holds NaN (a NaN now and then).
+TEST(TileKernelReduction, MaxPool2dGradRoutesToTheFirstMaximum) {
   std::mt19937 rng(26);
-  for (int trial = 0; trial < 40; ++trial) {
+  for (int trial = 0; trial < 60; ++trial) {
     const int64_t k = uniform(rng, 1, 3), s = uniform(rng, 1, 3), p = uniform(rng, 0, k / 2);
     const int64_t n = uniform(rng, 1, 2), ch = uniform(rng, 1, 3), h = uniform(rng, k, 9), w = uniform(rng, k, 9);
     const int64_t oh = (h + 2 * p - k) / s + 1, ow = (w + 2 * p - k) / s + 1;
     char attrs[96];
     std::snprintf(attrs, sizeof attrs, R"({"kernel": %lld, "padding": %lld, "stride": %lld})", (long long)k,
                   (long long)p, (long long)s);
-    OpCase c = make_case("max_pool2d_grad", {"b", "c", "h", "w", "i", "j"}, {0, 1, 2, 3}, {n, ch, h, w, k, k},
-                         {{n, ch, h, w}, {n, ch, oh, ow}, {n, ch, oh, ow}}, rng, -1, attrs);
+    OpCase c = make_case("max_pool2d_grad", {"b", "c", "h", "w", "i", "j", "u", "v", "q", "r"}, {0, 1, 2, 3},
+                         {n, ch, h, w, k, k, k, k, k, k}, {{n, ch, h, w}, {n, ch, oh, ow}, {n, ch, oh, ow}}, rng, 6,
+                         attrs);
     Tensor &x = c.inputs[0], &y = c.inputs[1];
+    if (trial % 2 == 1) {
+      for (double& e : x.data) e = std::round(e);
+    }
+    if (trial % 5 == 4) x.data[uniform(rng, 0, x.numel() - 1)] = std::nan("");
     for (int64_t e = 0; e < y.numel(); ++e) {
       int64_t xx = e % ow, yy = (e / ow) % oh, cc = (e / (ow * oh)) % ch, bb = e / (ow * oh * ch);
       double m = -kInf;
       for (int64_t i = 0; i < k; ++i) {
         for (int64_t j = 0; j < k; ++j) {
           int64_t hh = s * yy + i - p, ww = s * xx + j - p;
-          if (hh >= 0 && hh < h && ww >= 0 && ww < w) m = std::max(m, x.data[((bb * ch + cc) * h + hh) * w + ww]);
+          if (hh < 0 || hh >= h || ww < 0 || ww >= w) continue;
+          const double v = x.data[((bb * ch + cc) * h + hh) * w + ww];
+          m = std::isnan(v) || std::isnan(m) ? std::nan("") : std::max(m, v);
         }
       }
       y.data[e] = m;
     }
     expect_native(c, [=](OpCase& c, Index& v) {
-      const double xv = c.inputs[0]({v[0], v[1], v[2], v[3]});  // read at every output position
       return sum_over(c, {4, 5}, v, [&] {
         int64_t th = v[2] + p - v[4], tw = v[3] + p - v[5];
-        if (th % s != 0 || tw % s != 0) return 0.0;
+        if (th < 0 || tw < 0 || th % s != 0 || tw % s != 0 || th / s >= oh || tw / s >= ow) return 0.0;
         Index at = {v[0], v[1], th / s, tw / s};
-        return (xv == c.inputs[1](at) ? 1.0 : 0.0) * c.inputs[2](at);
+        const double m = c.inputs[1](at);
+        int64_t winner = -1;  // row-major offset in the window
+        for (int64_t a = 0; a < k; ++a) {
+          for (int64_t e = 0; e < k; ++e) {
+            int64_t hh = s * at[2] + a - p, ww = s * at[3] + e - p;
+            if (hh < 0 || hh >= h || ww < 0 || ww >= w) continue;
+            const double xv = c.inputs[0]({v[0], v[1], hh, ww});
+            if (std::isnan(m) ? std::isnan(xv) : (xv == m && winner < 0)) winner = a * k + e;
+          }
+        }
+        const double dy = c.inputs[2](at);  // every window reaching the tile, as the kernel reads them
+        return winner == v[4] * k + v[5] ? dy : 0.0;
       });
     }, rng);
   }
@@ -280,20 +299,35 @@ TEST(TileKernelReduction, MaxPool1dAndItsGradient) {
       for (v[3] = c.vars[3].lo; v[3] <= c.vars[3].hi; ++v[3]) m = std::max(m, c.inputs[0]({v[0], v[1], k * v[2] + v[3]}));
       return m;
     }, rng);
-    OpCase g = make_case("max_pool1d_grad", {"b", "c", "i"}, {0, 1, 2}, {n, ch, len},
-                         {{n, ch, len}, {n, ch, windows}, {n, ch, windows}}, rng, -1,
+    OpCase g = make_case("max_pool1d_grad", {"b", "c", "i", "u", "q"}, {0, 1, 2}, {n, ch, len, k, k},
+                         {{n, ch, len}, {n, ch, windows}, {n, ch, windows}}, rng, 3,
                          R"({"kernel": )" + std::to_string(k) + "}");
-    // y: the window maxima of x (so some entries match), dy random.
+    // y: the window maxima of x (x rounded half the time, so windows tie; a NaN now and then), dy random:
+    // each window's dy goes to its first maximum, or its last NaN.
+    if (trial % 2 == 1)
+      for (double& e : g.inputs[0].data) e = std::round(e);
+    if (trial % 5 == 4) g.inputs[0].data[uniform(rng, 0, n * ch * len - 1)] = std::nan("");
     for (int64_t b = 0; b < n; ++b)
       for (int64_t cc = 0; cc < ch; ++cc)
         for (int64_t w = 0; w < windows; ++w) {
           double m = -kInf;
-          for (int64_t t = 0; t < k; ++t) m = std::max(m, g.inputs[0].data[(b * ch + cc) * len + w * k + t]);
+          for (int64_t t = 0; t < k; ++t) {
+            const double e = g.inputs[0].data[(b * ch + cc) * len + w * k + t];
+            m = std::isnan(e) || std::isnan(m) ? std::nan("") : std::max(m, e);
+          }
           g.inputs[1].data[(b * ch + cc) * windows + w] = m;
         }
-    expect_native(g, [k](OpCase& c, Index& v) {
-      const double x = c.inputs[0](v), y = c.inputs[1]({v[0], v[1], v[2] / k});
-      return (x == y ? 1.0 : 0.0) * c.inputs[2]({v[0], v[1], v[2] / k});
+    expect_native(g, [k, windows](OpCase& c, Index& v) {
+      const int64_t o = v[2] / k;
+      if (o >= windows) return 0.0;
+      const double y = c.inputs[1]({v[0], v[1], o});
+      int64_t winner = -1;
+      for (int64_t u = 0; u < k; ++u) {
+        const double x = c.inputs[0]({v[0], v[1], k * o + u});
+        if (std::isnan(y) ? std::isnan(x) : (x == y && winner < 0)) winner = u;
+      }
+      const double dy = c.inputs[2]({v[0], v[1], o});  // read for every element, as the kernel reads it
+      return winner == v[2] - k * o ? dy : 0.0;
     }, rng);
   }
 }

@@ -50,42 +50,59 @@ bool max_pool2d(const TileCall& call, const Attrs& attrs) {
   return true;
 }
 
-// lambda b, c, h, w: Sum(i, j: [s | h + p - i] [s | w + p - j] (x[b, c, h, w] == y[b, c, oh, ow]) dy[b, c, oh, ow])
-// with oh = (h + p - i) / s, ow likewise: dy routed to the inputs equal to their window's max.
+// lambda b, c, h, w: Sum(i, j: [s | h + p - i] [s | w + p - j] [winner(oh, ow) == i k + j] dy[b, c, oh, ow])
+// with oh = (h + p - i) / s, ow likewise, and winner(oh, ow) the row-major offset of the one input that
+// gets the window's gradient, the index torch's max_pool2d reports: the first in-bounds input equal to
+// y[b, c, oh, ow] (Min over u, v), the last NaN when y is NaN (Max over q, r). Ties do not share dy.
+// Walks each window that reaches the tile once and routes its dy to its winner when the winner lies in
+// the tile, at an offset inside the partial range of i, j.
 bool max_pool2d_grad(const TileCall& call, const Attrs& attrs) {
   const int64_t k = attrs.integer("kernel", 2), s = attrs.integer("stride", 2), p = attrs.integer("padding", 0);
   if (!attrs.ok() || k < 1 || s < 1 || p < 0 || call.inputs.size() != 3) return false;
-  if (!outputs_first(call, 4)) return false;
-  if (call.extents[4] != k || call.extents[5] != k) return false;
+  if (!outputs_first(call, 4) || call.vars.size() != 10) return false;
+  for (int v = 4; v < 10; ++v) {
+    if (call.extents[v] != k) return false;
+  }
+  if (!full_range(call, 6, 10)) return false;
   const Span b = call.vars[0], c = call.vars[1], h = call.vars[2], w = call.vars[3], i = call.vars[4],
              j = call.vars[5];
   const TileIn &xin = call.inputs[0], &yin = call.inputs[1], &dyin = call.inputs[2];
   if (xin.shape.size() != 4 || yin.shape.size() != 4 || dyin.shape != yin.shape) return false;
+  const int64_t H = xin.shape[2], W = xin.shape[3], OH = yin.shape[2], OW = yin.shape[3];
+  if (h.hi >= H || w.hi >= W) return false;
   const Window win{s, p, 1};
-  const int64_t OH = yin.shape[2], OW = yin.shape[3];
-  const std::vector<Span> outs = {b, c, win.readers(h, i, OH), win.readers(w, j, OW)};
+  const Span oh = win.readers(h, i, OH), ow = win.readers(w, j, OW), whole{0, k - 1};
   View4 x, y, dy;
-  if (!view4(xin, {b, c, h, w}, &x) || !view4(yin, outs, &y) || !view4(dyin, outs, &dy) || h.hi >= xin.shape[2] ||
-      w.hi >= xin.shape[3]) {
+  const bool any = oh.size() > 0 && ow.size() > 0;
+  if (any && (!view4(xin, {b, c, win.reads(oh, whole, H), win.reads(ow, whole, W)}, &x) ||
+              !view4(yin, {b, c, oh, ow}, &y) || !view4(dyin, {b, c, oh, ow}, &dy))) {
     return false;
   }
   float* out = call.out;
+  std::fill(out, out + output_size(call), 0.0f);
+  if (!any) return true;
+  const int64_t sw = w.size(), sh = h.size() * sw, sc = c.size() * sh;
   for (int64_t bb = b.lo; bb <= b.hi; ++bb) {
     for (int64_t cc = c.lo; cc <= c.hi; ++cc) {
-      for (int64_t hh = h.lo; hh <= h.hi; ++hh) {
-        for (int64_t ww = w.lo; ww <= w.hi; ++ww) {
-          const float xv = *x.at(bb, cc, hh, ww);
-          double acc = 0;
-          for (int64_t ii = i.lo; ii <= i.hi; ++ii) {
-            const int64_t th = hh + p - ii;
-            if (th < 0 || th % s != 0 || th / s >= OH) continue;  // reads outside y, dy are 0
-            for (int64_t jj = j.lo; jj <= j.hi; ++jj) {
-              const int64_t tw = ww + p - jj;
-              if (tw < 0 || tw % s != 0 || tw / s >= OW) continue;
-              if (xv == *y.at(bb, cc, th / s, tw / s)) acc += *dy.at(bb, cc, th / s, tw / s);
+      for (int64_t o1 = oh.lo; o1 <= oh.hi; ++o1) {
+        for (int64_t o2 = ow.lo; o2 <= ow.hi; ++o2) {
+          const float yv = *y.at(bb, cc, o1, o2);
+          const bool nan = std::isnan(yv);
+          int64_t wu = -1, wv = -1;
+          for (int64_t u = 0; u < k && (nan || wu < 0); ++u) {
+            const int64_t hh = win.in(o1, u);
+            if (hh < 0 || hh >= H) continue;
+            for (int64_t v = 0; v < k && (nan || wu < 0); ++v) {
+              const int64_t ww = win.in(o2, v);
+              if (ww < 0 || ww >= W) continue;
+              const float xv = *x.at(bb, cc, hh, ww);
+              if (nan ? std::isnan(xv) : xv == yv) wu = u, wv = v;
             }
           }
-          *out++ = static_cast<float>(acc);
+          const int64_t hh = win.in(o1, wu), ww = win.in(o2, wv);
+          if (wu < i.lo || wu > i.hi || wv < j.lo || wv > j.hi || hh < h.lo || hh > h.hi || ww < w.lo || ww > w.hi)
+            continue;  // no winner (wu = -1), or one outside this tile or partial range
+          out[(bb - b.lo) * sc + (cc - c.lo) * sh + (hh - h.lo) * sw + (ww - w.lo)] += *dy.at(bb, cc, o1, o2);
         }
       }
     }
@@ -280,11 +297,13 @@ bool max_pool1d(const TileCall& call, const Attrs& attrs) {
   return true;
 }
 
-// lambda b, c, i: (x[b, c, i] == y[b, c, i / kernel]) dy[b, c, i / kernel]: dy routed to the window's
-// maximum; past the last whole window y and dy read 0.
+// lambda b, c, i: [winner(i / kernel) == i % kernel] dy[b, c, i / kernel], winner(o) the offset in window o
+// torch's indices name: the first input equal to y[b, c, o] (Min over u), the last NaN when y is NaN (Max
+// over q). Past the last whole window y and dy read 0.
 bool max_pool1d_grad(const TileCall& call, const Attrs& attrs) {
   const int64_t k = attrs.integer("kernel", 2);
-  if (!attrs.ok() || k < 1 || call.inputs.size() != 3 || !outputs_first(call, 3) || call.vars.size() != 3)
+  if (!attrs.ok() || k < 1 || call.inputs.size() != 3 || !outputs_first(call, 3) || call.vars.size() != 5 ||
+      call.extents[3] != k || call.extents[4] != k || !full_range(call, 3, 5))
     return false;
   const TileIn &x = call.inputs[0], &y = call.inputs[1], &dy = call.inputs[2];
   const Span b = call.vars[0], c = call.vars[1], i = call.vars[2];
@@ -293,18 +312,30 @@ bool max_pool1d_grad(const TileCall& call, const Attrs& attrs) {
     return false;
   const int64_t windows = y.shape[2];
   const Span read{i.lo / k, std::min(i.hi / k, windows - 1)};
-  if (!holds(x, {b, c, i}) || (read.size() > 0 && (!holds(y, {b, c, read}) || !holds(dy, {b, c, read}))))
+  if (read.size() > 0 && (!holds(x, {b, c, {k * read.lo, k * read.hi + k - 1}}) || !holds(y, {b, c, read}) ||
+                          !holds(dy, {b, c, read})))
     return false;
   float* out = call.out;
   for (int64_t bb = b.lo; bb <= b.hi; ++bb) {
     for (int64_t cc = c.lo; cc <= c.hi; ++cc) {
-      const float* xr = element(x, {bb, cc, i.lo});
+      int64_t window = -1, winner = -1;
+      float yv = 0.0f;
       for (int64_t ii = i.lo; ii <= i.hi; ++ii) {
         const int64_t o = ii / k;
-        const float xv = xr[ii - i.lo];
-        const float yv = o < windows ? *element(y, {bb, cc, o}) : 0.0f;
-        const float dv = o < windows ? *element(dy, {bb, cc, o}) : 0.0f;
-        *out++ = static_cast<float>(xv == yv) * dv;  // the description's product: 0 * Inf is NaN there too
+        if (o >= windows) {
+          *out++ = 0.0f;
+          continue;
+        }
+        if (o != window) {  // find the window's winner once
+          window = o, winner = -1, yv = *element(y, {bb, cc, o});
+          const float* xw = element(x, {bb, cc, k * o});
+          const bool nan = std::isnan(yv);
+          for (int64_t u = 0; u < k && (nan || winner < 0); ++u) {
+            if (nan ? std::isnan(xw[u]) : xw[u] == yv) winner = u;
+          }
+        }
+        // the description's product: 0 * Inf is NaN there too
+        *out++ = static_cast<float>(winner == ii - k * o) * *element(dy, {bb, cc, o});
       }
     }
   }

@@ -569,10 +569,11 @@ bool batch_norm_var_grad(const TileCall& call, const Attrs&) {  // (dy, x)
   return true;
 }
 
-// lambda b, c, h, w: (x == y[b, c]) dy[b, c] / Sum(i, j: x[b, c, i, j] == y[b, c]): the gradient of
-// global_max_pool2d split over the ties (the count a whole-map nested reduction).
+// lambda b, c, h, w: [winner(b, c) == h W + w] dy[b, c], winner the row-major offset torch's
+// adaptive_max_pool2d(x, 1) indices name: the first position equal to y[b, c] (Min over i, j), the last
+// NaN when y is NaN (Max over q, r); whole-map nested reductions, found once per (b, c).
 bool global_max_pool2d_grad(const TileCall& call, const Attrs&) {  // (x, y, dy)
-  if (call.inputs.size() != 3 || call.vars.size() != 6 || !outputs_first(call, 4) || !nested_full(call, 4)) return false;
+  if (call.inputs.size() != 3 || call.vars.size() != 8 || !outputs_first(call, 4) || !nested_full(call, 4)) return false;
   const TileIn &xin = call.inputs[0], &y = call.inputs[1], &dy = call.inputs[2];
   if (xin.shape.size() != 4 || y.shape.size() != 2 || dy.shape != y.shape) return false;
   const Span b = call.vars[0], c = call.vars[1], h = call.vars[2], w = call.vars[3];
@@ -585,12 +586,15 @@ bool global_max_pool2d_grad(const TileCall& call, const Attrs&) {  // (x, y, dy)
   for (int64_t bb = b.lo; bb <= b.hi; ++bb) {
     for (int64_t cc = c.lo; cc <= c.hi; ++cc) {
       const float yv = *element(y, {bb, cc}), dv = *element(dy, {bb, cc});
-      double count = 0;
-      for (int64_t i = 0; i < H; ++i)
-        for (int64_t j = 0; j < W; ++j) count += *x.at(bb, cc, i, j) == yv;
+      const bool nan = std::isnan(yv);
+      int64_t winner = -1;
+      for (int64_t e = 0; e < H * W && (nan || winner < 0); ++e) {
+        const float xv = *x.at(bb, cc, e / W, e % W);
+        if (nan ? std::isnan(xv) : xv == yv) winner = e;
+      }
       for (int64_t hh = h.lo; hh <= h.hi; ++hh)
         for (int64_t ww = w.lo; ww <= w.hi; ++ww)
-          *out++ = static_cast<float>(static_cast<double>(*x.at(bb, cc, hh, ww) == yv) * dv / count);
+          *out++ = static_cast<float>(winner == hh * W + ww) * dv;  // 0 * Inf is NaN, as in the description
     }
   }
   return true;

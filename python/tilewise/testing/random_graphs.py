@@ -57,10 +57,10 @@ MAX_LAYERS = 4
 # divides it by its own square root: with a small eps that rounding becomes a step of about lr.
 SGD_LR, MOMENTUM_LR, MOMENTUM, ADAM_LR, ADAM_BETAS, ADAM_EPS = 0.1, 0.05, 0.9, 0.01, (0.9, 0.99), 1e-3
 
-# Ties in a max pool's window are avoided (max pools do not overlap; 1x1 convolutions are not padded):
-# ``max_pool2d_grad`` routes the gradient to every input equal to the window's maximum, torch to the
-# first only (docs/RELIABILITY.md, "Found by differential testing"). The runtime agrees with the
-# reference there; only torch differs.
+# Ties in a max pool's window are drawn on purpose: overlapping max pools repeat a maximum, and a padded
+# 1x1 convolution's border is its bias. ``max_pool2d_grad`` routes each window's gradient to the input
+# torch's indices name (the first maximum), so the three agree there too (docs/RELIABILITY.md, "Found by
+# differential testing").
 
 
 @dataclass(frozen=True)
@@ -177,8 +177,6 @@ def _conv(choose, n: int, batch: int):
         kind = choose.choice(("conv", "batch_norm", "act", "max_pool", "avg_pool", "conv_residual", "concat"))
         if kind in ("max_pool", "avg_pool"):
             k, s = choose.choice((2, 3)), choose.choice((1, 2))
-            if kind == "max_pool":
-                s = k  # windows that overlap repeat a maximum, and a later max pool meets a tie
             if h < k:
                 kind = "act"
             else:
@@ -189,7 +187,7 @@ def _conv(choose, n: int, batch: int):
             kind = "act"  # statistics of a few values amplify float32 rounding beyond any tolerance
         if kind == "conv":
             out, k, s = choose.choice((1, 2, 3, 4, 5)), choose.choice((1, 3)), choose.choice((1, 2))
-            pad = choose.choice((0, 1)) if k > 1 else 0  # a padded 1x1 conv's border is its bias: ties
+            pad = choose.choice((0, 1))  # a padded 1x1 conv's border is its bias: a max pool's windows tie
             if h + 2 * pad < k:
                 pad = 1
             layers.append(("conv", out, k, s, pad))
