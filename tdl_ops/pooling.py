@@ -53,7 +53,7 @@ def _avg_pool_ref(x, kernel=2, stride=2, padding=0):
     return _windows(x, kernel, stride, padding, 0.0).sum(axis=(-2, -1)) / (kernel * kernel)
 
 
-def _winner(values, y):
+def pool_winner(values, y):
     """Row-major offset in `values` (a window's in-bounds inputs) that gets the window's gradient, as in
     torch: the last NaN when the max y is NaN, else the first input equal to y; None when none is."""
     flat = values.reshape(-1)
@@ -71,7 +71,7 @@ def _max_pool_grad_ref(x, y, dy, kernel=2, stride=2, padding=0):
                 for j in range(ow):
                     h0, w0 = max(s * i - p, 0), max(s * j - p, 0)
                     win = x[b, ch, h0: s * i - p + k, w0: s * j - p + k]
-                    at = _winner(win, y[b, ch, i, j])
+                    at = pool_winner(win, y[b, ch, i, j])
                     if at is not None:
                         a, e = np.unravel_index(at, win.shape)
                         dx[b, ch, h0 + a, w0 + e] += dy[b, ch, i, j]
@@ -203,7 +203,7 @@ def global_avg_pool2d_grad(dy, in_h=1, in_w=1):
 def _global_max_grad_ref(x, y, dy):
     dx = np.zeros_like(x)
     for b, c in np.ndindex(*y.shape):
-        at = _winner(x[b, c], y[b, c])
+        at = pool_winner(x[b, c], y[b, c])
         if at is not None:
             dx[b, c].reshape(-1)[at] = dy[b, c]
     return dx

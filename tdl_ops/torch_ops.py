@@ -18,7 +18,7 @@ import tilewise.tdl as tw
 
 from ._cases import Case
 from ._util import np_sigmoid
-from .pooling import _winner
+from .pooling import pool_winner
 
 # ---------------------------------------------------------------- GRU
 
@@ -172,7 +172,7 @@ def _(g, x, out, kernel):
 def _max_pool1d_grad_ref(x, y, dy, kernel=2):
     dx = np.zeros_like(x)
     for b, c, o in np.ndindex(*y.shape):
-        at = _winner(x[b, c, kernel * o: kernel * (o + 1)], y[b, c, o])
+        at = pool_winner(x[b, c, kernel * o: kernel * (o + 1)], y[b, c, o])
         if at is not None:
             dx[b, c, kernel * o + at] = dy[b, c, o]
     return dx
