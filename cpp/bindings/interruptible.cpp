@@ -20,12 +20,32 @@ struct sigaction python_action;
 
 extern "C" void on_sigint(int) { request_interrupt(); }
 
-// Whether SIGINT is Python's default handler and this is the main thread.
+// What the check below reads, looked up once (every step passes here): kept for the process's life
+// (released handles, never destroyed after the interpreter finalises).
+struct PythonSignals {
+  py::handle getsignal, sigint, default_handler;
+  unsigned long main_thread = 0;
+};
+
+const PythonSignals& python_signals() {
+  static const PythonSignals signals = [] {
+    py::module_ signal = py::module_::import("signal");
+    py::module_ threading = py::module_::import("threading");
+    PythonSignals s;
+    s.getsignal = py::object(signal.attr("getsignal")).release();
+    s.sigint = py::object(signal.attr("SIGINT")).release();
+    s.default_handler = py::object(signal.attr("default_int_handler")).release();
+    s.main_thread = threading.attr("main_thread")().attr("ident").cast<unsigned long>();
+    return s;
+  }();
+  return signals;
+}
+
+// Whether this is the main thread and SIGINT is Python's default handler (a program's own stays).
 bool python_handles_sigint_here() {
-  py::module_ signal = py::module_::import("signal");
-  py::module_ threading = py::module_::import("threading");
-  if (!signal.attr("getsignal")(signal.attr("SIGINT")).is(signal.attr("default_int_handler"))) return false;
-  return threading.attr("main_thread")().attr("ident").cast<unsigned long>() == PyThread_get_thread_ident();
+  const PythonSignals& s = python_signals();
+  if (PyThread_get_thread_ident() != s.main_thread) return false;
+  return s.getsignal(s.sigint).is(s.default_handler);
 }
 
 }  // namespace

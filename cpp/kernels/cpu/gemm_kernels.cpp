@@ -313,11 +313,11 @@ bool outer(const TileCall& call, const Attrs&) {
   return contract(call, {{0, {0}}, {1, {1}}, 0, 1, kNone, {}});
 }
 
-// x W_ih^T + b_ih + h W_hh^T + b_hh: two GEMMs onto the summed biases.
-bool lstm_gates(const TileCall& call, const Attrs&) {
-  // vars: b = 0, j = 1, k = 2, k' = 3 (both reductions sit under the bias sums: never split)
-  if (!outputs_are(call, {0, 1}) || call.inputs.size() != 6) return false;
-  if (!full_range(call, 2, 4) || !holds_bias(call, {4, 5}, 1)) return false;
+// x W^T + h U^T onto the bias inputs `biases` (inputs 0-3: x, h, W, U; vars: rows = 0, j = 1, k = 2,
+// k' = 3, both reductions whole: they sit under the bias sums or a tanh, never split).
+bool two_gemms_onto_biases(const TileCall& call, const std::vector<int>& biases) {
+  if (!outputs_are(call, {0, 1}) || call.inputs.size() != 4 + biases.size()) return false;
+  if (!full_range(call, 2, 4) || !holds_bias(call, biases, 1)) return false;
   Plan px, ph;
   // Each GEMM sees the other's reduction variable as a size-1 loop: give it a role, then drop it.
   Contraction cx{{0, {0, 2}}, {2, {1, 2}}, 0, 1, 2, {3}};
@@ -325,26 +325,18 @@ bool lstm_gates(const TileCall& call, const Attrs&) {
   if (!make_plan(call, cx, &px) || !make_plan(call, ch, &ph)) return false;
   px.loops.clear();
   ph.loops.clear();
-  fill_bias(call, {4, 5}, 1);
+  fill_bias(call, biases, 1);
   run_plan(call, px, true);
   run_plan(call, ph, true);
   return true;
 }
 
+// x W_ih^T + b_ih + h W_hh^T + b_hh: two GEMMs onto the summed biases.
+bool lstm_gates(const TileCall& call, const Attrs&) { return two_gemms_onto_biases(call, {4, 5}); }
+
 // tanh(x W_ih^T + h W_hh^T + b): lstm_gates' two GEMMs onto one bias, then tanh (nn.RNN's cell).
 bool rnn_tanh_cell(const TileCall& call, const Attrs&) {
-  // vars: i = 0, j = 1, k = 2, k' = 3 (both reductions sit under tanh: never split)
-  if (!outputs_are(call, {0, 1}) || call.inputs.size() != 5) return false;
-  if (!full_range(call, 2, 4) || !holds_bias(call, {4}, 1)) return false;
-  Plan px, ph;
-  Contraction cx{{0, {0, 2}}, {2, {1, 2}}, 0, 1, 2, {3}};
-  Contraction ch{{1, {0, 3}}, {3, {1, 3}}, 0, 1, 3, {2}};
-  if (!make_plan(call, cx, &px) || !make_plan(call, ch, &ph)) return false;
-  px.loops.clear();
-  ph.loops.clear();
-  fill_bias(call, {4}, 1);
-  run_plan(call, px, true);
-  run_plan(call, ph, true);
+  if (!two_gemms_onto_biases(call, {4})) return false;
   const int64_t n = output_size(call);
   for (int64_t t = 0; t < n; ++t) call.out[t] = std::tanh(call.out[t]);
   return true;
