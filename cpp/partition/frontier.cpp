@@ -32,28 +32,23 @@ void sweep(int64_t n, const Memory& memory, const Time& time, std::vector<Key>& 
     if (k.time < v) kept.push_back(k.index), v = k.time;
 }
 
-// The candidates for one value x of the eliminated variable: `base[j] + shift` for j < size,
-// where `shift` sums the inputs with a single point. `multi` is the one input with several
-// points whose frontier `base` is (-1: none, base is {0, 0}; -2: several, multiplied out into
-// Scratch::product from `offset` on). Each list is a frontier up to rounding.
+// A sorted list of candidates `base[j] + shift`, j < size: for one value x of the eliminated
+// variable, `shift` sums the inputs with a single point and `base` is the one input with several
+// points ({0, 0} when there is none). With two or more such inputs the product is not multiplied
+// out: the last one is `base`, and there is one list per point `outer` of the product of the others
+// (its costs added to `shift`). Each list is a frontier up to rounding.
 struct List {
-  int32_t x, multi, size;
-  int64_t offset;
+  int32_t x, input, outer, size;  // input: the one whose frontier `base` is (-1: none, or a fold's last)
   Point shift;
   const Point* base;
-};
-
-// A point of a product of several inputs and its trail: the points of those inputs it sums, as
-// a linked list through Scratch::trails (last input first).
-struct Trail {
-  int32_t parent, point;
+  bool starts_next;  // popping this list's first point starts list + 1 (shifts increase in memory)
 };
 
 struct Head {
   double memory, time;
   int32_t list, pos;
 };
-// Min-heap order: (memory, time, generation); generation = (list, position) = (x, position).
+// Min-heap order: (memory, time, generation); generation = (list, position).
 bool after(const Head& a, const Head& b) {
   if (a.memory != b.memory) return a.memory > b.memory;
   if (a.time != b.time) return a.time > b.time;
@@ -61,80 +56,44 @@ bool after(const Head& a, const Head& b) {
   return a.pos > b.pos;
 }
 
-struct Scratch {
-  std::vector<List> lists;
-  std::vector<int> multis;
-  std::vector<Point> product, pairs;
-  std::vector<int32_t> product_trail, pair_trail;
-  std::vector<Trail> trails;
-  std::vector<Key> keys;
-  std::vector<int32_t> kept;
-  std::vector<Head> heap;
-  std::vector<std::pair<int32_t, int32_t>> chosen;  // (list, position) of every kept candidate
-};
-
-const Point kZero = FrontierSum::unit()[0];
-
 Point candidate(const List& l, int32_t j) {
   return {l.base[j].time + l.shift.time, l.base[j].memory + l.shift.memory};
 }
 
-// The frontier of the product of the inputs `multis` at x (each with several points), into
-// s.product with one trail per point, exactly reduced after each product.
-void multiply_out(const Frontier* const* in, const std::vector<int>& multis, Scratch& s) {
-  s.pairs.clear(), s.pair_trail.clear();
-  const Frontier& first = *in[multis[0]];
-  for (size_t j = 0; j < first.size(); ++j) {
-    s.pairs.push_back(first[j]);
-    s.trails.push_back({-1, static_cast<int32_t>(j)});
-    s.pair_trail.push_back(static_cast<int32_t>(s.trails.size() - 1));
+// Algorithm 1 over the union of `lists` without materialising it: a k-way merge in (memory,
+// time, generation) order into `chosen` ((list, position) of each kept candidate). A popped head
+// no faster than the best kept time is dominated, and so is every later point of its list until
+// the first faster one (times fall along a list), which a galloping search finds. Rounding can
+// give two candidates equal memories with the faster second; the faster then replaces the first,
+// as sorting would have ordered them. Lists chained by `starts_next` enter the heap only when
+// their predecessor's first point leaves it: their heads come no earlier (rounding is monotone),
+// so the heap holds the lists under way, not every point of a product's outer frontier.
+void merge_lists(const std::vector<List>& lists, std::vector<Head>& heap,
+                 std::vector<std::pair<int32_t, int32_t>>& chosen) {
+  heap.clear();
+  chosen.clear();
+  auto push = [&](int32_t l, int32_t pos) {
+    Point p = candidate(lists[l], pos);
+    heap.push_back({p.memory, p.time, l, pos});
+    std::push_heap(heap.begin(), heap.end(), after);
+  };
+  for (size_t l = 0; l < lists.size(); ++l) {
+    if (l > 0 && lists[l - 1].starts_next) continue;
+    Point p = candidate(lists[l], 0);
+    heap.push_back({p.memory, p.time, static_cast<int32_t>(l), 0});
   }
-  std::vector<Point> cur;
-  std::vector<int32_t> cur_trail;
-  for (size_t m = 1; m < multis.size(); ++m) {
-    cur.swap(s.pairs), cur_trail.swap(s.pair_trail);
-    s.pairs.clear(), s.pair_trail.clear();
-    const Frontier& f = *in[multis[m]];
-    for (size_t c = 0; c < cur.size(); ++c)
-      for (size_t j = 0; j < f.size(); ++j) {
-        s.pairs.push_back({cur[c].time + f[j].time, cur[c].memory + f[j].memory});
-        s.trails.push_back({cur_trail[c], static_cast<int32_t>(j)});
-        s.pair_trail.push_back(static_cast<int32_t>(s.trails.size() - 1));
-      }
-    sweep(
-        static_cast<int64_t>(s.pairs.size()), [&](int64_t i) { return s.pairs[i].memory; },
-        [&](int64_t i) { return s.pairs[i].time; }, s.keys, s.kept);
-    cur.clear(), cur_trail.clear();
-    for (int32_t i : s.kept) cur.push_back(s.pairs[i]), cur_trail.push_back(s.pair_trail[i]);
-    s.pairs.swap(cur), s.pair_trail.swap(cur_trail);
-  }
-  s.product.insert(s.product.end(), s.pairs.begin(), s.pairs.end());
-  s.product_trail.insert(s.product_trail.end(), s.pair_trail.begin(), s.pair_trail.end());
-}
-
-// Algorithm 1 over the union of the lists without materialising it: a k-way merge in (memory,
-// time, generation) order. A popped head no faster than the best kept time is dominated, and so
-// is every later point of its list until the first faster one (times fall along a list), which
-// a galloping search finds. Rounding can give a list two equal memories with the faster second; the
-// faster then replaces the first, as sorting would have ordered them.
-void merge_lists(Scratch& s) {
-  s.heap.clear();
-  s.chosen.clear();
-  for (size_t l = 0; l < s.lists.size(); ++l) {
-    Point p = candidate(s.lists[l], 0);
-    s.heap.push_back({p.memory, p.time, static_cast<int32_t>(l), 0});
-  }
-  std::make_heap(s.heap.begin(), s.heap.end(), after);
+  std::make_heap(heap.begin(), heap.end(), after);
   double v = std::numeric_limits<double>::infinity(), last_memory = 0;
-  while (!s.heap.empty()) {
-    std::pop_heap(s.heap.begin(), s.heap.end(), after);
-    Head h = s.heap.back();
-    s.heap.pop_back();
-    const List& l = s.lists[h.list];
+  while (!heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end(), after);
+    Head h = heap.back();
+    heap.pop_back();
+    const List& l = lists[h.list];
+    if (h.pos == 0 && l.starts_next) push(h.list + 1, 0);
     int32_t next = h.pos + 1;
     if (h.time < v) {
-      if (!s.chosen.empty() && h.memory == last_memory) s.chosen.back() = {h.list, h.pos};
-      else s.chosen.push_back({h.list, h.pos});
+      if (!chosen.empty() && h.memory == last_memory) chosen.back() = {h.list, h.pos};
+      else chosen.push_back({h.list, h.pos});
       v = h.time, last_memory = h.memory;
     } else {
       // The first position with time < v, galloping from `next`: it is usually close, and the
@@ -149,11 +108,54 @@ void merge_lists(Scratch& s) {
       }
       next = lo;
     }
-    if (next < l.size) {
-      Point p = candidate(l, next);
-      s.heap.push_back({p.memory, p.time, h.list, next});
-      std::push_heap(s.heap.begin(), s.heap.end(), after);
+    if (next < l.size) push(h.list, next);
+  }
+}
+
+// Per value x with several multi-point inputs: the product of all but the last, as a frontier
+// with, per point, the point of each input it sums (k ints, inputs not in the product at 0).
+struct Fold {
+  int32_t last = -1;               // the input that is every list's base
+  std::vector<Point> points;       // the product of the others (a frontier)
+  std::vector<int32_t> inputs;     // k per point
+};
+
+struct Scratch {
+  std::vector<List> lists, fold_lists;
+  std::vector<int> multis;
+  std::vector<Fold> folds;  // per x (only those with several multi-point inputs are filled)
+  std::vector<Point> next_points;
+  std::vector<int32_t> next_inputs;
+  std::vector<Head> heap;
+  std::vector<std::pair<int32_t, int32_t>> chosen;
+  std::vector<int32_t> start;
+};
+
+const Point kZero = FrontierSum::unit()[0];
+
+// The frontier of the product of the inputs `multis[0..m-2]` at one value (each with several
+// points) into `fold`, each further input merged in lazily as lists (exact: Algorithm 1 after
+// every product, no candidate pairs materialised).
+void fold_product(const Frontier* const* in, int k, const std::vector<int>& multis, Scratch& s, Fold& fold) {
+  fold.last = multis.back();
+  fold.points.assign(in[multis[0]]->begin(), in[multis[0]]->end());
+  fold.inputs.assign(fold.points.size() * k, 0);
+  for (size_t j = 0; j < fold.points.size(); ++j) fold.inputs[j * k + multis[0]] = static_cast<int32_t>(j);
+  for (size_t m = 1; m + 1 < multis.size(); ++m) {
+    const Frontier& f = *in[multis[m]];
+    s.fold_lists.clear();
+    for (size_t o = 0; o < fold.points.size(); ++o)
+      s.fold_lists.push_back({0, multis[m], static_cast<int32_t>(o), static_cast<int32_t>(f.size()), fold.points[o], f.data(),
+                              o + 1 < fold.points.size()});
+    merge_lists(s.fold_lists, s.heap, s.chosen);
+    s.next_points.clear(), s.next_inputs.clear();
+    for (const auto& [li, j] : s.chosen) {
+      s.next_points.push_back(candidate(s.fold_lists[li], j));
+      const int32_t* from = fold.inputs.data() + static_cast<size_t>(s.fold_lists[li].outer) * k;
+      s.next_inputs.insert(s.next_inputs.end(), from, from + k);
+      s.next_inputs[s.next_inputs.size() - k + multis[m]] = j;
     }
+    fold.points.swap(s.next_points), fold.inputs.swap(s.next_inputs);
   }
 }
 
@@ -184,31 +186,38 @@ double FrontierSum::score(const Value& v) const {
 
 void FrontierSum::eliminate_frontiers(int k, int dv, const Frontier* const* ops, Frontier& out, Back& back) const {
   thread_local Scratch s;
-  s.lists.clear(), s.product.clear(), s.product_trail.clear(), s.trails.clear();
+  s.lists.clear();
+  if (s.folds.size() < static_cast<size_t>(dv)) s.folds.resize(dv);
   for (int x = 0; x < dv; ++x) {
     const Frontier* const* in = ops + static_cast<size_t>(x) * k;
-    List l{x, -1, 1, 0, kZero, &kZero};  // the shift starts at the unit
+    Point shift = kZero;  // the sum starts at the unit
     s.multis.clear();
     bool possible = true;
     for (int i = 0; i < k && possible; ++i) {
       if (in[i]->empty()) possible = false;  // impossible at this value
-      else if (in[i]->size() == 1) l.shift.time += (*in[i])[0].time, l.shift.memory += (*in[i])[0].memory;
+      else if (in[i]->size() == 1) shift.time += (*in[i])[0].time, shift.memory += (*in[i])[0].memory;
       else s.multis.push_back(i);
     }
+    s.folds[x].last = -1;
     if (!possible) continue;
-    if (s.multis.size() == 1) {
-      l.multi = s.multis[0], l.base = in[l.multi]->data(), l.size = static_cast<int32_t>(in[l.multi]->size());
-    } else if (s.multis.size() > 1) {
-      l.multi = -2, l.offset = static_cast<int64_t>(s.product.size());
-      multiply_out(in, s.multis, s);
-      l.size = static_cast<int32_t>(s.product.size() - l.offset);
+    if (s.multis.empty()) {
+      s.lists.push_back({x, -1, -1, 1, shift, &kZero, false});
+    } else if (s.multis.size() == 1) {
+      const Frontier& f = *in[s.multis[0]];
+      s.lists.push_back({x, s.multis[0], -1, static_cast<int32_t>(f.size()), shift, f.data(), false});
+    } else {
+      Fold& fold = s.folds[x];
+      fold_product(in, k, s.multis, s, fold);
+      const Frontier& last = *in[fold.last];
+      for (size_t o = 0; o < fold.points.size(); ++o) {
+        const Point sh{shift.time + fold.points[o].time, shift.memory + fold.points[o].memory};
+        s.lists.push_back({x, fold.last, static_cast<int32_t>(o), static_cast<int32_t>(last.size()), sh, last.data(),
+                           o + 1 < fold.points.size()});
+      }
     }
-    s.lists.push_back(l);
   }
-  for (List& l : s.lists)
-    if (l.multi == -2) l.base = s.product.data() + l.offset;  // product no longer grows
 
-  merge_lists(s);
+  merge_lists(s.lists, s.heap, s.chosen);
   if (bucket_ > 0) {
     // Per bucket only the fastest point, the last of its bucket on the frontier.
     size_t kept = 0;
@@ -222,31 +231,29 @@ void FrontierSum::eliminate_frontiers(int k, int dv, const Frontier* const* ops,
     s.chosen.resize(kept);
   }
 
-  // Back: [dv | multi per x | start per x, and the total | extra per x | candidate per point | extra].
+  // Back: [dv | multi per x | start per x, and the total | fold per x | record per point | folds].
+  // multi: the input with several points (-1 none, -2 several: a fold). A kept point of a value
+  // without a fold records its candidate index (start[x] + position); one of a fold records
+  // -(1 + at), where back[at..at+3) = (x, outer point, position in the last input), and the fold's
+  // record at back[fold of x] = (last input, then k input points per outer point).
   const size_t header = 2 + 3 * static_cast<size_t>(dv);
   back.assign(header + s.chosen.size(), -1);
   back[0] = dv;
-  std::vector<int32_t> start(dv + 1, 0);
-  for (const List& l : s.lists) start[l.x + 1] = l.size;
-  for (int x = 0; x < dv; ++x) start[x + 1] += start[x];
-  for (int x = 0; x <= dv; ++x) back[1 + dv + x] = start[x];
+  s.start.assign(dv + 1, 0);
   for (const List& l : s.lists) {
-    back[1 + l.x] = l.multi;
-    if (l.multi != -2) continue;
-    // The input points of every candidate of a product, k per candidate.
-    back[2 + 2 * dv + l.x] = static_cast<int32_t>(back.size());
-    const Frontier* const* in = ops + static_cast<size_t>(l.x) * k;
-    for (int32_t j = 0; j < l.size; ++j) {
-      const size_t at = back.size();
-      back.resize(at + k, 0);  // inputs with one point stay at point 0
-      int32_t t = s.product_trail[l.offset + j];
-      for (int i = k - 1; i >= 0; --i) {
-        if (in[i]->size() < 2) continue;
-        TW_ASSERT(t >= 0, "a product's trail names a point of every input with several");
-        back[at + i] = s.trails[t].point;
-        t = s.trails[t].parent;
-      }
-    }
+    if (l.outer >= 0) continue;
+    s.start[l.x + 1] = l.size;
+    back[1 + l.x] = l.input;
+  }
+  for (int x = 0; x < dv; ++x) s.start[x + 1] += s.start[x];
+  for (int x = 0; x <= dv; ++x) back[1 + dv + x] = s.start[x];
+  for (int x = 0; x < dv; ++x) {
+    const Fold& fold = s.folds[x];
+    if (fold.last < 0) continue;
+    back[1 + x] = -2;
+    back[2 + 2 * dv + x] = static_cast<int32_t>(back.size());
+    back.push_back(fold.last);
+    back.insert(back.end(), fold.inputs.begin(), fold.inputs.end());
   }
   out.clear();
   out.reserve(s.chosen.size());
@@ -254,21 +261,32 @@ void FrontierSum::eliminate_frontiers(int k, int dv, const Frontier* const* ops,
     const auto [li, j] = s.chosen[p];
     const List& l = s.lists[li];
     out.push_back(candidate(l, j));
-    back[header + p] = start[l.x] + j;
+    if (l.outer < 0) {
+      back[header + p] = s.start[l.x] + j;
+    } else {
+      back[header + p] = -1 - static_cast<int32_t>(back.size());
+      back.push_back(l.x), back.push_back(l.outer), back.push_back(j);
+    }
   }
 }
 
 int FrontierSum::unroll(const Back& back, int point, int k, int* inputs) {
   const int32_t dv = back[0];
   const int32_t index = back[2 + 3 * static_cast<size_t>(dv) + point];
+  for (int i = 0; i < k; ++i) inputs[i] = 0;
+  if (index < 0) {
+    const int32_t* rec = back.data() + (-1 - static_cast<int64_t>(index));
+    const int x = rec[0];
+    const int32_t* fold = back.data() + back[2 + 2 * static_cast<size_t>(dv) + x];
+    for (int i = 0; i < k; ++i) inputs[i] = fold[1 + static_cast<size_t>(rec[1]) * k + i];
+    inputs[fold[0]] = rec[2];
+    return x;
+  }
   const int32_t* start = back.data() + 1 + dv;
   // The value whose range of candidates holds `index` (values without candidates have empty ranges).
   const int x = static_cast<int>(std::upper_bound(start, start + dv + 1, index) - start) - 1;
   const int32_t j = index - start[x], multi = back[1 + x];
-  for (int i = 0; i < k; ++i) inputs[i] = 0;
   if (multi >= 0) inputs[multi] = j;
-  else if (multi == -2)
-    for (int i = 0; i < k; ++i) inputs[i] = back[back[2 + 2 * dv + x] + static_cast<size_t>(j) * k + i];
   return x;
 }
 

@@ -1,17 +1,19 @@
 // Cost frontiers of (time, memory) tuples (TensorOpt §3.1, Definition 1) and the semiring that
 // makes variable elimination track them: product = every pairwise sum, union, both reduced by
-// Algorithm 1. On a chain, eliminating in order is LDP (Algorithm 3): the table left after
-// eliminating o_1..o_{i-1} is CF(o_i, ·).
+// Algorithm 1, done as one lazy k-way merge of sorted lists (a product A x B is the union over a in
+// A of the list a + B: pairs that cannot reach the frontier are skipped, not made and sorted). On a
+// chain, eliminating in order is LDP (Algorithm 3): the table left after eliminating o_1..o_{i-1}
+// is CF(o_i, ·).
 //
-// Costs are doubles. A candidate is a point of the one input with several points plus the sum of
-// the single-point inputs (in input order): a fixed order, so sums are exact while every partial
+// Costs are doubles. A candidate is the sum of the single-point inputs (in input order), plus the
+// points of the inputs with several (in input order, the last one added last): a fixed order, so sums are exact while every partial
 // sum is representable (integer bytes up to 2^53; times on a dyadic grid) and otherwise may differ
 // from another order's in the last bit; comparisons take the rounded values as they are
 // (pareto.cpp re-evaluates every final point with a correctly rounded sum).
 //
 // Tie rule (deterministic, independent of threads): candidates are generated in a fixed order
-// (by value of the eliminated variable, then by position in that value's list, which is memory
-// order) and taken in (memory, time, generation) order; a tuple is kept only when its time is
+// (by value of the eliminated variable, then by point of the product of the multi-point inputs
+// but the last, then by position in the last one: memory order within a list) and taken in (memory, time, generation) order; a tuple is kept only when its time is
 // strictly lower than every kept one. So of equal memories the fastest is kept, and of equal
 // (time, memory) the first generated: the lowest value of the eliminated variable.
 #pragma once
@@ -40,10 +42,11 @@ std::vector<int> reduce_indices(const std::vector<Point>& c, double memory_bucke
 class FrontierSum {
  public:
   using Value = Frontier;
-  /// Per table entry: per value x, which input has several points (or none, or several), where
-  /// its candidates start in the union, and, for a product of several, their input points; then
-  /// per kept point one int, its candidate index in the union (4 bytes a point: the frontiers of
-  /// long chains hold thousands of points per entry).
+  /// Per table entry: per value x, which input has several points (or none, or several: then the
+  /// product of all but the last of them, k input points per point of it), where its candidates
+  /// start in the union; then per kept point one int, its candidate index in the union, or for a
+  /// value with several multi-point inputs where its 3-int record is (4 bytes a point for the
+  /// common case: the frontiers of long chains hold thousands of points per entry).
   using Back = std::vector<int32_t>;
   static constexpr bool kTracksSizes = true;
 
