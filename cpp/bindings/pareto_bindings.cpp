@@ -62,6 +62,7 @@ void bind_pareto(py::module_& m) {
                                  out.emplace_back(st.var, st.entries, st.max_points, st.total_points);
                                return out;
                              })
+      .def_readonly("incumbents", &ParetoSolution::incumbents)
       .def_readonly("memory_error_bound", &ParetoSolution::memory_error_bound)
       .def_readonly("seconds", &ParetoSolution::seconds);
 
@@ -69,7 +70,7 @@ void bind_pareto(py::module_& m) {
       "pareto_solve",
       [](const std::vector<Costs>& nodes, const std::vector<std::tuple<int, int, Costs>>& edges, int64_t max_table,
          bool heuristic, double memory_bucket, int threads, double time_limit,
-         std::function<void(int64_t, int64_t)> progress) {
+         std::function<void(int64_t, int64_t)> progress, bool bound) {
         ParetoProblem p;
         for (size_t v = 0; v < nodes.size(); ++v) p.nodes.push_back(to_points(nodes[v], "node " + std::to_string(v)));
         for (size_t e = 0; e < edges.size(); ++e) {
@@ -81,6 +82,7 @@ void bind_pareto(py::module_& m) {
         o.heuristic = heuristic;
         o.memory_bucket = memory_bucket;
         o.threads = threads;
+        o.bound = bound;
         if (time_limit > 0)
           o.deadline = std::chrono::steady_clock::now() +
                        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(time_limit));
@@ -95,7 +97,7 @@ void bind_pareto(py::module_& m) {
       },
       py::arg("nodes"), py::arg("edges"), py::arg("max_table") = ParetoOptions{}.max_table,
       py::arg("heuristic") = false, py::arg("memory_bucket") = 0.0, py::arg("threads") = 0,
-      py::arg("time_limit") = 0.0, py::arg("progress") = nullptr,
+      py::arg("time_limit") = 0.0, py::arg("progress") = nullptr, py::arg("bound") = true,
       "The cost frontier of nodes (each an (n, 2) array of (time, memory)) and edges (u, v, (n_u*n_v, 2) "
       "array); runs without the GIL.");
 

@@ -22,6 +22,7 @@ struct MinSum {
   using Value = int64_t;
   using Back = int;  ///< the minimising value of the eliminated variable
   static constexpr bool kTracksSizes = false;
+  static constexpr bool kBounds = false;
   static Value unit() { return 0; }
   static int64_t size(const Value&) { return 1; }
   static double score(const Value& v) { return static_cast<double>(v); }

@@ -15,6 +15,9 @@
 //                          each input it came from (int64: the argmin, point 0 of every input)
 //   S::size(v), s.score(v) points in a value (statistics); a scalar for the heuristic (Eq. 7)
 //   S::kTracksSizes        whether per-elimination sizes are worth recording
+//   S::kBounds             whether s.eliminate takes a lower bound on the factors left (S::Bound,
+//                          S::lower(value), S::add(a, b)): what every other live factor adds at
+//                          least, so that points no completion can bring to the optimum are dropped
 //
 // The order comes from elimination_order.h (scopes only); the numeric pass below follows it,
 // eliminating one variable per step, the entries of its table split over threads (TensorOpt
@@ -72,6 +75,16 @@ struct EngineStats {
 };
 
 namespace engine_detail {
+
+// The bound type of a semiring with bounds (a placeholder otherwise).
+template <class S, bool = S::kBounds>
+struct BoundOf {
+  using type = int;
+};
+template <class S>
+struct BoundOf<S, true> {
+  using type = typename S::Bound;
+};
 
 template <class S>
 struct Bucket {
@@ -166,6 +179,10 @@ Pass<S> run_pass(const S& s, const std::vector<int>& domains, std::vector<BasicF
   pass.buckets.reserve(order.size());
   const int64_t total = static_cast<int64_t>(order.size());
   // Buffers reused across eliminations (thousands per search, most of them small).
+  // With bounds: each live factor's least value over its entries (S::lower), kept per factor.
+  std::vector<typename BoundOf<S>::type> lower;
+  if constexpr (S::kBounds)
+    for (const auto& f : factors) lower.push_back(S::lower_of(f.table));
   std::vector<int> fs, scope, idx_buf;
   std::vector<int64_t> scope_stride, v_stride, base_buf;
   std::vector<const typename S::Value*> tables;
@@ -209,6 +226,12 @@ Pass<S> run_pass(const S& s, const std::vector<int>& domains, std::vector<BasicF
         stride *= domains[u];
       }
     }
+    // What the factors this elimination does not touch add at least.
+    [[maybe_unused]] typename BoundOf<S>::type rest{};
+    if constexpr (S::kBounds) {
+      for (size_t f = 0; f < factors.size(); ++f)
+        if (alive[f] && !std::binary_search(fs.begin(), fs.end(), static_cast<int>(f))) rest = S::add(rest, lower[f]);
+    }
     BasicFactor<S> out{scope, std::vector<typename S::Value>(entries)};
     engine_detail::Bucket<S> bucket{v, scope, fs, -1, std::vector<typename S::Back>(entries)};
     // One elimination of large frontiers can take minutes: the deadline is also looked at every
@@ -231,7 +254,8 @@ Pass<S> run_pass(const S& s, const std::vector<int>& domains, std::vector<BasicF
           late = true;
           return;
         }
-        s.eliminate(k, dv, at, out.table[e], bucket.back[e]);
+        if constexpr (S::kBounds) s.eliminate(k, dv, at, out.table[e], bucket.back[e], rest);
+        else s.eliminate(k, dv, at, out.table[e], bucket.back[e]);
         for (int j = static_cast<int>(ns) - 1; j >= 0; --j) {
           const int64_t* st = &scope_stride[j * k];
           for (int i = 0; i < k; ++i) base[i] += st[i];
@@ -270,6 +294,7 @@ Pass<S> run_pass(const S& s, const std::vector<int>& domains, std::vector<BasicF
     }
     for (int f : fs) alive[f] = 0, factors[f].table.clear(), factors[f].table.shrink_to_fit();
     bucket.output = static_cast<int>(factors.size());
+    if constexpr (S::kBounds) lower.push_back(S::lower_of(out.table));
     factors.push_back(std::move(out));
     alive.push_back(1);
     for (int u : scope) var_factors[u].push_back(bucket.output);

@@ -68,8 +68,33 @@ Point candidate(const List& l, int32_t j) {
 // as sorting would have ordered them. Lists chained by `starts_next` enter the heap only when
 // their predecessor's first point leaves it: their heads come no earlier (rounding is monotone),
 // so the heap holds the lists under way, not every point of a product's outer frontier.
+// Incumbents to prune against inside a merge (FrontierSum::kBounds): a candidate c is beaten
+// when an incumbent of memory at most c.memory + rest.memory has time below (c.time + rest.time)
+// (1 - 1e-9). Candidates come in memory order, so the incumbents qualifying only grow: a cursor.
+struct Prune {
+  const Frontier* incumbents = nullptr;
+  Point rest;
+  size_t at = 0;  // incumbents with memory <= the current candidate's + rest.memory
+  void reach(double memory) {
+    while (at < incumbents->size() && (*incumbents)[at].memory <= memory + rest.memory) ++at;
+  }
+  bool beaten(double time) const {
+    return at > 0 && (*incumbents)[at - 1].time < (time + rest.time) * (1 - 1e-9);
+  }
+};
+
+// Algorithm 1 over the union of `lists` without materialising it: a k-way merge in (memory,
+// time, generation) order into `chosen` ((list, position) of each kept candidate). A popped head
+// no faster than the best kept time is dominated, and so is every later point of its list until
+// the first faster one (times fall along a list), which a galloping search finds; with `prune`, a
+// head an incumbent beats is skipped alike (later points are heavier, so the incumbents that
+// qualify only get faster). Rounding can give two candidates equal memories with the faster
+// second; the faster then replaces the first, as sorting would have ordered them. Lists chained by
+// `starts_next` enter the heap only when their predecessor's first point leaves it: their heads
+// come no earlier (rounding is monotone), so the heap holds the lists under way, not every point of
+// a product's outer frontier.
 void merge_lists(const std::vector<List>& lists, std::vector<Head>& heap,
-                 std::vector<std::pair<int32_t, int32_t>>& chosen) {
+                 std::vector<std::pair<int32_t, int32_t>>& chosen, Prune* prune = nullptr) {
   heap.clear();
   chosen.clear();
   auto push = [&](int32_t l, int32_t pos) {
@@ -84,26 +109,29 @@ void merge_lists(const std::vector<List>& lists, std::vector<Head>& heap,
   }
   std::make_heap(heap.begin(), heap.end(), after);
   double v = std::numeric_limits<double>::infinity(), last_memory = 0;
+  // Whether a candidate at the current memory is dominated or beaten.
+  auto skipped = [&](double time) { return time >= v || (prune && prune->beaten(time)); };
   while (!heap.empty()) {
     std::pop_heap(heap.begin(), heap.end(), after);
     Head h = heap.back();
     heap.pop_back();
     const List& l = lists[h.list];
     if (h.pos == 0 && l.starts_next) push(h.list + 1, 0);
+    if (prune) prune->reach(h.memory);
     int32_t next = h.pos + 1;
-    if (h.time < v) {
+    if (!skipped(h.time)) {
       if (!chosen.empty() && h.memory == last_memory) chosen.back() = {h.list, h.pos};
       else chosen.push_back({h.list, h.pos});
       v = h.time, last_memory = h.memory;
     } else {
-      // The first position with time < v, galloping from `next`: it is usually close, and the
+      // The first position not skipped, galloping from `next`: it is usually close, and the
       // list is long (a binary search over all of it misses the cache at every step).
       int32_t lo = next, hi = next;
-      for (int64_t step = 1; hi < l.size && candidate(l, hi).time >= v; step *= 2)
+      for (int64_t step = 1; hi < l.size && skipped(candidate(l, hi).time); step *= 2)
         lo = hi + 1, hi = static_cast<int32_t>(std::min<int64_t>(l.size, hi + step));
       while (lo < hi) {
         int32_t mid = lo + (hi - lo) / 2;
-        if (candidate(l, mid).time >= v) lo = mid + 1;
+        if (skipped(candidate(l, mid).time)) lo = mid + 1;
         else hi = mid;
       }
       next = lo;
@@ -184,7 +212,16 @@ double FrontierSum::score(const Value& v) const {
   return best;
 }
 
-void FrontierSum::eliminate_frontiers(int k, int dv, const Frontier* const* ops, Frontier& out, Back& back) const {
+FrontierSum::Bound FrontierSum::lower_of(const std::vector<Value>& table) {
+  Bound b{std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity()};
+  for (const Value& v : table)
+    if (!v.empty()) b.time = std::min(b.time, v.back().time), b.memory = std::min(b.memory, v.front().memory);
+  if (!std::isfinite(b.time)) b = {};
+  return b;
+}
+
+void FrontierSum::eliminate_frontiers(int k, int dv, const Frontier* const* ops, Frontier& out, Back& back,
+                                      const Bound* rest) const {
   thread_local Scratch s;
   s.lists.clear();
   if (s.folds.size() < static_cast<size_t>(dv)) s.folds.resize(dv);
@@ -217,7 +254,8 @@ void FrontierSum::eliminate_frontiers(int k, int dv, const Frontier* const* ops,
     }
   }
 
-  merge_lists(s.lists, s.heap, s.chosen);
+  Prune prune{&incumbents_, rest ? *rest : Point{}};
+  merge_lists(s.lists, s.heap, s.chosen, rest ? &prune : nullptr);
   if (bucket_ > 0) {
     // Per bucket only the fastest point, the last of its bucket on the frontier.
     size_t kept = 0;
@@ -230,7 +268,6 @@ void FrontierSum::eliminate_frontiers(int k, int dv, const Frontier* const* ops,
     }
     s.chosen.resize(kept);
   }
-
   // Back: [dv | multi per x | start per x, and the total | fold per x | record per point | folds].
   // multi: the input with several points (-1 none, -2 several: a fold). A kept point of a value
   // without a fold records its candidate index (start[x] + position); one of a fold records

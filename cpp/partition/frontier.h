@@ -19,6 +19,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace tilewise::partition {
@@ -49,11 +50,24 @@ class FrontierSum {
   /// common case: the frontiers of long chains hold thousands of points per entry).
   using Back = std::vector<int32_t>;
   static constexpr bool kTracksSizes = true;
+  /// Bounds (elimination_engine.h): with incumbents, a point p of a new table entry is dropped when
+  /// an incumbent beats p + `rest` (what the factors left add at least: per factor its least time
+  /// and least memory) — strictly in time, with a margin far above rounding, and in memory or equal:
+  /// every completion of p is then dominated by a solution that exists, so the frontier keeps every
+  /// point it had (the caller adds the incumbents to the result).
+  static constexpr bool kBounds = true;
+  using Bound = Point;
+  static Bound add(const Bound& a, const Bound& b) { return {a.time + b.time, a.memory + b.memory}; }
+  /// The least time and the least memory over a table's entries (0 for an impossible table: costs are >= 0).
+  static Bound lower_of(const std::vector<Value>& table);
 
   /// `memory_bucket` as in reduce_indices, applied when choosing over a variable (not in sums);
   /// `time_weight`, `memory_weight` scalarise a frontier for the heuristic (score).
   explicit FrontierSum(double memory_bucket = 0, double time_weight = 1, double memory_weight = 0)
       : bucket_(memory_bucket), time_weight_(time_weight), memory_weight_(memory_weight) {}
+
+  /// Complete solutions' costs (a frontier) that bounded eliminations compare against; empty = none.
+  void set_incumbents(Frontier incumbents) { incumbents_ = std::move(incumbents); }
 
   static Value unit() { return {Point{}}; }
   static int64_t size(const Value& v) { return static_cast<int64_t>(v.size()); }
@@ -67,14 +81,25 @@ class FrontierSum {
     ops.resize(static_cast<size_t>(k) * dv);
     for (int x = 0; x < dv; ++x)
       for (int i = 0; i < k; ++i) ops[static_cast<size_t>(x) * k + i] = &at(i, x);
-    eliminate_frontiers(k, dv, ops.data(), out, back);
+    eliminate_frontiers(k, dv, ops.data(), out, back, nullptr);
+  }
+  template <class At>
+  void eliminate(int k, int dv, const At& at, Value& out, Back& back, const Bound& rest) const {
+    thread_local std::vector<const Frontier*> ops;
+    ops.resize(static_cast<size_t>(k) * dv);
+    for (int x = 0; x < dv; ++x)
+      for (int i = 0; i < k; ++i) ops[static_cast<size_t>(x) * k + i] = &at(i, x);
+    eliminate_frontiers(k, dv, ops.data(), out, back, incumbents_.empty() ? nullptr : &rest);
   }
   static int unroll(const Back& back, int point, int k, int* inputs);
 
  private:
   // ops[x * k + i]: input i's frontier when the variable takes value x.
-  void eliminate_frontiers(int k, int dv, const Frontier* const* ops, Frontier& out, Back& back) const;
+  // `rest`: the bound to prune against the incumbents with (null: no pruning).
+  void eliminate_frontiers(int k, int dv, const Frontier* const* ops, Frontier& out, Back& back,
+                           const Bound* rest) const;
   double bucket_, time_weight_, memory_weight_;
+  Frontier incumbents_;
 };
 
 }  // namespace tilewise::partition

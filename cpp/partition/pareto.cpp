@@ -40,6 +40,48 @@ void validate(const ParetoProblem& pr) {
   }
 }
 
+// Assignments minimising weighted sums of time and memory, each found by a scalar search (every
+// entry one point: memory folded into time), as solutions to bound the frontier search with. A
+// table too wide is narrowed by the heuristic: any assignment is a valid incumbent.
+std::vector<std::vector<int>> weighted_sum_solutions(const ParetoProblem& pr, const std::vector<int>& domains,
+                                                     const ParetoOptions& options) {
+  double time_total = 0, memory_total = 0;
+  auto add_largest = [&](const std::vector<Point>& table) {
+    double t = 0, m = 0;
+    for (const Point& p : table) t = std::max(t, p.time), m = std::max(m, p.memory);
+    time_total += t, memory_total += m;
+  };
+  for (const auto& n : pr.nodes) add_largest(n);
+  for (const auto& e : pr.edges) add_largest(e.table);
+  std::vector<std::vector<int>> out;
+  // Memory's weight against time's (both normalised): from time alone to memory alone.
+  for (double ratio : {1e-6, 1e-2, 1e-1, 0.3, 1.0, 3.0, 10.0, 1e2, 1e6}) {
+    const double wt = time_total > 0 ? 1 / time_total : 1, wm = memory_total > 0 ? ratio / memory_total : ratio;
+    auto scalar = [&](const Point& p) { return std::vector<Point>{{wt * p.time + wm * p.memory, 0.0}}; };
+    std::vector<BasicFactor<FrontierSum>> factors;
+    for (size_t v = 0; v < pr.nodes.size(); ++v) {
+      BasicFactor<FrontierSum> f{{static_cast<int>(v)}, {}};
+      for (const Point& p : pr.nodes[v]) f.table.push_back(scalar(p));
+      factors.push_back(std::move(f));
+    }
+    for (const auto& e : pr.edges) {
+      BasicFactor<FrontierSum> f{{e.u, e.v}, {}};
+      for (const Point& p : e.table) f.table.push_back(scalar(p));
+      factors.push_back(std::move(f));
+    }
+    EngineOptions eo;
+    eo.order.max_table = options.max_table;
+    eo.order.too_wide = TooWide::kHeuristic;
+    eo.order.deadline = options.deadline;
+    eo.threads = options.threads;
+    eo.parallel_work = 4096;
+    const FrontierSum semiring;
+    Solution<FrontierSum> sol = eliminate_all(semiring, domains, std::move(factors), eo);
+    if (!sol.value().empty()) out.push_back(sol.assignment(0));
+  }
+  return out;
+}
+
 }  // namespace
 
 Point evaluate_pareto(const ParetoProblem& pr, const std::vector<int>& choice) {
@@ -80,8 +122,18 @@ ParetoSolution solve_pareto(const ParetoProblem& pr, const ParetoOptions& option
     factors.push_back(std::move(f));
   }
   // The heuristic scores a configuration by time and memory, each relative to the largest cost.
-  const FrontierSum semiring(options.memory_bucket, time_scale > 0 ? 1 / time_scale : 1,
-                             memory_scale > 0 ? 1 / memory_scale : 1);
+  FrontierSum semiring(options.memory_bucket, time_scale > 0 ? 1 / time_scale : 1,
+                       memory_scale > 0 ? 1 / memory_scale : 1);
+  // Incumbents: the weighted-sum solutions on their own frontier.
+  std::vector<Point> incumbent_points;
+  std::vector<std::vector<int>> incumbent_choices;
+  if (options.bound && !options.heuristic) {
+    std::vector<std::vector<int>> found = weighted_sum_solutions(pr, domains, options);
+    std::vector<Point> costs;
+    for (const auto& c : found) costs.push_back(evaluate_pareto(pr, c));
+    for (int i : reduce_indices(costs)) incumbent_points.push_back(costs[i]), incumbent_choices.push_back(found[i]);
+    semiring.set_incumbents(incumbent_points);
+  }
   EngineOptions eo;
   eo.order.max_table = options.max_table;
   eo.order.too_wide = options.heuristic ? TooWide::kHeuristic : TooWide::kCondition;
@@ -93,8 +145,9 @@ ParetoSolution solve_pareto(const ParetoProblem& pr, const ParetoOptions& option
 
   // Unroll every point and recount its costs once, correctly rounded: the search added them in
   // its own order. Recounting can make neighbours equal, so the result is reduced again.
-  std::vector<Point> points;
-  std::vector<std::vector<int>> choices;
+  // The incumbents join the result: points their bounds dropped may have led only to them.
+  std::vector<Point> points = incumbent_points;
+  std::vector<std::vector<int>> choices = incumbent_choices;
   for (size_t p = 0; p < sol.value().size(); ++p) {
     choices.push_back(sol.assignment(static_cast<int>(p)));
     points.push_back(evaluate_pareto(pr, choices.back()));
@@ -102,6 +155,7 @@ ParetoSolution solve_pareto(const ParetoProblem& pr, const ParetoOptions& option
   ParetoSolution out;
   for (int i : reduce_indices(points)) out.points.push_back(points[i]), out.choices.push_back(std::move(choices[i]));
   out.stats = std::move(sol.stats);
+  out.incumbents = static_cast<int>(incumbent_points.size());
   if (options.memory_bucket > 0) {
     const int64_t reduces = static_cast<int64_t>(out.stats.steps.size()) + 1 + (out.stats.subproblems > 1 ? 1 : 0);
     out.memory_error_bound = options.memory_bucket * static_cast<double>(reduces);

@@ -31,6 +31,11 @@ struct ParetoOptions {
   int64_t max_table = int64_t{1} << 18;
   bool heuristic = false;       ///< TensorOpt Eq. 7 instead of conditioning (inexact)
   double memory_bucket = 0;     ///< > 0: memories within a bucket count as equal (see memory_error_bound)
+  /// Bounds: solve a few weighted sums of time and memory first (scalar searches, each cheap) and
+  /// drop every partial point that one of those solutions beats whatever the rest adds (exact: see
+  /// FrontierSum::kBounds); their solutions join the result. Exact searches only (not with
+  /// `heuristic`: a solution from outside the fixed values would prune the restricted frontier away).
+  bool bound = true;
   int threads = 0;              ///< 0 = all cores
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
   std::function<void(int64_t, int64_t)> progress;
@@ -40,6 +45,7 @@ struct ParetoSolution {
   std::vector<Point> points;              ///< memory increasing, time strictly decreasing
   std::vector<std::vector<int>> choices;  ///< per point, a configuration index per node
   EngineStats stats;
+  int incumbents = 0;  ///< solutions of the weighted-sum searches on their frontier (bound)
   /// With a memory bucket b: every exact frontier point (t, m) has a returned point (t', m')
   /// with t' <= t and m' <= m + memory_error_bound (b per bucketed reduce on a derivation). 0 otherwise.
   double memory_error_bound = 0;

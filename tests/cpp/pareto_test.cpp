@@ -159,6 +159,28 @@ TEST(FrontierSolve, MatchesEnumerationOnChainsTreesAndCycles) {
   }
 }
 
+TEST(FrontierSolve, BoundsShrinkTheTablesAndKeepTheFrontier) {
+  std::mt19937 rng(29);
+  int shrunk = 0;
+  for (int trial = 0; trial < 150; ++trial) {
+    ParetoProblem p = random_problem(rng, trial % 3);
+    ParetoOptions o;
+    o.bound = false;
+    ParetoSolution plain = solve_pareto(p, o);
+    o.bound = true;
+    ParetoSolution bounded = solve_pareto(p, o);
+    expect_same(bounded.points, plain.points, trial);
+    expect_unrolls(p, bounded, trial);
+    EXPECT_GE(bounded.incumbents, 1);
+    int64_t before = 0, after = 0;
+    for (const auto& st : plain.stats.steps) before += st.total_points;
+    for (const auto& st : bounded.stats.steps) after += st.total_points;
+    EXPECT_LE(after, before) << "trial " << trial;
+    shrunk += after < before;
+  }
+  EXPECT_GT(shrunk, 30);
+}
+
 TEST(FrontierSolve, ConditioningIsExactWhenTheTableLimitIsTiny) {
   std::mt19937 rng(11);
   int conditioned = 0;
@@ -185,6 +207,7 @@ TEST(FrontierSolve, HeuristicEliminationIsDominatedByTheExactFrontierAndCounted)
     ParetoOptions o;
     o.max_table = 1;
     o.heuristic = true;
+    o.bound = false;
     ParetoSolution s = solve_pareto(p, o);
     expect_unrolls(p, s, trial);
     used += !s.stats.fixed.empty();
@@ -196,6 +219,12 @@ TEST(FrontierSolve, HeuristicEliminationIsDominatedByTheExactFrontierAndCounted)
     for (const Point& q : s.points)
       EXPECT_TRUE(std::any_of(exact.begin(), exact.end(),
                               [&](const Point& e) { return e.time <= q.time && e.memory <= q.memory; }));
+    // Bounds are for the exact search: the heuristic's frontier is its own (an incumbent from the
+    // whole space would prune nearly all of the restricted one).
+    o.bound = true;
+    ParetoSolution b = solve_pareto(p, o);
+    expect_same(b.points, s.points, trial);
+    EXPECT_EQ(b.incumbents, 0);
   }
   EXPECT_GT(used, 50);
 }

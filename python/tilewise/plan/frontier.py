@@ -352,6 +352,7 @@ def frontier(graph: Graph, cluster="tensoropt", devices: int | None = None, time
              progress: bool | Callable[[str, int, int], None] = False, *, parts: Sequence[int] | None = None,
              baselines: bool = True, heuristic: bool = False, max_table: int | None = None,
              memory_bucket: float | None = None, prune: bool = True, batch_split_inputs: bool = False,
+             bound: bool = True,
              threads: int | None = None) -> Frontier:
     """The cost frontier of ``graph`` over ``devices`` devices of ``cluster`` (a ``tw.Cluster`` or a
     preset name; ``devices=None``: all of them).
@@ -359,7 +360,7 @@ def frontier(graph: Graph, cluster="tensoropt", devices: int | None = None, time
     ``parts``: the recursion steps' part counts (default: one step per link level of the cluster,
     ``_core.hierarchy_parts``: 16 devices of 2 x 8 -> [2, 8]). ``baselines``: also cost data
     parallelism and the ``tofu`` plan (on the same parts) and the Mesh-TensorFlow frontier.
-    ``heuristic``, ``max_table``, ``memory_bucket``: as ``tw.pareto.solve`` (exact by default).
+    ``heuristic``, ``max_table``, ``memory_bucket``, ``bound``: as ``tw.pareto.solve`` (exact by default).
     ``batch_split_inputs``: TensorOpt §4.2's data loading, inputs and labels arrive split along the
     batch (their first dimension) and are re-laid out for consumers that want otherwise (priced).
     ``time_limit`` (seconds) bounds costing and search (``tw.SearchTimeout`` past it)."""
@@ -384,7 +385,7 @@ def frontier(graph: Graph, cluster="tensoropt", devices: int | None = None, time
         left = 0.0 if not limit else max(limit - (_time.monotonic() - start), 1e-3)
         solve_report = None if report is None else (lambda d, t: report("frontier search", d, t))
         sol = model.solve(max_table=max_table, heuristic=heuristic, memory_bucket=bucket, threads=threads,
-                          time_limit=left, progress=solve_report)
+                          time_limit=left, progress=solve_report, bound=bool(bound))
     finally:
         if close is not None:
             close()
@@ -395,7 +396,7 @@ def frontier(graph: Graph, cluster="tensoropt", devices: int | None = None, time
         heuristic_fixed=types.MappingProxyType({names[v]: x for v, x in sol.heuristic_fixed}),
         conditioned=tuple(names[v] for v in sol.conditioned), subproblems=sol.subproblems,
         eliminations=tuple(Elimination(names[v], e, mp, tp) for v, e, mp, tp in sol.steps),
-        memory_error_bound=sol.memory_error_bound, seconds=sol.seconds)
+        memory_error_bound=sol.memory_error_bound, seconds=sol.seconds, incumbents=sol.incumbents)
     base: dict[str, Baseline] = {}
     mesh: list[tuple[float, float]] = []
     f = Frontier(graph, cluster, model, sol, stats, base, mesh, model.build_seconds)

@@ -72,6 +72,7 @@ class FrontierStats:
     eliminations: tuple[Elimination, ...]
     memory_error_bound: float
     seconds: float
+    incumbents: int = 0
 
     @property
     def largest_frontier(self) -> int:
@@ -268,7 +269,7 @@ def _progress_bar(progress):
 def solve(nodes: Mapping[str, Sequence], edges: Mapping[tuple[str, str], Sequence] | None = None, *,
           time_limit: float | None = None, max_table: int | None = None, heuristic: bool = False,
           memory_bucket: float | None = None, threads: int | None = None,
-          progress: bool | Callable[[int, int], None] = False) -> Frontier:
+          progress: bool | Callable[[int, int], None] = False, bound: bool = True) -> Frontier:
     """The exact cost frontier of a decision problem.
 
     ``nodes``: name (str) -> list of configurations, each ``(time, memory)`` (a bare number is a
@@ -282,7 +283,11 @@ def solve(nodes: Mapping[str, Sequence], edges: Mapping[tuple[str, str], Sequenc
     neighbour to one configuration instead (TensorOpt Eq. 7: fast, not exact; counted in
     ``stats.heuristic_eliminations``). ``memory_bucket``: bytes within which memories count as equal
     (smaller frontiers; every exact point stays within ``stats.memory_error_bound`` bytes of a
-    returned one, no slower). ``time_limit``: seconds, then ``tw.SearchTimeout``. ``threads``: None
+    returned one, no slower). ``bound``: first solve a few weighted sums of time and memory (cheap
+    scalar searches) and drop every partial strategy one of their solutions beats however it is
+    completed (exact; ``stats.incumbents`` counts them; ignored with ``heuristic``; False for the
+    plain search).
+    ``time_limit``: seconds, then ``tw.SearchTimeout``. ``threads``: None
     for every core. ``progress``: True for a tqdm bar, or a callable ``(done, total)``.
     """
     if not isinstance(nodes, Mapping):
@@ -331,7 +336,8 @@ def solve(nodes: Mapping[str, Sequence], edges: Mapping[tuple[str, str], Sequenc
     report, close = _progress_bar(progress)
     try:
         sol = _core.pareto_solve(node_costs, edge_costs, max_table=max_table, heuristic=heuristic,
-                                 memory_bucket=bucket, threads=threads, time_limit=limit, progress=report)
+                                 memory_bucket=bucket, threads=threads, time_limit=limit, progress=report,
+                                 bound=bool(bound))
     finally:
         close()
     points = [FrontierPoint(t, m, types.MappingProxyType(dict(zip(names, c))))
@@ -341,7 +347,7 @@ def solve(nodes: Mapping[str, Sequence], edges: Mapping[tuple[str, str], Sequenc
         heuristic_fixed=types.MappingProxyType({names[v]: x for v, x in sol.heuristic_fixed}),
         conditioned=tuple(names[v] for v in sol.conditioned), subproblems=sol.subproblems,
         eliminations=tuple(Elimination(names[v], e, mp, tp) for v, e, mp, tp in sol.steps),
-        memory_error_bound=sol.memory_error_bound, seconds=sol.seconds)
+        memory_error_bound=sol.memory_error_bound, seconds=sol.seconds, incumbents=sol.incumbents)
     return Frontier(points, stats)
 
 
