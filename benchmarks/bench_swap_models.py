@@ -4,7 +4,9 @@ Training (Fig. 5.1 / Table 5.1): RNN-8-8K (batch 256), BRNN-4-8K (128), WResNet-
 and NasNet-25 (64) on one V100 with 16 GiB and SwapAdvisor's PCIe link (the ``swapadvisor`` cluster
 preset: 12 GB/s one way, 20 GB/s both ways). Graphs are the zoo's training graphs built with
 ``accumulate="running"`` (gradient parts added as they arrive, as MXNet does past 8 parts: an RNN's
-weight gradient summed over 20 steps at once would hold 20 one-GiB parts). Op seconds come from the
+weight gradient summed over 20 steps at once would hold 20 one-GiB parts), each add summing into its
+total in place as MXNet's cells do (``swap_problem(accumulate_in_place=True)``: a plan the swapped
+runtime cannot run yet). Op seconds come from the
 time model's V100 profile (``Plan.one_device(graph).predict(cluster)``), not from a GPU: the
 fractions are what the simulator predicts, the paper's are measured.
 
@@ -65,7 +67,7 @@ def seconds_to_reach(history: list[dict], best: float) -> float:
 def training_row(name: str, batch: int, time_limit: float, threads: int, seeds: int) -> dict:
     t0 = time.perf_counter()
     graph = tw.models.get(name, batch=batch, accumulate="running")
-    p = swap_problem(graph, "swapadvisor")
+    p = swap_problem(graph, "swapadvisor", accumulate_in_place=True)
     build = time.perf_counter() - t0
     ideal = p.ideal()
     row = {"model": name, "batch": batch, "ops": len(p.ops), "sizes": len(p.sizes),

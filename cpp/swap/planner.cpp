@@ -1,11 +1,14 @@
 // The swap planner (planner.h; SwapAdvisor §4.3.2): one scan of the schedule per pass, choosing
 // victims by estimated stall and Belady's rule, recording the augmented graph as it goes.
+//
+// It is the search's fitness with the simulation, run for every individual, so its state is laid out
+// for that: a tensor's pass state is one record, each class's residents are a dense array holding
+// what choosing a victim compares (kept current as tensors are used), and a thread's buffers are
+// reused from one plan to the next.
 #include "swap/planner.h"
 
-#include <deque>
 #include <limits>
 #include <stdexcept>
-#include <tuple>
 
 namespace tilewise::swap {
 
@@ -26,42 +29,75 @@ struct PassEnd {
   std::vector<char> removed;  ///< per tensor
 };
 
+/// A tensor's state during a pass.
+struct Live {
+  int object = -1;    ///< its object while in memory, else -1
+  int slot = -1;      ///< its index in its class's resident list while in memory
+  int last_use = -1;  ///< position of its last use so far in this pass
+  int next = 0;       ///< index into uses of its next use
+  int stay = -1;      ///< its current stay in the plan
+  int pinned = -1;    ///< position whose op holds it
+  int copied = -1;    ///< its last swap-out in this pass, -1 none
+  char dirty = 0;     ///< the host's copy is not current (a new activation, an updated parameter)
+  char removed = 0;   ///< an initial resident evicted before its first use
+};
+
+/// A resident tensor as choosing a victim sees it (planner.h's key), kept current while it stays.
+struct Candidate {
+  int tensor = -1;
+  int pinned = -1;
+  int last_use = -1;
+  int copy = 0;          ///< evicting it copies it out (changed since it came in, and used)
+  int64_t next_use = 0;  ///< Belady: the position of its next use
+  double since = 0;      ///< compute time before the position after its last use
+  int64_t bytes = 0;
+};
+
+/// What a thread's planner keeps between plans (sized anew, allocated once).
+struct Workspace {
+  std::vector<MemoryObject> objects;
+  std::vector<int> class_of, use_offset, uses, fill;
+  std::vector<double> before;
+  std::vector<int> holder;
+  std::vector<Ready> ready;
+  std::vector<std::vector<int>> free;  ///< per class: a FIFO of free objects from free_head
+  std::vector<size_t> free_head;
+  std::vector<std::vector<Candidate>> resident;
+  std::vector<Live> live;
+  SwapPlan first;  ///< the first pass's record of the double pass
+  std::vector<Stay> kept_stays;
+};
+
 class Planner {
  public:
-  Planner(const Problem& p, const Schedule& s, const Pool& pool, bool double_pass)
-      : p_(p), s_(s), double_pass_(double_pass), n_(static_cast<int>(s.size())) {
+  Planner(const Problem& p, const Schedule& s, const Pool& pool, bool double_pass, Workspace& w)
+      : p_(p), s_(s), double_pass_(double_pass), n_(static_cast<int>(s.size())), w_(w) {
     const std::vector<int64_t> bytes = class_bytes(p, pool.cls);
     int64_t offset = 0;
+    w.objects.clear();
     for (size_t c = 0; c < pool.cnt.size(); ++c)
       for (int64_t k = 0; k < pool.cnt[c]; ++k) {
-        objects_.push_back({offset, bytes[c], static_cast<int>(c) + 1});
+        w.objects.push_back({offset, bytes[c], static_cast<int>(c) + 1});
         offset += bytes[c];
       }
     memory_bytes_ = offset;
     classes_ = pool.classes();
     const size_t nt = static_cast<size_t>(p.num_tensors());
-    class_of_.resize(nt);
-    for (size_t t = 0; t < nt; ++t) class_of_[t] = pool.cls[static_cast<size_t>(p.size_index(static_cast<int>(t)))] - 1;
+    w.class_of.resize(nt);
+    for (size_t t = 0; t < nt; ++t) w.class_of[t] = pool.cls[static_cast<size_t>(p.size_index(static_cast<int>(t)))] - 1;
     // Uses per tensor in schedule order (CSR), and the compute time before each position.
-    use_offset_.assign(nt + 1, 0);
+    w.use_offset.assign(nt + 1, 0);
     for (int o : s)
-      for (int t : p.working_set(o)) ++use_offset_[static_cast<size_t>(t) + 1];
-    for (size_t t = 0; t < nt; ++t) use_offset_[t + 1] += use_offset_[t];
-    uses_.resize(static_cast<size_t>(use_offset_[nt]));
-    std::vector<int> fill(use_offset_.begin(), use_offset_.end() - 1);
-    before_.assign(static_cast<size_t>(n_) + 1, 0);
+      for (int t : p.working_set(o)) ++w.use_offset[static_cast<size_t>(t) + 1];
+    for (size_t t = 0; t < nt; ++t) w.use_offset[t + 1] += w.use_offset[t];
+    w.uses.resize(static_cast<size_t>(w.use_offset[nt]));
+    w.fill.assign(w.use_offset.begin(), w.use_offset.end() - 1);
+    w.before.assign(static_cast<size_t>(n_) + 1, 0);
     for (int k = 0; k < n_; ++k) {
       const int o = s[static_cast<size_t>(k)];
-      for (int t : p.working_set(o)) uses_[static_cast<size_t>(fill[static_cast<size_t>(t)]++)] = k;
-      before_[static_cast<size_t>(k) + 1] = before_[static_cast<size_t>(k)] + p.ops()[static_cast<size_t>(o)].seconds;
+      for (int t : p.working_set(o)) w.uses[static_cast<size_t>(w.fill[static_cast<size_t>(t)]++)] = k;
+      w.before[static_cast<size_t>(k) + 1] = w.before[static_cast<size_t>(k)] + p.ops()[static_cast<size_t>(o)].seconds;
     }
-  }
-
-  void start(SwapPlan& out) const {
-    out.objects = objects_;
-    out.memory_bytes = memory_bytes_;
-    out.double_pass = double_pass_;
-    out.schedule = s_;
   }
 
   /// One scan of the schedule from `initial` (parameters in memory at the start), recorded into `out`.
@@ -69,24 +105,30 @@ class Planner {
     reset(initial, out);
     for (int k = 0; k < n_; ++k) step(k, out);
     PassEnd end;
-    end.removed = removed_;
-    for (size_t t = 0; t < object_of_.size(); ++t)
-      if (object_of_[t] >= 0 && p_.tensors()[t].kind == TensorKind::kParameter)
-        end.params.push_back({static_cast<int>(t), object_of_[t], dirty_[t] != 0});
+    const size_t nt = w_.live.size();
+    end.removed.resize(nt);
+    for (size_t t = 0; t < nt; ++t) {
+      const Live& x = w_.live[t];
+      end.removed[t] = x.removed;
+      if (x.object >= 0 && p_.tensors()[t].kind == TensorKind::kParameter)
+        end.params.push_back({static_cast<int>(t), x.object, x.dirty != 0});
+    }
     // Initial residents evicted unused never stayed: drop their empty stays.
-    std::vector<Stay> kept;
+    std::vector<Stay>& kept = w_.kept_stays;
+    kept.clear();
     for (const Stay& st : out.stays)
       if (!(st.from == Stay::kIterationStart && st.to == Stay::kIterationStart)) kept.push_back(st);
-    out.stays = std::move(kept);
+    out.stays.swap(kept);
     return end;
   }
 
   /// Makes the second pass's plan repeatable (planner.h, double pass): `start` are the parameters the
   /// pass began with, `end` what it left.
   void close_iteration(const std::vector<Resident>& start, const PassEnd& end, SwapPlan& out) const {
-    std::vector<int> end_object(object_of_.size(), -1);
+    const size_t nt = w_.live.size();
+    std::vector<int> end_object(nt, -1);
     for (const Resident& r : end.params) end_object[static_cast<size_t>(r.tensor)] = r.object;
-    std::vector<char> kept(object_of_.size(), 0);
+    std::vector<char> kept(nt, 0);
     std::vector<SwapIn> head;
     for (const Resident& r : start) {
       const auto t = static_cast<size_t>(r.tensor);
@@ -98,7 +140,7 @@ class Planner {
       }
       // Not back in its object at the end: it starts on the host and comes in before its first use.
       // Its object held nothing else before it left, so the copy waits for nothing.
-      head.push_back({r.tensor, r.object, uses_[static_cast<size_t>(use_offset_[t])], Ready{}, -1});
+      head.push_back({r.tensor, r.object, w_.uses[static_cast<size_t>(w_.use_offset[t])], Ready{}, -1});
     }
     if (!head.empty()) {
       // Into stream order (by position, the new ones first at a tie); stays follow their swap-ins.
@@ -116,37 +158,46 @@ class Planner {
         else new_index[static_cast<size_t>(k)] = static_cast<int>(merged.size());
         merged.push_back(k < 0 ? head[static_cast<size_t>(-1 - k)] : out.swap_ins[static_cast<size_t>(k)]);
       }
+      std::vector<int> head_of(nt, -1);  // tensor -> its entry in head
+      for (size_t k = 0; k < head.size(); ++k) head_of[static_cast<size_t>(head[k].tensor)] = static_cast<int>(k);
       for (Stay& st : out.stays) {
         if (st.from == Stay::kSwapInStart) {
           st.from_index = new_index[static_cast<size_t>(st.from_index)];
-        } else if (st.from == Stay::kIterationStart) {
-          for (size_t k = 0; k < head.size(); ++k)
-            if (head[k].tensor == st.tensor) {
-              st.from = Stay::kSwapInStart;
-              st.from_index = head_index[k];
-            }
+        } else if (st.from == Stay::kIterationStart && head_of[static_cast<size_t>(st.tensor)] >= 0) {
+          st.from = Stay::kSwapInStart;
+          st.from_index = head_index[static_cast<size_t>(head_of[static_cast<size_t>(st.tensor)])];
         }
       }
       out.swap_ins = std::move(merged);
     }
     // Updated parameters in memory at the end that the next iteration does not expect there: copied out.
+    std::vector<int> copy_out(nt, -1);  // tensor -> its swap-out here
     for (const Resident& r : end.params) {
       const auto t = static_cast<size_t>(r.tensor);
       if (kept[t] || !r.dirty) continue;
       const int k = static_cast<int>(out.swap_outs.size());
-      out.swap_outs.push_back({r.tensor, r.object, last_use_[t], -1});
+      out.swap_outs.push_back({r.tensor, r.object, w_.live[t].last_use, -1});
       out.evictions.push_back({r.tensor, -1, n_, k});
-      for (Stay& st : out.stays)
-        if (st.tensor == r.tensor && st.to == Stay::kIterationEnd) {
-          st.to = Stay::kSwapOutEnd;
-          st.to_index = k;
-        }
+      copy_out[t] = k;
     }
+    for (Stay& st : out.stays)
+      if (st.to == Stay::kIterationEnd && copy_out[static_cast<size_t>(st.tensor)] >= 0) {
+        st.to = Stay::kSwapOutEnd;
+        st.to_index = copy_out[static_cast<size_t>(st.tensor)];
+      }
+  }
+
+  void start(SwapPlan& out) const {
+    out.objects = w_.objects;
+    out.memory_bytes = memory_bytes_;
+    out.double_pass = double_pass_;
+    out.schedule = s_;
   }
 
  private:
   void reset(const std::vector<Resident>& initial, SwapPlan& out) {
     const size_t nt = static_cast<size_t>(p_.num_tensors());
+    const size_t nobj = w_.objects.size();
     start(out);
     out.swap_ins.clear();
     out.swap_outs.clear();
@@ -154,119 +205,140 @@ class Planner {
     out.stays.clear();
     out.initial_residents.clear();
     out.outputs_ready.assign(static_cast<size_t>(n_), Ready{});
-    holder_.assign(objects_.size(), -1);
-    ready_.assign(objects_.size(), Ready{});
-    free_.assign(static_cast<size_t>(classes_), {});
-    resident_.assign(static_cast<size_t>(classes_), {});
-    object_of_.assign(nt, -1);
-    slot_.assign(nt, -1);
-    dirty_.assign(nt, 0);
-    last_use_.assign(nt, -1);
-    stay_of_.assign(nt, -1);
-    removed_.assign(nt, 0);
-    copied_.assign(nt, -1);
-    pinned_.assign(nt, -1);
-    next_.assign(use_offset_.begin(), use_offset_.end() - 1);
-    for (const Resident& r : initial) {
-      place(r.tensor, r.object, out, Stay::kIterationStart, -1);
-      dirty_[static_cast<size_t>(r.tensor)] = r.dirty;
+    w_.holder.assign(nobj, -1);
+    w_.ready.assign(nobj, Ready{});
+    if (w_.free.size() < static_cast<size_t>(classes_)) w_.free.resize(static_cast<size_t>(classes_));
+    if (w_.resident.size() < static_cast<size_t>(classes_)) w_.resident.resize(static_cast<size_t>(classes_));
+    for (int c = 0; c < classes_; ++c) {
+      w_.free[static_cast<size_t>(c)].clear();
+      w_.resident[static_cast<size_t>(c)].clear();
     }
-    for (size_t o = 0; o < objects_.size(); ++o)
-      if (holder_[o] < 0) free_[static_cast<size_t>(objects_[o].size_class - 1)].push_back(static_cast<int>(o));
+    w_.free_head.assign(static_cast<size_t>(classes_), 0);
+    w_.live.assign(nt, Live{});
+    for (size_t t = 0; t < nt; ++t) w_.live[t].next = w_.use_offset[t];
+    for (const Resident& r : initial) {
+      Live& x = w_.live[static_cast<size_t>(r.tensor)];
+      x.dirty = r.dirty;
+      place(r.tensor, r.object, out, Stay::kIterationStart, -1);
+    }
+    for (size_t o = 0; o < nobj; ++o)
+      if (w_.holder[o] < 0) w_.free[static_cast<size_t>(w_.objects[o].size_class - 1)].push_back(static_cast<int>(o));
+  }
+
+  int64_t next_use(int t) const {
+    const auto ts = static_cast<size_t>(t);
+    const int next = w_.live[ts].next;
+    if (next < w_.use_offset[ts + 1]) return w_.uses[static_cast<size_t>(next)];
+    // Past its last use in the iteration: a parameter is next used in the next iteration.
+    if (double_pass_ && p_.tensors()[ts].kind == TensorKind::kParameter)
+      return n_ + w_.uses[static_cast<size_t>(w_.use_offset[ts])];
+    return kNever;
+  }
+
+  /// Brings t's candidate record up to date with its pass state (it is resident).
+  void refresh(int t) {
+    const Live& x = w_.live[static_cast<size_t>(t)];
+    Candidate& c = w_.resident[static_cast<size_t>(w_.class_of[static_cast<size_t>(t)])][static_cast<size_t>(x.slot)];
+    c.pinned = x.pinned;
+    c.last_use = x.last_use;
+    c.copy = x.dirty && x.last_use >= 0;
+    c.next_use = next_use(t);
+    c.since = w_.before[static_cast<size_t>(x.last_use + 1)];
   }
 
   void place(int t, int object, SwapPlan& out, Stay::Edge from, int from_index) {
     const auto ts = static_cast<size_t>(t);
-    holder_[static_cast<size_t>(object)] = t;
-    object_of_[ts] = object;
-    auto& list = resident_[static_cast<size_t>(class_of_[ts])];
-    slot_[ts] = static_cast<int>(list.size());
-    list.push_back(t);
-    stay_of_[ts] = static_cast<int>(out.stays.size());
+    Live& x = w_.live[ts];
+    w_.holder[static_cast<size_t>(object)] = t;
+    x.object = object;
+    auto& list = w_.resident[static_cast<size_t>(w_.class_of[ts])];
+    x.slot = static_cast<int>(list.size());
+    Candidate c;
+    c.tensor = t;
+    c.bytes = p_.tensors()[ts].bytes;
+    list.push_back(c);
+    refresh(t);
+    x.stay = static_cast<int>(out.stays.size());
     out.stays.push_back({t, object, from, Stay::kIterationEnd, from_index, -1});
   }
 
   /// Takes `t` out of memory; its stay ends at (to, to_index).
   void unplace(int t, SwapPlan& out, Stay::Edge to, int to_index) {
     const auto ts = static_cast<size_t>(t);
-    holder_[static_cast<size_t>(object_of_[ts])] = -1;
-    auto& list = resident_[static_cast<size_t>(class_of_[ts])];
-    const int k = slot_[ts];
+    Live& x = w_.live[ts];
+    w_.holder[static_cast<size_t>(x.object)] = -1;
+    auto& list = w_.resident[static_cast<size_t>(w_.class_of[ts])];
+    const int k = x.slot;
     list[static_cast<size_t>(k)] = list.back();
-    slot_[static_cast<size_t>(list.back())] = k;
+    w_.live[static_cast<size_t>(list.back().tensor)].slot = k;
     list.pop_back();
-    object_of_[ts] = -1;
-    Stay& st = out.stays[static_cast<size_t>(stay_of_[ts])];
+    x.object = -1;
+    Stay& st = out.stays[static_cast<size_t>(x.stay)];
     st.to = to;
     st.to_index = to_index;
-  }
-
-  int64_t next_use(int t) const {
-    const auto ts = static_cast<size_t>(t);
-    if (next_[ts] < use_offset_[ts + 1]) return uses_[static_cast<size_t>(next_[ts])];
-    // Past its last use in the iteration: a parameter is next used in the next iteration.
-    if (double_pass_ && p_.tensors()[ts].kind == TensorKind::kParameter)
-      return n_ + uses_[static_cast<size_t>(use_offset_[ts])];
-    return kNever;
   }
 
   /// The victim for a `newcomer` of class c at position k that brings `in_bytes` over the link.
   int choose(int c, int k, int64_t in_bytes) const {
     const double rate = p_.host().one_way;
-    int best = -1;
-    std::tuple<double, int64_t, int, int, int> best_key;
-    for (int v : resident_[static_cast<size_t>(c)]) {
-      const auto vs = static_cast<size_t>(v);
-      if (pinned_[vs] == k) continue;
-      const int lu = last_use_[vs];
-      const double gap = before_[static_cast<size_t>(k)] - before_[static_cast<size_t>(lu + 1)];
-      const bool copy = dirty_[vs] && lu >= 0;
-      const int64_t moved = in_bytes + (copy ? p_.tensors()[vs].bytes : 0);
+    const double now = w_.before[static_cast<size_t>(k)];
+    const Candidate* best = nullptr;
+    double best_stall = 0;
+    // Least stall; then furthest next use (Belady); unchanged first; least recently used; index.
+    for (const Candidate& v : w_.resident[static_cast<size_t>(c)]) {
+      if (v.pinned == k) continue;
+      const double gap = now - v.since;
+      const int64_t moved = in_bytes + (v.copy ? v.bytes : 0);
       const double stall = std::max(0.0, static_cast<double>(moved) / rate - gap);
-      // Least stall; then furthest next use (Belady); unchanged first; least recently used; index.
-      const auto key = std::make_tuple(stall, -next_use(v), copy ? 1 : 0, lu, v);
-      if (best < 0 || key < best_key) {
-        best = v;
-        best_key = key;
+      if (best == nullptr || stall < best_stall ||
+          (stall == best_stall &&
+           (v.next_use != best->next_use ? v.next_use > best->next_use
+            : v.copy != best->copy       ? v.copy < best->copy
+            : v.last_use != best->last_use ? v.last_use < best->last_use
+                                           : v.tensor < best->tensor))) {
+        best = &v;
+        best_stall = stall;
       }
     }
-    if (best < 0)
+    if (best == nullptr)
       throw std::logic_error("swap planner: no object of class " + std::to_string(c + 1) + " to evict for op '" +
                              p_.ops()[static_cast<size_t>(s_[static_cast<size_t>(k)])].name +
                              "' (the pool was not checked against its working set)");
-    return best;
+    return best->tensor;
   }
 
   /// An object of `t`'s class for the op at position k: a free one, else one evicted for it.
   int acquire(int t, int k, int64_t in_bytes, SwapPlan& out) {
-    const int c = class_of_[static_cast<size_t>(t)];
-    auto& fifo = free_[static_cast<size_t>(c)];
-    if (!fifo.empty()) {
-      const int o = fifo.front();
-      fifo.pop_front();
+    const int c = w_.class_of[static_cast<size_t>(t)];
+    std::vector<int>& fifo = w_.free[static_cast<size_t>(c)];
+    size_t& head = w_.free_head[static_cast<size_t>(c)];
+    if (head < fifo.size()) {
+      const int o = fifo[head++];
+      if (head == fifo.size()) fifo.clear(), head = 0;
       return o;
     }
     const int v = choose(c, k, in_bytes);
     const auto vs = static_cast<size_t>(v);
-    const int o = object_of_[vs];
-    const int lu = last_use_[vs];
+    Live& x = w_.live[vs];
+    const int o = x.object;
+    const int lu = x.last_use;
     if (lu < 0) {
       // An initial resident never used: it need not have been in memory at all.
-      removed_[vs] = 1;
+      x.removed = 1;
       unplace(v, out, Stay::kIterationStart, -1);
-      ready_[static_cast<size_t>(o)] = Ready{};
+      w_.ready[static_cast<size_t>(o)] = Ready{};
       out.evictions.push_back({v, t, k, -1});
-    } else if (dirty_[vs]) {
+    } else if (x.dirty) {
       const int j = static_cast<int>(out.swap_outs.size());
       out.swap_outs.push_back({v, o, lu, -1});
       unplace(v, out, Stay::kSwapOutEnd, j);
-      ready_[static_cast<size_t>(o)] = Ready{-1, j, -1};
-      dirty_[vs] = 0;
-      copied_[vs] = j;
+      w_.ready[static_cast<size_t>(o)] = Ready{-1, j, -1};
+      x.dirty = 0;
+      x.copied = j;
       out.evictions.push_back({v, t, k, j});
     } else {
       unplace(v, out, Stay::kOpEnd, lu);
-      ready_[static_cast<size_t>(o)] = Ready{lu, -1, -1};
+      w_.ready[static_cast<size_t>(o)] = Ready{lu, -1, -1};
       out.evictions.push_back({v, t, k, -1});
     }
     return o;
@@ -275,39 +347,47 @@ class Planner {
   void step(int k, SwapPlan& out) {
     const Op& op = p_.ops()[static_cast<size_t>(s_[static_cast<size_t>(k)])];
     const std::vector<int>& working = p_.working_set(s_[static_cast<size_t>(k)]);
-    for (int t : working) pinned_[static_cast<size_t>(t)] = k;
+    for (int t : working) {
+      Live& x = w_.live[static_cast<size_t>(t)];
+      x.pinned = k;
+      if (x.object >= 0)
+        w_.resident[static_cast<size_t>(w_.class_of[static_cast<size_t>(t)])][static_cast<size_t>(x.slot)].pinned = k;
+    }
     for (int t : op.inputs) {
       const auto ts = static_cast<size_t>(t);
-      if (object_of_[ts] >= 0) continue;
+      if (w_.live[ts].object >= 0) continue;
       const int o = acquire(t, k, p_.tensors()[ts].bytes, out);
       const int j = static_cast<int>(out.swap_ins.size());
-      Ready after = ready_[static_cast<size_t>(o)];
-      after.merge(Ready{-1, copied_[ts], -1});  // its copy on the host must be complete (another object may free first)
+      Ready after = w_.ready[static_cast<size_t>(o)];
+      after.merge(Ready{-1, w_.live[ts].copied, -1});  // its copy on the host must be complete (another object may free first)
       out.swap_ins.push_back({t, o, k, after, -1});
+      w_.live[ts].dirty = 0;
       place(t, o, out, Stay::kSwapInStart, j);
-      dirty_[ts] = 0;
     }
     Ready& outputs = out.outputs_ready[static_cast<size_t>(k)];
     for (int t : op.outputs) {
       const auto ts = static_cast<size_t>(t);
-      if (object_of_[ts] < 0) {
+      if (w_.live[ts].object < 0) {
         const int o = acquire(t, k, 0, out);
-        outputs.merge(ready_[static_cast<size_t>(o)]);
+        outputs.merge(w_.ready[static_cast<size_t>(o)]);
         place(t, o, out, Stay::kOpStart, k);
       }
-      dirty_[ts] = 1;  // new contents the host lacks (an activation, an updated parameter)
+      w_.live[ts].dirty = 1;  // new contents the host lacks (an activation, an updated parameter)
     }
     for (int t : working) {
       const auto ts = static_cast<size_t>(t);
-      last_use_[ts] = k;
-      ++next_[ts];
-      const Tensor& x = p_.tensors()[ts];
-      if (x.kind == TensorKind::kActivation && !x.live_out && next_[ts] == use_offset_[ts + 1]) {
+      Live& x = w_.live[ts];
+      x.last_use = k;
+      ++x.next;
+      const Tensor& tensor = p_.tensors()[ts];
+      if (tensor.kind == TensorKind::kActivation && !tensor.live_out && x.next == w_.use_offset[ts + 1]) {
         // Dead: its object is free once this op ends.
-        const int o = object_of_[ts];
+        const int o = x.object;
         unplace(t, out, Stay::kOpEnd, k);
-        ready_[static_cast<size_t>(o)] = Ready{k, -1, -1};
-        free_[static_cast<size_t>(class_of_[ts])].push_back(o);
+        w_.ready[static_cast<size_t>(o)] = Ready{k, -1, -1};
+        w_.free[static_cast<size_t>(w_.class_of[ts])].push_back(o);
+      } else {
+        refresh(t);
       }
     }
   }
@@ -316,20 +396,9 @@ class Planner {
   const Schedule& s_;
   const bool double_pass_;
   const int n_;
-  std::vector<MemoryObject> objects_;
+  Workspace& w_;
   int64_t memory_bytes_ = 0;
   int classes_ = 0;
-  std::vector<int> class_of_;
-  std::vector<int> use_offset_, uses_;
-  std::vector<double> before_;
-  // Pass state.
-  std::vector<int> holder_;
-  std::vector<Ready> ready_;
-  std::vector<std::deque<int>> free_;
-  std::vector<std::vector<int>> resident_;
-  std::vector<int> object_of_, slot_, last_use_, stay_of_, pinned_, next_;
-  std::vector<int> copied_;  ///< per tensor: its last swap-out in this pass, -1 none
-  std::vector<char> dirty_, removed_;
 };
 
 }  // namespace
@@ -339,7 +408,9 @@ SwapPlan plan_swaps(const Problem& p, const Schedule& schedule, const Pool& pool
     check_schedule(p, schedule);
     check_pool(p, pool);
   }
-  Planner planner(p, schedule, pool, double_pass);
+  // Per thread, so that the search's workers plan without allocating once warm.
+  thread_local Workspace workspace;
+  Planner planner(p, schedule, pool, double_pass, workspace);
   SwapPlan plan;
   plan.method = "swapadvisor";
   plan.pool = pool;
@@ -347,8 +418,7 @@ SwapPlan plan_swaps(const Problem& p, const Schedule& schedule, const Pool& pool
     planner.run({}, plan);
     return plan;
   }
-  SwapPlan first;
-  std::vector<Resident> start = planner.run({}, first).params;
+  std::vector<Resident> start = planner.run({}, workspace.first).params;
   const PassEnd end = planner.run(start, plan);
   planner.close_iteration(start, end, plan);
   return plan;

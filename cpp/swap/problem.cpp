@@ -108,7 +108,11 @@ Problem Problem::make(std::vector<Tensor> tensors, std::vector<Op> ops, int64_t 
   Problem p;
   const size_t nt = tensors.size(), no = ops.size();
   p.producer_.assign(nt, -1);
-  std::vector<std::vector<int>> readers(nt);
+  std::vector<std::vector<int>> readers(nt), updates(nt);  // updates: an activation's in-place writers
+  const auto reads = [&](int o, int t) {
+    const std::vector<int>& in = ops[static_cast<size_t>(o)].inputs;
+    return std::find(in.begin(), in.end(), t) != in.end();
+  };
   for (size_t o = 0; o < no; ++o) {
     const int oi = static_cast<int>(o);
     check_list(tensors, ops, oi, ops[o].inputs, "input");
@@ -116,9 +120,14 @@ Problem Problem::make(std::vector<Tensor> tensors, std::vector<Op> ops, int64_t 
     for (int t : ops[o].outputs) {
       const Tensor& x = tensors[static_cast<size_t>(t)];
       int& prod = p.producer_[static_cast<size_t>(t)];
+      if (prod >= 0 && x.kind == TensorKind::kActivation && reads(oi, t)) {
+        updates[static_cast<size_t>(t)].push_back(oi);
+        continue;
+      }
       if (prod >= 0)
         throw SwapError(std::string(name_of(x.kind)) + " " + quoted(x.name) + " is written by " + op_label(ops, prod) +
-                        " and " + op_label(ops, oi) + "; a tensor has at most one producer (a parameter one update)");
+                        " and " + op_label(ops, oi) + "; a tensor has at most one producer (a parameter one update; "
+                        "an activation's later writers update it in place, listing it among their inputs too)");
       prod = oi;
     }
     for (int t : ops[o].inputs) readers[static_cast<size_t>(t)].push_back(oi);
@@ -129,7 +138,9 @@ Problem Problem::make(std::vector<Tensor> tensors, std::vector<Op> ops, int64_t 
       throw SwapError("activation " + quoted(x.name) + " is read by " + op_label(ops, readers[t][0]) +
                       " but no op produces it; give it a producer, or make it a parameter (which starts on the host)");
   }
-  // The DAG: producer -> reader; for an updated parameter, every other reader -> the update.
+  // The DAG: producer -> reader; for an updated parameter, every other reader -> the update; for an
+  // activation updated in place, each reader reads the value of the latest update listed before it
+  // (the producer's before the first): that writer -> the reader -> the next update.
   p.preds_.assign(no, {});
   p.succs_.assign(no, {});
   const auto edge = [&](int a, int b) {
@@ -140,12 +151,21 @@ Problem Problem::make(std::vector<Tensor> tensors, std::vector<Op> ops, int64_t 
   for (size_t t = 0; t < nt; ++t) {
     const int prod = p.producer_[t];
     if (prod < 0) continue;
+    const std::vector<int>& ups = updates[t];  // listed after prod: the first writer listed produces
     for (int r : readers[t]) {
       if (r == prod && tensors[t].kind == TensorKind::kActivation)
         throw SwapError(op_label(ops, r) + " reads activation " + quoted(tensors[t].name) +
-                        ", which it produces itself (only a parameter's update may read what it writes)");
-      if (tensors[t].kind == TensorKind::kParameter) edge(r, prod);
-      else edge(prod, r);
+                        ", which it produces itself (only a parameter's update, or a later in-place update of an "
+                        "activation, may read what it writes)");
+      if (tensors[t].kind == TensorKind::kParameter) {
+        edge(r, prod);
+        continue;
+      }
+      // Updates listed before r (an update reading t counts the ones before itself).
+      const size_t v = static_cast<size_t>(std::lower_bound(ups.begin(), ups.end(), r) - ups.begin());
+      edge(v == 0 ? prod : ups[v - 1], r);
+      const size_t next = v < ups.size() && ups[v] == r ? v + 1 : v;
+      if (next < ups.size()) edge(r, ups[next]);
     }
   }
   for (auto* lists : {&p.preds_, &p.succs_})

@@ -6,7 +6,10 @@
 // there, and evicting it unchanged drops it without a copy); an *activation* is produced by an op and
 // freed after its last use, unless it is live out (the backward pass of a partial graph needs it).
 // A parameter may be the output of one op: its update, in place. Every other op reading it reads the
-// old value, so runs before the update; evicting it once updated copies it out.
+// old value, so runs before the update; evicting it once updated copies it out. An activation may be
+// updated in place too (a gradient summed into its total as parts arrive, MXNet's kAddTo): ops listed
+// after its producer that list it among both inputs and outputs; they run in the order listed, and an
+// op that reads it reads the value of the latest update listed before it.
 #pragma once
 #include <cstdint>
 #include <stdexcept>
@@ -69,8 +72,9 @@ struct LeastPool {
 class Problem {
  public:
   /// Validates and builds; throws SwapError naming the tensor or op for: an empty name or a name used
-  /// twice, bytes < 1, an index out of range, an activation no op produces (or two produce), a
-  /// parameter written by two ops, an op listing a tensor twice among its inputs or its outputs,
+  /// twice, bytes < 1, an index out of range, an activation no op produces (or two produce, the later
+  /// one not reading it: not an in-place update; the first listed is its producer), a parameter
+  /// written by two ops, an op listing a tensor twice among its inputs or its outputs,
   /// seconds negative or not finite, capacity < 1, a host link not 0 < one_way <= both_ways <=
   /// 2 * one_way, and a dependency cycle (naming its ops).
   static Problem make(std::vector<Tensor> tensors, std::vector<Op> ops, int64_t capacity, HostLink host);

@@ -94,6 +94,9 @@ def problems(draw, max_ops=9):
         reads = draw(st.lists(st.sampled_from(pool), max_size=3, unique=True)) if pool else []
         tensors[f"A{k}"] = (draw(size) * unit, "activation")
         ops.append((f"op{k}", reads, [f"A{k}"], draw(st.floats(0.1, 2.0))))
+        if acts and draw(st.integers(0, 3)) == 0:  # a gradient summed in place: acc += A{k}
+            acc = draw(st.sampled_from(acts))
+            ops.append((f"sum{k}", [acc, f"A{k}"], [acc], draw(st.floats(0.1, 1.0))))
         acts.append(f"A{k}")
     for w in params:
         if acts and draw(st.booleans()):
@@ -314,6 +317,8 @@ def fig_tensors():
     ({"A": (1, "activation")}, [("p", [], ["A"], -1)], "seconds must be finite and >= 0"),
     ({"A": (1, "activation")}, [("p", [], ["A"], 1), ("p", [], [], 1)], "two ops are named 'p'"),
     ({"A": (1, "activation")}, [("p", ["A"], ["A"], 1)], "reads activation 'A', which it produces itself"),
+    ({"A": (1, "activation"), "B": (1, "activation")}, [("q", [], ["B"], 1), ("u", ["A", "B"], ["A"], 1),
+                                                         ("p", [], ["A"], 1)], "written by op 'u' and op 'p'.*update it in place"),
 ])
 def test_problem_errors(tensors, ops, match):
     with pytest.raises(swap.SwapError, match=match):
@@ -379,3 +384,34 @@ def test_infeasible_gives_least_memory():
     assert e.value.least_memory == 5 * MB and isinstance(e.value, swap.SwapError)
     with pytest.raises(swap.InfeasibleError):
         p.search(generations=1, population=4)
+
+
+# ----- gradient sums in place ---------------------------------------------------------------------
+
+
+def test_gradient_sums_in_place_hold_one_total():
+    """accumulate_in_place: a running sum's adds update their total (MXNet's kAddTo); the op that
+    forced the least memory held part + old total + new total, now part + total."""
+    from tilewise.graph.autodiff import gradient_accumulation
+    from tilewise.plan.swapping import in_place_sums, swap_problem
+
+    with gradient_accumulation("running"):
+        graph = tw.models.brnn(layers=1, hidden=256, steps=4, batch=8, in_features=64)
+    fresh = swap_problem(graph, "swapadvisor", device_memory=10**12)
+    summed = in_place_sums(graph)
+    assert summed and all(".sum" in name for name in summed)
+    folded = swap_problem(graph, "swapadvisor", device_memory=10**12, accumulate_in_place=True)
+    assert len(folded.tensors) == len(fresh.tensors) - len(summed)
+    assert folded.ideal_time == fresh.ideal_time and len(folded.ops) == len(fresh.ops)
+    w = next(total for name, total in summed.items() if "weight_ih" in name)  # the first part
+    w_bytes = folded.tensors[w][0]
+    assert folded.least_memory <= fresh.least_memory - w_bytes
+    # Each add reads and writes its total; the total's later readers come after the last add.
+    adds = [(name, ins, outs) for name, ins, outs, _ in folded.ops if outs == [w]]
+    assert len(adds) == 4 and all(ins[0] == w for _, ins, _ in adds[1:])
+    tight = swap_problem(graph, "swapadvisor", device_memory=folded.least_memory, accumulate_in_place=True)
+    assert_safe(tight, tight.plan())
+    with pytest.raises(tw.ExecError, match="accumulate_in_place=False"):
+        tw.compile(graph, tight.plan())
+    with pytest.raises(TypeError, match="accumulate_in_place"):
+        swap_problem(graph, accumulate_in_place="yes")

@@ -109,6 +109,11 @@ class SwapExecutable(Executable):
                 raise ExecError(f"swap plan: tensor '{name}' has {problem._tensors[name][0]} bytes in the plan but "
                                 f"{sizes[buffers[name]]} in graph '{graph.name}' (a plan of another graph?)")
             buffer_of.append(buffers[name])
+        unplaced = [t.name for t in graph.tensors if t.updates is None and t.name not in problem._tensor_index]
+        if unplaced:
+            raise ExecError(f"swap plan: tensor '{unplaced[0]}' of graph '{graph.name}' is not a tensor of the plan "
+                            "(a plan that sums gradients in place, swap_problem(accumulate_in_place=True)? the "
+                            "swapped runtime writes every sum to its own buffer: plan with accumulate_in_place=False)")
         op_ids = {op.name: op.id for op in graph.ops}
         missing = [name for name in problem._op_names if name not in op_ids]
         if missing:

@@ -9,6 +9,12 @@ tensor of the problem too, an output of that op ("<tensor>@<op>"), so that swapp
 a place in the pool like every other buffer (``problem_buffers``). Each op's seconds come from
 the time model: one step of the graph on one device of ``cluster``, simulated (``Plan.one_device(
 graph).predict(cluster)``), so the search prices ops exactly as every other prediction does.
+
+``accumulate_in_place=True`` sums gradients in place, as MXNet's backward cells do (kAddTo): a
+gradient sum ``add(total, part)`` whose ``total`` nothing else reads writes its result into
+``total``'s memory (an in-place update of that activation in the problem), so a running sum
+(``accumulate="running"``) holds the total and one part, not the old total, the part and a new total.
+Swapped execution does not run such plans yet (its adds write a fresh buffer): the default is False.
 """
 
 from __future__ import annotations
@@ -40,10 +46,30 @@ def problem_buffers(graph: Graph) -> tuple[dict[str, int], dict[int, list[tuple[
     return buffers, regions
 
 
-def swap_problem(graph: Graph, cluster="swapadvisor", device_memory: int | None = None) -> Problem:
+def in_place_sums(graph: Graph) -> dict[str, str]:
+    """Gradient sums that may write into their first input: {sum's output: the tensor it is stored as}.
+    A backward ``add(total, part)`` of no forward op (a gradient sum) qualifies when ``total`` is
+    computed, read by that add alone, not a result, and of the output's shape and dtype; chains of
+    running sums fold into their first total."""
+    results = {t.id for t in graph.results().values()}
+    stored: dict[str, str] = {}
+    for op in graph.ops:
+        if op.type != "add" or op.phase != "backward" or op.forward_op is not None or len(op.inputs) != 2:
+            continue
+        total, out = op.inputs[0], op.output
+        if (total.producer is None or total.updates is not None or len(total.consumers) != 1
+                or total.id in results or total.shape != out.shape or total.dtype != out.dtype):
+            continue
+        stored[out.name] = stored.get(total.name, total.name)
+    return stored
+
+
+def swap_problem(graph: Graph, cluster="swapadvisor", device_memory: int | None = None,
+                 accumulate_in_place: bool = False) -> Problem:
     """The swap problem of one training step of ``graph`` on one device of ``cluster`` (a preset name
     or ``tw.Cluster``; default SwapAdvisor's V100 with its 12/20 GB/s host link) with
-    ``device_memory`` bytes (default: the cluster device's memory)."""
+    ``device_memory`` bytes (default: the cluster device's memory). ``accumulate_in_place``: gradient
+    sums write into their running total (``in_place_sums``; plans the swapped runtime cannot run yet)."""
     if not isinstance(graph, Graph):
         raise TypeError(f"swap_problem takes a tw.Graph, not {type(graph).__name__}")
     c = resolve_cluster(cluster, 1)
@@ -51,10 +77,13 @@ def swap_problem(graph: Graph, cluster="swapadvisor", device_memory: int | None 
         raise ValueError(f"cluster '{c.name}' has no host link: swapping needs one (cluster.host = tw.Link(...))")
     seconds = Plan.one_device(graph).predict(c).op_seconds
     tensors: dict[str, tuple[int, str]] = {}
+    if not isinstance(accumulate_in_place, bool):
+        raise TypeError(f"accumulate_in_place must be a bool, not {type(accumulate_in_place).__name__}")
+    summed = in_place_sums(graph) if accumulate_in_place else {}
     stored = {}  # tensor name -> the name it is stored as (an in-place update: the tensor it updates)
     for t in graph.tensors:
-        if t.updates is not None:
-            stored[t.name] = t.updates.name
+        if t.updates is not None or t.name in summed:
+            stored[t.name] = t.updates.name if t.updates is not None else summed[t.name]
             continue
         stored[t.name] = t.name
         nbytes = max(1, t.bytes)  # its dtype's bytes (int64 ids: 8 per element)
@@ -68,7 +97,8 @@ def swap_problem(graph: Graph, cluster="swapadvisor", device_memory: int | None 
             tensors[name] = (nbytes, "activation")
             outputs.append(name)
         ops.append((op.name, inputs, outputs, float(seconds.get(op.name, 0.0))))
-    live_out = [t.name for t in graph.results().values() if t.producer is not None and t.updates is None]
+    live_out = list(dict.fromkeys(stored[t.name] for t in graph.results().values()
+                                  if t.producer is not None and t.updates is None))
     capacity = c.device.memory if device_memory is None else device_memory
     if not capacity:
         raise ValueError(f"cluster '{c.name}' has unlimited device memory: give device_memory=bytes")

@@ -51,7 +51,9 @@ class Problem:
 
     * ``kind``: "parameter" (starts on the host; evicted unchanged it is dropped, not copied; one op
       may update it in place by listing it as an output, after every other op that reads it) or
-      "activation" (produced by one op; freed after its last use).
+      "activation" (produced by one op; freed after its last use; ops listed after its producer that
+      list it among both inputs and outputs update it in place, in the order listed — a gradient
+      summed into its total — and an op reading it reads the latest update listed before it).
     * ``ops``: in any order; ``inputs`` and ``outputs`` name tensors; ``seconds`` is the op's time.
     * ``capacity``: device memory in bytes.
     * ``host_link``: bytes/s for one direction alone and for both directions together (a duplex link
