@@ -54,6 +54,10 @@ struct EngineOptions {
   /// entries × values stays on one thread.
   int threads = 1;
   int64_t parallel_work = 256;
+  /// Points the tables of a pass may hold, made so far in all (S::size summed, for semirings that
+  /// track sizes; what unrolling keeps grows with them too), else SearchTooLarge: a search stops with
+  /// an error, not by exhausting the machine's memory. 0 = no limit.
+  int64_t max_points = 0;
   /// Called with (eliminated, total) now and then.
   std::function<void(int64_t, int64_t)> progress;
 };
@@ -183,6 +187,13 @@ Pass<S> run_pass(const S& s, const std::vector<int>& domains, std::vector<BasicF
   std::vector<typename BoundOf<S>::type> lower;
   if constexpr (S::kBounds)
     for (const auto& f : factors) lower.push_back(S::lower_of(f.table));
+  // Points made by the pass's tables (S::size), against options.max_points.
+  std::atomic<int64_t> held{0};
+  std::atomic<bool> too_many{false};
+  const bool budget = S::kTracksSizes && options.max_points > 0;
+  if (budget)
+    for (const auto& f : factors)
+      for (const auto& value : f.table) held += S::size(value);
   std::vector<int> fs, scope, idx_buf;
   std::vector<int64_t> scope_stride, v_stride, base_buf;
   std::vector<const typename S::Value*> tables;
@@ -233,6 +244,7 @@ Pass<S> run_pass(const S& s, const std::vector<int>& domains, std::vector<BasicF
         if (alive[f] && !std::binary_search(fs.begin(), fs.end(), static_cast<int>(f))) rest = S::add(rest, lower[f]);
     }
     BasicFactor<S> out{scope, std::vector<typename S::Value>(entries)};
+    const int64_t held_before = held;
     engine_detail::Bucket<S> bucket{v, scope, fs, -1, std::vector<typename S::Back>(entries)};
     // One elimination of large frontiers can take minutes: the deadline is also looked at every
     // 256 entries (a clock read per entry would cost the int64 path its speed).
@@ -248,14 +260,20 @@ Pass<S> run_pass(const S& s, const std::vector<int>& domains, std::vector<BasicF
         for (int i = 0; i < k; ++i) base[i] += idx[j] * scope_stride[j * k + i];
       }
       auto at = [&](int i, int x) -> const typename S::Value& { return tables[i][base[i] + x * v_stride[i]]; };
+      int64_t made = 0;  // points made since the last look at the budget
       for (int64_t e = begin; e < end; ++e) {
-        if (((e - begin) & 255) == 255 &&
-            (late || interrupt_requested() || (timed && std::chrono::steady_clock::now() > options.order.deadline))) {
-          late = true;
-          return;
+        if (((e - begin) & 255) == 255) {
+          if (budget && (held += made) > options.max_points) too_many = true;
+          made = 0;
+          if (late || too_many || interrupt_requested() ||
+              (timed && std::chrono::steady_clock::now() > options.order.deadline)) {
+            late = true;
+            return;
+          }
         }
         if constexpr (S::kBounds) s.eliminate(k, dv, at, out.table[e], bucket.back[e], rest);
         else s.eliminate(k, dv, at, out.table[e], bucket.back[e]);
+        if (budget) made += S::size(out.table[e]);
         for (int j = static_cast<int>(ns) - 1; j >= 0; --j) {
           const int64_t* st = &scope_stride[j * k];
           for (int i = 0; i < k; ++i) base[i] += st[i];
@@ -275,6 +293,10 @@ Pass<S> run_pass(const S& s, const std::vector<int>& domains, std::vector<BasicF
       chunk(0, entries, idx_buf, base_buf);
     }
     check_interrupt();
+    if (too_many)
+      throw SearchTooLarge("the search's tables would hold more than " + std::to_string(options.max_points) +
+                           " frontier points (eliminating variable " + std::to_string(step + 1) + " of " +
+                           std::to_string(n) + "); a memory bucket, the heuristic or a larger limit would do");
     if (late)
       throw SearchTimeout("time limit reached while eliminating variable " + std::to_string(step + 1) + " of " +
                           std::to_string(n));
@@ -291,6 +313,15 @@ Pass<S> run_pass(const S& s, const std::vector<int>& domains, std::vector<BasicF
         old.max_points = std::max(old.max_points, st.max_points);
         old.total_points = std::max(old.total_points, st.total_points);
       }
+    }
+    if (budget) {
+      // The chunks added part of what they made: recount the table whole.
+      int64_t made = 0;
+      for (const auto& value : out.table) made += S::size(value);
+      held = held_before + made;
+      if (held > options.max_points)
+        throw SearchTooLarge("the search's tables would hold more than " + std::to_string(options.max_points) +
+                             " frontier points; a memory bucket, the heuristic or a larger limit would do");
     }
     for (int f : fs) alive[f] = 0, factors[f].table.clear(), factors[f].table.shrink_to_fit();
     bucket.output = static_cast<int>(factors.size());

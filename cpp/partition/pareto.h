@@ -37,6 +37,9 @@ struct ParetoOptions {
   /// `heuristic`: a solution from outside the fixed values would prune the restricted frontier away).
   bool bound = true;
   int threads = 0;              ///< 0 = all cores
+  /// Frontier points the search's tables may make in all (about 20 bytes each, with what unrolling
+  /// keeps) before SearchTooLarge; the default stops near 5 GiB. 0 = no limit.
+  int64_t max_points = int64_t{1} << 28;
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
   std::function<void(int64_t, int64_t)> progress;
 };
