@@ -87,14 +87,14 @@ void bind_frontier(py::module_& m) {
       .def(
           "solve",
           [](const FrontierModel& f, int64_t max_table, bool heuristic, double memory_bucket, int threads,
-             double time_limit, std::function<void(int64_t, int64_t)> progress, bool bound, int64_t max_points) {
+             double time_limit, std::function<void(int64_t, int64_t)> progress, bool bound, int64_t max_bytes) {
             partition::ParetoOptions o;
             o.max_table = max_table;
             o.heuristic = heuristic;
             o.memory_bucket = memory_bucket;
             o.threads = threads;
             o.bound = bound;
-            o.max_points = max_points;
+            o.max_bytes = max_bytes;
             o.deadline = deadline_after(time_limit);
             if (progress)
               o.progress = [progress](int64_t done, int64_t total) {
@@ -108,7 +108,7 @@ void bind_frontier(py::module_& m) {
           py::arg("max_table") = partition::ParetoOptions{}.max_table, py::arg("heuristic") = false,
           py::arg("memory_bucket") = 0.0, py::arg("threads") = 0, py::arg("time_limit") = 0.0,
           py::arg("progress") = nullptr, py::arg("bound") = true,
-          py::arg("max_points") = partition::ParetoOptions{}.max_points, "The exact frontier over the pruned configurations; runs without the GIL.")
+          py::arg("max_bytes") = partition::ParetoOptions{}.max_bytes, "The exact frontier over the pruned configurations; runs without the GIL.")
       .def(
           "solve_mesh",
           [](const FrontierModel& f, const std::vector<int>& mesh, int threads, double time_limit) {

@@ -70,7 +70,7 @@ void bind_pareto(py::module_& m) {
       "pareto_solve",
       [](const std::vector<Costs>& nodes, const std::vector<std::tuple<int, int, Costs>>& edges, int64_t max_table,
          bool heuristic, double memory_bucket, int threads, double time_limit,
-         std::function<void(int64_t, int64_t)> progress, bool bound, int64_t max_points) {
+         std::function<void(int64_t, int64_t)> progress, bool bound, int64_t max_bytes) {
         ParetoProblem p;
         for (size_t v = 0; v < nodes.size(); ++v) p.nodes.push_back(to_points(nodes[v], "node " + std::to_string(v)));
         for (size_t e = 0; e < edges.size(); ++e) {
@@ -83,7 +83,7 @@ void bind_pareto(py::module_& m) {
         o.memory_bucket = memory_bucket;
         o.threads = threads;
         o.bound = bound;
-        o.max_points = max_points;
+        o.max_bytes = max_bytes;
         if (time_limit > 0)
           o.deadline = std::chrono::steady_clock::now() +
                        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(time_limit));
@@ -99,7 +99,7 @@ void bind_pareto(py::module_& m) {
       py::arg("nodes"), py::arg("edges"), py::arg("max_table") = ParetoOptions{}.max_table,
       py::arg("heuristic") = false, py::arg("memory_bucket") = 0.0, py::arg("threads") = 0,
       py::arg("time_limit") = 0.0, py::arg("progress") = nullptr, py::arg("bound") = true,
-      py::arg("max_points") = ParetoOptions{}.max_points,
+      py::arg("max_bytes") = ParetoOptions{}.max_bytes,
       "The cost frontier of nodes (each an (n, 2) array of (time, memory)) and edges (u, v, (n_u*n_v, 2) "
       "array); runs without the GIL.");
 

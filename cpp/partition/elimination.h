@@ -25,6 +25,7 @@ struct MinSum {
   static constexpr bool kBounds = false;
   static Value unit() { return 0; }
   static int64_t size(const Value&) { return 1; }
+  static int64_t bytes(const Value&, const Back&) { return sizeof(Value) + sizeof(Back); }
   static double score(const Value& v) { return static_cast<double>(v); }
   static Value combine(Value a, Value b) { return std::min(kInfinite, a + b); }
 

@@ -14,6 +14,7 @@
 //                          the variable's value that produced point p of `out`, and the point of
 //                          each input it came from (int64: the argmin, point 0 of every input)
 //   S::size(v), s.score(v) points in a value (statistics); a scalar for the heuristic (Eq. 7)
+//   S::bytes(v, back)      memory of an entry and its record (the byte budget)
 //   S::kTracksSizes        whether per-elimination sizes are worth recording
 //   S::kBounds             whether s.eliminate takes a lower bound on the factors left (S::Bound,
 //                          S::lower(value), S::add(a, b)): what every other live factor adds at
@@ -54,10 +55,10 @@ struct EngineOptions {
   /// entries × values stays on one thread.
   int threads = 1;
   int64_t parallel_work = 256;
-  /// Points the tables of a pass may hold, made so far in all (S::size summed, for semirings that
-  /// track sizes; what unrolling keeps grows with them too), else SearchTooLarge: a search stops with
-  /// an error, not by exhausting the machine's memory. 0 = no limit.
-  int64_t max_points = 0;
+  /// Bytes the search's tables may take, made so far in all passes (S::bytes of every entry and what
+  /// unrolling keeps; semirings that track sizes), else SearchTooLarge: a search stops with an
+  /// error, not by exhausting the machine's memory. 0 = no limit.
+  int64_t max_bytes = 0;
   /// Called with (eliminated, total) now and then.
   std::function<void(int64_t, int64_t)> progress;
 };
@@ -73,6 +74,7 @@ struct EliminationStep {
 struct EngineStats {
   int64_t largest_table = 0;            ///< entries (scope × the variable's values) of the largest table
   std::vector<EliminationStep> steps;   ///< per elimination (only where S tracks sizes; max over subproblems)
+  int64_t bytes = 0;                    ///< what the tables took, all passes (with a byte budget)
   std::vector<int> conditioned;         ///< variables enumerated
   std::vector<std::pair<int, int>> fixed;  ///< variables fixed by the heuristic, and their values
   int64_t subproblems = 1;              ///< combinations of conditioned values solved
@@ -187,13 +189,13 @@ Pass<S> run_pass(const S& s, const std::vector<int>& domains, std::vector<BasicF
   std::vector<typename BoundOf<S>::type> lower;
   if constexpr (S::kBounds)
     for (const auto& f : factors) lower.push_back(S::lower_of(f.table));
-  // Points made by the pass's tables (S::size), against options.max_points.
-  std::atomic<int64_t> held{0};
+  // Bytes the tables took (S::bytes), all passes, against options.max_bytes.
+  std::atomic<int64_t> held{stats.bytes};
   std::atomic<bool> too_many{false};
-  const bool budget = S::kTracksSizes && options.max_points > 0;
-  if (budget)
+  const bool budget = S::kTracksSizes && options.max_bytes > 0;
+  if (budget && first)
     for (const auto& f : factors)
-      for (const auto& value : f.table) held += S::size(value);
+      for (const auto& value : f.table) held += S::bytes(value, typename S::Back{});
   std::vector<int> fs, scope, idx_buf;
   std::vector<int64_t> scope_stride, v_stride, base_buf;
   std::vector<const typename S::Value*> tables;
@@ -260,10 +262,10 @@ Pass<S> run_pass(const S& s, const std::vector<int>& domains, std::vector<BasicF
         for (int i = 0; i < k; ++i) base[i] += idx[j] * scope_stride[j * k + i];
       }
       auto at = [&](int i, int x) -> const typename S::Value& { return tables[i][base[i] + x * v_stride[i]]; };
-      int64_t made = 0;  // points made since the last look at the budget
+      int64_t made = 0;  // bytes made since the last look at the budget
       for (int64_t e = begin; e < end; ++e) {
         if (((e - begin) & 255) == 255) {
-          if (budget && (held += made) > options.max_points) too_many = true;
+          if (budget && (held += made) > options.max_bytes) too_many = true;
           made = 0;
           if (late || too_many || interrupt_requested() ||
               (timed && std::chrono::steady_clock::now() > options.order.deadline)) {
@@ -273,7 +275,7 @@ Pass<S> run_pass(const S& s, const std::vector<int>& domains, std::vector<BasicF
         }
         if constexpr (S::kBounds) s.eliminate(k, dv, at, out.table[e], bucket.back[e], rest);
         else s.eliminate(k, dv, at, out.table[e], bucket.back[e]);
-        if (budget) made += S::size(out.table[e]);
+        if (budget) made += S::bytes(out.table[e], bucket.back[e]);
         for (int j = static_cast<int>(ns) - 1; j >= 0; --j) {
           const int64_t* st = &scope_stride[j * k];
           for (int i = 0; i < k; ++i) base[i] += st[i];
@@ -293,10 +295,12 @@ Pass<S> run_pass(const S& s, const std::vector<int>& domains, std::vector<BasicF
       chunk(0, entries, idx_buf, base_buf);
     }
     check_interrupt();
-    if (too_many)
-      throw SearchTooLarge("the search's tables would hold more than " + std::to_string(options.max_points) +
-                           " frontier points (eliminating variable " + std::to_string(step + 1) + " of " +
-                           std::to_string(n) + "); a memory bucket, the heuristic or a larger limit would do");
+    auto too_large = [&] {
+      return SearchTooLarge("the search's tables would take more than " + std::to_string(options.max_bytes >> 20) +
+                            " MiB (eliminating variable " + std::to_string(step + 1) + " of " + std::to_string(n) +
+                            "); a memory bucket, the heuristic or a larger limit would do");
+    };
+    if (too_many) throw too_large();
     if (late)
       throw SearchTimeout("time limit reached while eliminating variable " + std::to_string(step + 1) + " of " +
                           std::to_string(n));
@@ -317,11 +321,10 @@ Pass<S> run_pass(const S& s, const std::vector<int>& domains, std::vector<BasicF
     if (budget) {
       // The chunks added part of what they made: recount the table whole.
       int64_t made = 0;
-      for (const auto& value : out.table) made += S::size(value);
+      for (int64_t e = 0; e < entries; ++e) made += S::bytes(out.table[e], bucket.back[e]);
       held = held_before + made;
-      if (held > options.max_points)
-        throw SearchTooLarge("the search's tables would hold more than " + std::to_string(options.max_points) +
-                             " frontier points; a memory bucket, the heuristic or a larger limit would do");
+      stats.bytes = held;
+      if (held > options.max_bytes) throw too_large();
     }
     for (int f : fs) alive[f] = 0, factors[f].table.clear(), factors[f].table.shrink_to_fit();
     bucket.output = static_cast<int>(factors.size());

@@ -71,6 +71,10 @@ class FrontierSum {
 
   static Value unit() { return {Point{}}; }
   static int64_t size(const Value& v) { return static_cast<int64_t>(v.size()); }
+  /// Heap bytes of an entry and its record, with the allocator's overhead (a byte budget's measure).
+  static int64_t bytes(const Value& v, const Back& b) {
+    return static_cast<int64_t>(v.capacity() * sizeof(Point) + b.capacity() * sizeof(int32_t)) + 2 * 16;
+  }
   /// The best weighted sum of time and memory on the frontier (+inf when empty).
   double score(const Value& v) const;
 

@@ -102,8 +102,8 @@ ParetoSolution solve_pareto(const ParetoProblem& pr, const ParetoOptions& option
   validate(pr);
   if (!(options.memory_bucket >= 0) || !std::isfinite(options.memory_bucket))
     throw PlanError("memory_bucket " + std::to_string(options.memory_bucket) + "; valid: finite and >= 0");
-  if (options.max_points < 0)
-    throw PlanError("max_points " + std::to_string(options.max_points) + "; valid: >= 0 (0: no limit)");
+  if (options.max_bytes < 0)
+    throw PlanError("max_bytes " + std::to_string(options.max_bytes) + "; valid: >= 0 (0: no limit)");
   if (options.max_table < 1) throw PlanError("max_table " + std::to_string(options.max_table) + "; valid: >= 1");
   const int n = static_cast<int>(pr.nodes.size());
   std::vector<int> domains;
@@ -142,7 +142,7 @@ ParetoSolution solve_pareto(const ParetoProblem& pr, const ParetoOptions& option
   eo.order.deadline = options.deadline;
   eo.threads = options.threads;
   eo.parallel_work = 64;  // a frontier entry is heavy: a few already pay for a thread
-  eo.max_points = options.max_points;
+  eo.max_bytes = options.max_bytes;
   eo.progress = options.progress;
   Solution<FrontierSum> sol = eliminate_all(semiring, domains, std::move(factors), eo);
 

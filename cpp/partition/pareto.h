@@ -37,9 +37,10 @@ struct ParetoOptions {
   /// `heuristic`: a solution from outside the fixed values would prune the restricted frontier away).
   bool bound = true;
   int threads = 0;              ///< 0 = all cores
-  /// Frontier points the search's tables may make in all (about 20 bytes each, with what unrolling
-  /// keeps) before SearchTooLarge; the default stops near 5 GiB. 0 = no limit.
-  int64_t max_points = int64_t{1} << 28;
+  /// Bytes the search's tables may take in all (entries, their frontiers and what unrolling keeps)
+  /// before SearchTooLarge, so that a search too large stops with an error rather than exhausting
+  /// the machine's memory. 0 = no limit.
+  int64_t max_bytes = int64_t{4} << 30;
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
   std::function<void(int64_t, int64_t)> progress;
 };

@@ -318,7 +318,7 @@ def pareto_solve(
     time_limit: float = 0.0,
     progress: Callable[[int, int], None] | None = None,
     bound: bool = True,
-    max_points: int = ...,
+    max_bytes: int = ...,
 ) -> ParetoSolution: ...
 def pareto_reduce(points: np.ndarray, memory_bucket: float = 0.0) -> list[int]: ...
 
@@ -723,7 +723,7 @@ class FrontierModel:
         time_limit: float = 0.0,
         progress: Callable[[int, int], None] | None = None,
         bound: bool = True,
-        max_points: int = ...,
+        max_bytes: int = ...,
     ) -> ParetoSolution: ...
     def solve_mesh(self, mesh: list[int], threads: int = 0, time_limit: float = 0.0) -> ParetoSolution: ...
     def costs(self, choice: list[int]) -> tuple[float, float, float, float]: ...

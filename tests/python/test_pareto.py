@@ -130,13 +130,13 @@ def test_bounds_keep_the_frontier_and_never_grow_the_tables(problem):
     assert made[1] <= made[0]
 
 
-def test_a_search_past_its_point_budget_stops_with_search_too_large():
+def test_a_search_past_its_byte_budget_stops_with_search_too_large():
     # A chain of nodes trading time for memory: frontiers grow along it.
     nodes = {f"n{i}": [(float(3 - k) * (i + 1), float(2 ** (i + k))) for k in range(4)] for i in range(8)}
     edges = {(f"n{i}", f"n{i + 1}"): [[0.0] * 4 for _ in range(4)] for i in range(7)}
     assert len(tw.pareto.solve(nodes, edges).points) > 4
-    with pytest.raises(tw.SearchTooLarge, match="frontier points"):
-        tw.pareto.solve(nodes, edges, max_points=10, bound=False)
+    with pytest.raises(tw.SearchTooLarge, match="tables would take more than"):
+        tw.pareto.solve(nodes, edges, max_bytes=2000, bound=False)
 
 
 @settings(max_examples=60, deadline=None)
@@ -348,7 +348,7 @@ def test_bad_problems_name_what_is_wrong(nodes, edges, error, says):
     (dict(time_limit=-1), ValueError, "time_limit must be a positive number"),
     (dict(time_limit=True), TypeError, "time_limit must be a number"),
     (dict(threads=0), ValueError, "threads must be an int from 1"),
-    (dict(max_points=0), ValueError, "max_points must be an int from 1"),
+    (dict(max_bytes=0), ValueError, "max_bytes must be an int from 1"),
 ])
 def test_bad_options_name_what_is_wrong(options, error, says):
     with pytest.raises(error, match=None) as e:

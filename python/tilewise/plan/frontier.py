@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from .. import _core
 from .._util import check_int, fmt_bytes, json_text
 from ..graph.graph import Graph
-from .pareto import DEFAULT_MAX_POINTS, DEFAULT_MAX_TABLE, Elimination, FrontierStats
+from .pareto import DEFAULT_MAX_BYTES, DEFAULT_MAX_TABLE, Elimination, FrontierStats
 from .pareto import reduce as _reduce_points
 from .plan import Plan
 
@@ -352,7 +352,7 @@ def frontier(graph: Graph, cluster="tensoropt", devices: int | None = None, time
              progress: bool | Callable[[str, int, int], None] = False, *, parts: Sequence[int] | None = None,
              baselines: bool = True, heuristic: bool = False, max_table: int | None = None,
              memory_bucket: float | None = None, prune: bool = True, batch_split_inputs: bool = False,
-             bound: bool = True, max_points: int | None = None,
+             bound: bool = True, max_bytes: int | None = None,
              threads: int | None = None) -> Frontier:
     """The cost frontier of ``graph`` over ``devices`` devices of ``cluster`` (a ``tw.Cluster`` or a
     preset name; ``devices=None``: all of them).
@@ -360,7 +360,7 @@ def frontier(graph: Graph, cluster="tensoropt", devices: int | None = None, time
     ``parts``: the recursion steps' part counts (default: one step per link level of the cluster,
     ``_core.hierarchy_parts``: 16 devices of 2 x 8 -> [2, 8]). ``baselines``: also cost data
     parallelism and the ``tofu`` plan (on the same parts) and the Mesh-TensorFlow frontier.
-    ``heuristic``, ``max_table``, ``memory_bucket``, ``bound``, ``max_points``: as ``tw.pareto.solve``
+    ``heuristic``, ``max_table``, ``memory_bucket``, ``bound``, ``max_bytes``: as ``tw.pareto.solve``
     (exact by default).
     ``batch_split_inputs``: TensorOpt §4.2's data loading, inputs and labels arrive split along the
     batch (their first dimension) and are re-laid out for consumers that want otherwise (priced).
@@ -371,7 +371,7 @@ def frontier(graph: Graph, cluster="tensoropt", devices: int | None = None, time
     limit = _seconds("time_limit", time_limit)
     threads = 0 if threads is None else check_int("threads", threads, minimum=1, maximum=4096)
     max_table = DEFAULT_MAX_TABLE if max_table is None else check_int("max_table", max_table, minimum=1)
-    max_points = DEFAULT_MAX_POINTS if max_points is None else check_int("max_points", max_points, minimum=1)
+    max_bytes = DEFAULT_MAX_BYTES if max_bytes is None else check_int("max_bytes", max_bytes, minimum=1)
     bucket = 0.0 if memory_bucket is None else float(memory_bucket)
     if parts is None:
         parts = list(_core.hierarchy_parts(cluster._core, devices))
@@ -387,7 +387,7 @@ def frontier(graph: Graph, cluster="tensoropt", devices: int | None = None, time
         left = 0.0 if not limit else max(limit - (_time.monotonic() - start), 1e-3)
         solve_report = None if report is None else (lambda d, t: report("frontier search", d, t))
         sol = model.solve(max_table=max_table, heuristic=heuristic, memory_bucket=bucket, threads=threads,
-                          time_limit=left, progress=solve_report, bound=bool(bound), max_points=max_points)
+                          time_limit=left, progress=solve_report, bound=bool(bound), max_bytes=max_bytes)
     finally:
         if close is not None:
             close()

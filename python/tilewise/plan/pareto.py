@@ -34,7 +34,7 @@ __all__ = ["Elimination", "Frontier", "FrontierPoint", "FrontierStats", "reduce"
 
 #: Entries a table may have before the search conditions on a variable (``max_table=None``).
 DEFAULT_MAX_TABLE = 1 << 18
-DEFAULT_MAX_POINTS = 1 << 28  # frontier points the tables may make (about 20 bytes each)
+DEFAULT_MAX_BYTES = 4 << 30  # what the search's tables may take
 
 
 @dataclass(frozen=True)
@@ -271,7 +271,7 @@ def solve(nodes: Mapping[str, Sequence], edges: Mapping[tuple[str, str], Sequenc
           time_limit: float | None = None, max_table: int | None = None, heuristic: bool = False,
           memory_bucket: float | None = None, threads: int | None = None,
           progress: bool | Callable[[int, int], None] = False, bound: bool = True,
-          max_points: int | None = None) -> Frontier:
+          max_bytes: int | None = None) -> Frontier:
     """The exact cost frontier of a decision problem.
 
     ``nodes``: name (str) -> list of configurations, each ``(time, memory)`` (a bare number is a
@@ -288,8 +288,8 @@ def solve(nodes: Mapping[str, Sequence], edges: Mapping[tuple[str, str], Sequenc
     returned one, no slower). ``bound``: first solve a few weighted sums of time and memory (cheap
     scalar searches) and drop every partial strategy one of their solutions beats however it is
     completed (exact; ``stats.incumbents`` counts them; ignored with ``heuristic``; False for the
-    plain search). ``max_points``: frontier points the search's tables may make in all (about 20 bytes
-    each; default 2**28, near 5 GiB) before ``tw.SearchTooLarge`` instead of exhausting memory.
+    plain search). ``max_bytes``: memory the search's tables may take (default 4 GiB), then
+    ``tw.SearchTooLarge`` rather than exhausting the machine's memory.
     ``time_limit``: seconds, then ``tw.SearchTimeout``. ``threads``: None
     for every core. ``progress``: True for a tqdm bar, or a callable ``(done, total)``.
     """
@@ -326,8 +326,8 @@ def solve(nodes: Mapping[str, Sequence], edges: Mapping[tuple[str, str], Sequenc
     limit = _seconds(time_limit)
     max_table = DEFAULT_MAX_TABLE if max_table is None else check_int("max_table", max_table, minimum=1,
                                                                     maximum=2**62, error=ValueError)
-    max_points = DEFAULT_MAX_POINTS if max_points is None else check_int("max_points", max_points, minimum=1,
-                                                                       maximum=2**62, error=ValueError)
+    max_bytes = DEFAULT_MAX_BYTES if max_bytes is None else check_int("max_bytes", max_bytes, minimum=1,
+                                                                    maximum=2**62, error=ValueError)
     if not isinstance(heuristic, bool):
         raise TypeError(f"heuristic must be True or False, not {type(heuristic).__name__}")
     bucket = 0.0
@@ -342,7 +342,7 @@ def solve(nodes: Mapping[str, Sequence], edges: Mapping[tuple[str, str], Sequenc
     try:
         sol = _core.pareto_solve(node_costs, edge_costs, max_table=max_table, heuristic=heuristic,
                                  memory_bucket=bucket, threads=threads, time_limit=limit, progress=report,
-                                 bound=bool(bound), max_points=max_points)
+                                 bound=bool(bound), max_bytes=max_bytes)
     finally:
         close()
     points = [FrontierPoint(t, m, types.MappingProxyType(dict(zip(names, c))))
