@@ -60,14 +60,6 @@ Point candidate(const List& l, int32_t j) {
   return {l.base[j].time + l.shift.time, l.base[j].memory + l.shift.memory};
 }
 
-// Algorithm 1 over the union of `lists` without materialising it: a k-way merge in (memory,
-// time, generation) order into `chosen` ((list, position) of each kept candidate). A popped head
-// no faster than the best kept time is dominated, and so is every later point of its list until
-// the first faster one (times fall along a list), which a galloping search finds. Rounding can
-// give two candidates equal memories with the faster second; the faster then replaces the first,
-// as sorting would have ordered them. Lists chained by `starts_next` enter the heap only when
-// their predecessor's first point leaves it: their heads come no earlier (rounding is monotone),
-// so the heap holds the lists under way, not every point of a product's outer frontier.
 // Incumbents to prune against inside a merge (FrontierSum::kBounds): a candidate c is beaten
 // when an incumbent of memory at most c.memory + rest.memory has time below (c.time + rest.time)
 // (1 - 1e-9). Candidates come in memory order, so the incumbents qualifying only grow: a cursor.
@@ -156,7 +148,7 @@ struct Scratch {
   std::vector<int32_t> next_inputs;
   std::vector<Head> heap;
   std::vector<std::pair<int32_t, int32_t>> chosen;
-  std::vector<int32_t> start;
+  std::vector<int32_t> fold_at;  // per value, where its fold's table is in the record
 };
 
 const Point kZero = FrontierSum::unit()[0];
@@ -268,63 +260,50 @@ void FrontierSum::eliminate_frontiers(int k, int dv, const Frontier* const* ops,
     }
     s.chosen.resize(kept);
   }
-  // Back: [dv | multi per x | start per x, and the total | fold per x | record per point | folds].
-  // multi: the input with several points (-1 none, -2 several: a fold). A kept point of a value
-  // without a fold records its candidate index (start[x] + position); one of a fold records
-  // -(1 + at), where back[at..at+3) = (x, outer point, position in the last input), and the fold's
-  // record at back[fold of x] = (last input, then k input points per outer point).
-  const size_t header = 2 + 3 * static_cast<size_t>(dv);
-  back.assign(header + s.chosen.size(), -1);
-  back[0] = dv;
-  s.start.assign(dv + 1, 0);
-  for (const List& l : s.lists) {
-    if (l.outer >= 0) continue;
-    s.start[l.x + 1] = l.size;
-    back[1 + l.x] = l.input;
-  }
-  for (int x = 0; x < dv; ++x) s.start[x + 1] += s.start[x];
-  for (int x = 0; x <= dv; ++x) back[1 + dv + x] = s.start[x];
-  for (int x = 0; x < dv; ++x) {
-    const Fold& fold = s.folds[x];
-    if (fold.last < 0) continue;
-    back[1 + x] = -2;
-    back[2 + 2 * dv + x] = static_cast<int32_t>(back.size());
-    back.push_back(fold.last);
-    back.insert(back.end(), fold.inputs.begin(), fold.inputs.end());
-  }
+  // Back: two ints per kept point, then the records of folds. A point of a value x without a fold
+  // records (x * (k + 1) + multi + 1, position in multi's frontier), multi being the input with
+  // several points (-1: none); one of a fold records (-1 - at, position in the last input), where
+  // back[at..at+3) = (x, outer point, where the fold's table is), and the table holds the last input
+  // then k input points per outer point (written once per fold, when a kept point needs it). No
+  // per-value header: entries of wide tables mostly keep a few points.
+  TW_ASSERT(static_cast<int64_t>(dv) * (k + 1) + k < (int64_t{1} << 31), "a point's record fits an int");
+  back.assign(2 * s.chosen.size(), 0);
+  s.fold_at.assign(dv, -1);  // -1: not written yet
   out.clear();
   out.reserve(s.chosen.size());
   for (size_t p = 0; p < s.chosen.size(); ++p) {
     const auto [li, j] = s.chosen[p];
     const List& l = s.lists[li];
     out.push_back(candidate(l, j));
+    back[2 * p + 1] = j;
     if (l.outer < 0) {
-      back[header + p] = s.start[l.x] + j;
-    } else {
-      back[header + p] = -1 - static_cast<int32_t>(back.size());
-      back.push_back(l.x), back.push_back(l.outer), back.push_back(j);
+      back[2 * p] = l.x * (k + 1) + l.input + 1;
+      continue;
     }
+    if (s.fold_at[l.x] < 0) {
+      const Fold& fold = s.folds[l.x];
+      s.fold_at[l.x] = static_cast<int32_t>(back.size());
+      back.push_back(fold.last);
+      back.insert(back.end(), fold.inputs.begin(), fold.inputs.end());
+    }
+    back[2 * p] = -1 - static_cast<int32_t>(back.size());
+    back.push_back(l.x), back.push_back(l.outer), back.push_back(s.fold_at[l.x]);
   }
 }
 
 int FrontierSum::unroll(const Back& back, int point, int k, int* inputs) {
-  const int32_t dv = back[0];
-  const int32_t index = back[2 + 3 * static_cast<size_t>(dv) + point];
+  const int32_t code = back[2 * static_cast<size_t>(point)], j = back[2 * static_cast<size_t>(point) + 1];
   for (int i = 0; i < k; ++i) inputs[i] = 0;
-  if (index < 0) {
-    const int32_t* rec = back.data() + (-1 - static_cast<int64_t>(index));
-    const int x = rec[0];
-    const int32_t* fold = back.data() + back[2 + 2 * static_cast<size_t>(dv) + x];
-    for (int i = 0; i < k; ++i) inputs[i] = fold[1 + static_cast<size_t>(rec[1]) * k + i];
-    inputs[fold[0]] = rec[2];
-    return x;
+  if (code >= 0) {
+    const int multi = code % (k + 1) - 1;
+    if (multi >= 0) inputs[multi] = j;
+    return code / (k + 1);
   }
-  const int32_t* start = back.data() + 1 + dv;
-  // The value whose range of candidates holds `index` (values without candidates have empty ranges).
-  const int x = static_cast<int>(std::upper_bound(start, start + dv + 1, index) - start) - 1;
-  const int32_t j = index - start[x], multi = back[1 + x];
-  if (multi >= 0) inputs[multi] = j;
-  return x;
+  const int32_t* rec = back.data() + (-1 - static_cast<int64_t>(code));
+  const int32_t* fold = back.data() + rec[2];
+  for (int i = 0; i < k; ++i) inputs[i] = fold[1 + static_cast<size_t>(rec[1]) * k + i];
+  inputs[fold[0]] = j;
+  return rec[0];
 }
 
 }  // namespace tilewise::partition

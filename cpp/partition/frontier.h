@@ -43,11 +43,10 @@ std::vector<int> reduce_indices(const std::vector<Point>& c, double memory_bucke
 class FrontierSum {
  public:
   using Value = Frontier;
-  /// Per table entry: per value x, which input has several points (or none, or several: then the
-  /// product of all but the last of them, k input points per point of it), where its candidates
-  /// start in the union; then per kept point one int, its candidate index in the union, or for a
-  /// value with several multi-point inputs where its 3-int record is (4 bytes a point for the
-  /// common case: the frontiers of long chains hold thousands of points per entry).
+  /// Per table entry: per kept point two ints (the value of the eliminated variable and which input
+  /// gave the point of several, or a record of a product of several; the position in that input's
+  /// frontier), then the products' records. 8 bytes a point and nothing per value: wide tables'
+  /// entries mostly keep a few points, long chains' thousands.
   using Back = std::vector<int32_t>;
   static constexpr bool kTracksSizes = true;
   /// Bounds (elimination_engine.h): with incumbents, a point p of a new table entry is dropped when

@@ -371,7 +371,7 @@ def frontier(graph: Graph, cluster="tensoropt", devices: int | None = None, time
     limit = _seconds("time_limit", time_limit)
     threads = 0 if threads is None else check_int("threads", threads, minimum=1, maximum=4096)
     max_table = DEFAULT_MAX_TABLE if max_table is None else check_int("max_table", max_table, minimum=1)
-    max_bytes = DEFAULT_MAX_BYTES if max_bytes is None else check_int("max_bytes", max_bytes, minimum=1)
+    max_bytes = DEFAULT_MAX_BYTES if max_bytes is None else check_int("max_bytes", max_bytes, minimum=1, maximum=2**62)
     bucket = 0.0 if memory_bucket is None else float(memory_bucket)
     if parts is None:
         parts = list(_core.hierarchy_parts(cluster._core, devices))
