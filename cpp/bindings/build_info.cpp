@@ -7,6 +7,7 @@
 #include "bindings/bindings.h"
 #include "kernels/cpu/blas.h"
 #include "kernels/cpu/build_info.h"
+#include "kernels/cpu/tile_kernels.h"
 
 namespace py = pybind11;
 
@@ -72,6 +73,9 @@ py::array gemm(const py::array& a_in, const py::array& b_in, bool trans_a, bool 
 }  // namespace
 
 void bind_build_info(py::module_& m) {
+  m.def("kernel_heap_scratch_bytes", &kernels::heap_scratch_bytes,
+        "Bytes native kernels took from the heap since the process started because a call's scratch "
+        "buffer was missing or smaller than planned (0 while every step runs in its planned scratch).");
   m.def(
       "build_info", [] { return to_dict(kernels::build_info()); },
       "What this build contains: version, compiler, build_type, blas, blas_threads, openmp, "

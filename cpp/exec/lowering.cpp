@@ -6,6 +6,7 @@
 #include "cost/comm_cost.h"
 #include "cost/transfers.h"
 #include "exec/errors.h"
+#include "exec/kernel_call.h"
 #include "tdl/op_cost.h"
 
 namespace tilewise::exec {
@@ -67,7 +68,8 @@ class ProgramBuilder {
     }
   }
 
-  void op(const OpPlan& op, const cost::OpView& view) {
+  // `scratch[d]`: the bytes device d's Compute takes as scratch (scratch_layout; 0: none).
+  void op(const OpPlan& op, const cost::OpView& view, const std::vector<int64_t>& scratch) {
     const auto& node = g_.op(op.op);
     const int n = low_.devices;
     const int out_t = low_.storage_of[node.output];
@@ -140,7 +142,13 @@ class ProgramBuilder {
       }
       in.bytes += dev.computed.volume() * graph::dtype_size(g_.tensor(node.output).dtype);
       in.flops = op_flops(view, dev.vars);
-      emit(d, in, 0);
+      if (scratch[d] > 0) {
+        in.scratch = add_scratch(d, "scratch(" + node.name + ")", scratch[d]);
+        emit_alloc(d, op.op, in.scratch);
+      }
+      const int scratch_buffer = in.scratch;
+      emit(d, std::move(in), 0);
+      if (scratch_buffer >= 0) emit_free(d, op.op, scratch_buffer);
     }
     // C: partials to their owners (sends, then each owner receives into staging and combines).
     std::vector<int64_t> partial_tags;
@@ -230,6 +238,14 @@ class ProgramBuilder {
     auto& bufs = low_.programs[d].buffers;
     BufferDesc b;
     b.name = std::move(name), b.role = role, b.tensor = tensor, b.box = box, b.dtype = g_.tensor(tensor).dtype;
+    bufs.push_back(std::move(b));
+    return static_cast<int>(bufs.size()) - 1;
+  }
+  int add_scratch(int d, std::string name, int64_t bytes) {
+    auto& bufs = low_.programs[d].buffers;
+    BufferDesc b;
+    b.name = std::move(name), b.role = BufferRole::kScratch, b.dtype = "float32";
+    b.box.dims = {Range{0, (bytes + 3) / 4 - 1}};
     bufs.push_back(std::move(b));
     return static_cast<int>(bufs.size()) - 1;
   }
@@ -383,7 +399,10 @@ Lowered lower(const graph::Graph& g, const cost::Placement& plan, const std::vec
       for (const Transfer& tr : op.devices[d].result_in) op.remote_results = op.remote_results || tr.src != d;
     }
     op.remote_results = op.remote_results || op.reduces;
-    programs.op(op, view);
+    std::vector<int64_t> scratch(n, 0);
+    for (int d = 0; d < n; ++d)
+      if (op.devices[d].active) scratch[d] = scratch_layout(g, node.id, kernel_call(g, op, d)).bytes;
+    programs.op(op, view, scratch);
     low.ops.push_back(std::move(op));
   }
   programs.finish();

@@ -33,6 +33,7 @@ const char* role_name(BufferRole r) {
     case BufferRole::kRegion: return "region";
     case BufferRole::kComputed: return "computed";
     case BufferRole::kStaging: return "staging";
+    case BufferRole::kScratch: return "scratch";
   }
   return "?";
 }
@@ -124,6 +125,7 @@ std::string Program::instr_text(const Instr& in) const {
       s << " " << (in.op >= 0 && in.op < static_cast<int>(op_names.size()) ? op_names[in.op] : "?") << " (";
       for (size_t j = 0; j < in.inputs.size(); ++j) s << (j ? ", " : "") << buf(in.inputs[j]);
       s << ") -> " << buf(in.buffer) << box_text(buffers[in.buffer].box);
+      if (in.scratch >= 0) s << " with " << buf(in.scratch) << " (" << buffers[in.scratch].bytes() << " B)";
       break;
     }
     case InstrKind::kSend: s << " " << buf(in.buffer) << box_text(in.box) << " to " << in.peer << " tag " << in.tag; break;
@@ -180,6 +182,7 @@ std::string Program::to_json() const {
       s << ", \"inputs\": [";
       for (size_t j = 0; j < in.inputs.size(); ++j) s << (j ? ", " : "") << in.inputs[j];
       s << "]";
+      if (in.scratch >= 0) s << ", \"scratch\": " << in.scratch;
     }
     if (in.peer >= 0) s << ", \"peer\": " << in.peer << ", \"tag\": " << in.tag;
     if (!in.box.dims.empty() || in.kind == InstrKind::kSend || in.kind == InstrKind::kRecv) s << ", \"box\": " << box_json(in.box);

@@ -42,6 +42,8 @@ enum class BufferRole {
   kRegion,    ///< an input region assembled for an op (Tofu's MultiFetch)
   kComputed,  ///< an op's computed output (partial sums, or final values not of the own tile)
   kStaging,   ///< partials received before they are combined
+  kScratch,   ///< a Compute instruction's scratch (kernel_call.h), alive only during it: no tensor;
+              ///< its box is [0, bytes / 4) of float32 words
 };
 
 const char* role_name(BufferRole r);
@@ -64,6 +66,7 @@ struct Instr {
   int buffer = -1;           ///< the buffer written (Alloc/Free: the buffer; Send: the one read)
   int src = -1;              ///< Copy/Combine: the buffer read
   std::vector<int> inputs;   ///< Compute: per op input, the buffer read (-1: nothing)
+  int scratch = -1;          ///< Compute: its scratch buffer (kScratch; -1: it takes none)
   int peer = -1;             ///< Send: destination device; Recv: source device
   int64_t tag = -1;          ///< Send/Recv: matches the pair (unique in a lowering)
   Box box;                   ///< the box moved, copied or combined (global coordinates)

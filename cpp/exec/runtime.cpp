@@ -13,6 +13,7 @@
 
 #include "exec/box_copy.h"
 #include "exec/errors.h"
+#include "exec/kernel_call.h"
 #include "kernels/cpu/blas.h"
 #include "kernels/cpu/tile_kernels.h"
 #include "tdl/errors.h"
@@ -24,14 +25,6 @@ namespace tilewise::exec {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-kernels::Span span(const Range& r) { return {r.lo, r.hi}; }
-
-std::vector<kernels::Span> spans(const Box& b) {
-  std::vector<kernels::Span> s;
-  for (const auto& r : b.dims) s.push_back(span(r));
-  return s;
-}
 
 double since(Clock::time_point t0, Clock::time_point t) { return std::chrono::duration<double>(t - t0).count(); }
 
@@ -81,26 +74,17 @@ DeviceRunner::DeviceRunner(const graph::Graph& g, const Lowered& low, int device
     ptr_[b] = arena_.allocate(bytes_[b], buf.name);
     std::fill(ptr_[b], ptr_[b] + bytes_[b], std::byte{0});  // all-zero bits: 0 in every dtype
   }
-  // Kernel calls: everything but the buffers is known now; a step fills in the pointers.
+  // Kernel calls and their scratch layouts: everything but the buffers is known now (as lowering
+  // sized the scratch buffers); a step fills in the pointers.
   calls_.resize(prog_.instrs.size());
+  layouts_.resize(prog_.instrs.size());
   for (size_t i = 0; i < prog_.instrs.size(); ++i) {
     const Instr& in = prog_.instrs[i];
     if (in.kind != InstrKind::kCompute) continue;
-    const auto& node = g.op(in.op);
-    const OpPlan& op = low.ops[in.op];
-    const DeviceOp& dev = op.devices[device];
-    kernels::TileCall& call = calls_[i];
-    call.type = node.type;
-    call.attrs = kernels::OpAttrs::parse(node.attrs_json);  // once, not per step
-    for (const auto& v : node.desc->vars) call.var_names.push_back(v.name);
-    call.output_vars = node.desc->output_vars;
-    call.extents = op.extents;
-    for (const auto& r : dev.vars) call.vars.push_back(span(r));
-    for (size_t j = 0; j < node.inputs.size(); ++j)
-      call.inputs.push_back({nullptr, spans(dev.slots[j].region), g.tensor(node.inputs[j]).shape});
-    call.output_shape = g.tensor(node.output).shape;
-    call.kernel = node.desc->kernel;  // the op's declared native kernel, in its role order
-    kernels::bind_roles(call, node.desc->kernel_vars);
+    calls_[i] = kernel_call(g, low.ops[in.op], device);
+    layouts_[i] = scratch_layout(g, in.op, calls_[i]);
+    TW_ASSERT(in.scratch < 0 ? layouts_[i].bytes == 0 : bytes_[in.scratch] >= layouts_[i].bytes,
+              "a Compute instruction's scratch buffer holds its scratch layout");
   }
   native_.assign(g.ops().size(), 1);
   op_seconds_.assign(g.ops().size(), 0);
@@ -143,7 +127,7 @@ void DeviceRunner::abort_step() {
   arena_.abort_step();
 }
 
-void DeviceRunner::bind_input(kernels::TileCall& call, size_t j, int b) {
+void DeviceRunner::bind_input(kernels::TileCall& call, size_t j, int b, std::byte* scratch, int64_t offset) {
   kernels::TileIn& in = call.inputs[j];
   in.data = nullptr, in.raw = nullptr, in.dtype = kernels::DType::kFloat32;
   if (b < 0 || !ptr_[b]) return;
@@ -154,13 +138,19 @@ void DeviceRunner::bind_input(kernels::TileCall& call, size_t j, int b) {
   } else if (kernels::reads_integers(call.kernel)) {
     in.raw = ptr_[b], in.dtype = type;
   } else {
-    // Torch promotes an integer operand of a float op to float: a float32 copy (masks, labels).
-    std::vector<float>& copy = as_float_[j];
+    // Torch promotes an integer operand of a float op to float: a float32 copy (masks, labels), in
+    // the instruction's scratch (the heap when it has none: a swapped program's).
     const int64_t n = prog_.buffers[b].elements();
-    copy.resize(static_cast<size_t>(n));
+    float* copy = nullptr;
+    if (scratch && offset >= 0) {
+      copy = reinterpret_cast<float*>(scratch + offset);
+    } else {
+      as_float_[j].resize(static_cast<size_t>(n));
+      copy = as_float_[j].data();
+      heap_now_ += n * 4;
+    }
     for (int64_t i = 0; i < n; ++i) copy[i] = static_cast<float>(value_at(ptr_[b], type, i));
-    scratch_bytes_ = std::max(scratch_bytes_, n * 4);
-    in.data = copy.data(), in.raw = in.data;
+    in.data = copy, in.raw = in.data;
   }
 }
 
@@ -168,30 +158,51 @@ void DeviceRunner::compute(const Instr& in, size_t index) {
   const auto& node = g_.op(in.op);
   const DeviceOp& dev = low_.ops[in.op].devices[device_];
   kernels::TileCall& call = calls_[index];
+  const ScratchLayout& layout = layouts_[index];
+  std::byte* scratch = in.scratch >= 0 ? ptr_[in.scratch] : nullptr;  // null: not placed (swapped programs)
+  heap_now_ = 0;
   if (as_float_.size() < node.inputs.size()) as_float_.resize(node.inputs.size());
-  for (size_t j = 0; j < node.inputs.size(); ++j) bind_input(call, j, in.inputs[j]);
+  for (size_t j = 0; j < node.inputs.size(); ++j) bind_input(call, j, in.inputs[j], scratch, layout.as_float[j]);
   float* out = reinterpret_cast<float*>(ptr_[in.buffer]);  // ops compute float32 (check_dtypes)
   call.out = out;
-  if (kernels::run_native(call)) return;
+  call.scratch = scratch && !layout.interpreted ? scratch + layout.kernel : nullptr;
+  call.scratch_size = call.scratch ? layout.kernel_bytes : 0;
+  const int64_t heap_before = kernels::heap_scratch_bytes_this_thread();
+  const bool native = kernels::run_native(call);
+  heap_now_ += kernels::heap_scratch_bytes_this_thread() - heap_before;
+  if (native) {
+    scratch_bytes_ = std::max(scratch_bytes_, heap_now_);
+    return;
+  }
   native_[in.op] = 0;
-  // Interpreter fallback (float64) on the same regions: its copies are scratch outside the arena.
-  std::vector<std::vector<double>> in64(node.inputs.size());
+  // Interpreter fallback (float64) on the same regions: copies in the instruction's scratch when the
+  // op declares no kernel (lowering planned them), else (a kernel that declined) on the heap.
+  double* planned = scratch && layout.interpreted ? reinterpret_cast<double*>(scratch + layout.kernel) : nullptr;
+  std::vector<std::vector<double>> heap(node.inputs.size() + 1);
+  auto take = [&](size_t slot, int64_t n) {
+    if (planned) {
+      double* p = planned;
+      planned += (n * 8 + 15) / 16 * 2;  // 16-byte aligned pieces, as scratch_layout counts them
+      return p;
+    }
+    heap[slot].resize(static_cast<size_t>(n));
+    heap_now_ += n * 8;
+    return heap[slot].data();
+  };
   std::vector<tdl::RegionView> views;
-  int64_t scratch = 0;
   for (size_t j = 0; j < node.inputs.size(); ++j) {
     const kernels::TileIn& tin = call.inputs[j];
     const int64_t m = tin.raw && !dev.slots[j].region.empty() ? dev.slots[j].region.volume() : 0;
-    in64[j].resize(static_cast<size_t>(m));
-    for (int64_t i = 0; i < m; ++i) in64[j][i] = value_at(tin.raw, tin.dtype, i);
-    scratch += static_cast<int64_t>(in64[j].size()) * 8;
-    views.push_back({in64[j].data(), dev.slots[j].region, call.inputs[j].shape});
+    double* in64 = take(j, m);
+    for (int64_t i = 0; i < m; ++i) in64[i] = value_at(tin.raw, tin.dtype, i);
+    views.push_back({in64, dev.slots[j].region, call.inputs[j].shape});
   }
-  std::vector<double> out64(dev.computed.volume());
-  scratch += static_cast<int64_t>(out64.size()) * 8;
-  scratch_bytes_ = std::max(scratch_bytes_, scratch);
+  const int64_t nout = dev.computed.volume();
+  double* out64 = take(node.inputs.size(), nout);
+  scratch_bytes_ = std::max(scratch_bytes_, heap_now_);
   // The description's own variable order (the call's is the kernel's role order).
-  tdl::interpret_region(*node.desc, views, low_.ops[in.op].extents, dev.vars, out64.data(), opaque_[in.op], 1);
-  std::copy(out64.begin(), out64.end(), out);
+  tdl::interpret_region(*node.desc, views, low_.ops[in.op].extents, dev.vars, out64, opaque_[in.op], 1);
+  std::copy(out64, out64 + nout, out);
 }
 
 void DeviceRunner::execute(size_t i) {

@@ -16,6 +16,7 @@
 #include "exec/arena.h"
 #include "exec/communicator.h"
 #include "exec/errors.h"
+#include "exec/kernel_call.h"
 #include "exec/lowering.h"
 #include "exec/program.h"
 #include "graph/graph.h"
@@ -31,7 +32,10 @@ struct RunStats {
   std::vector<int64_t> bytes_sent;         ///< per device, last step
   std::vector<int64_t> peak_bytes;         ///< per device: resident tensors + the planned block (the
                                            ///< first step: the dynamic peak, before planning)
-  std::vector<int64_t> scratch_bytes;      ///< per device: largest interpreter scratch (float64 copies) of a step
+  /// Per device: the most scratch one instruction took from the heap, outside the arena (0 when every
+  /// Compute ran in its planned scratch buffer: kernel_call.h; a kernel that declined to the
+  /// interpreter, or a swapped program's instruction, takes its scratch from the heap).
+  std::vector<int64_t> scratch_bytes;
   std::vector<int64_t> undo_bytes;         ///< per device: copies kept to undo a failed atomic step (outside the arenas)
   std::vector<double> device_seconds;      ///< per device: its program's wall time, last step
   std::vector<double> op_seconds;          ///< per op, last step (device 0's wall time in the op's instructions)
@@ -117,8 +121,9 @@ class DeviceRunner {
   /// Before the first in-place write of a non-atomic step: from here the step is finished.
   void begin_writing();
   /// Points the call's input j at buffer `b` as the kernel reads it: integer and bool buffers as
-  /// they are for kernels that read integers, else as float32 copies (scratch, reused).
-  void bind_input(kernels::TileCall& call, size_t j, int b);
+  /// they are for kernels that read integers, else as float32 copies at byte `offset` of the
+  /// instruction's `scratch` (on the heap when there is none).
+  void bind_input(kernels::TileCall& call, size_t j, int b, std::byte* scratch, int64_t offset);
   const graph::Graph& g_;
   const Lowered& low_;
   const Program& prog_;
@@ -128,13 +133,15 @@ class DeviceRunner {
   std::vector<std::byte*> ptr_;                ///< per buffer, null when not held
   std::vector<kernels::DType> dtype_;          ///< per buffer
   std::vector<int64_t> bytes_;                 ///< per buffer
-  std::vector<std::vector<float>> as_float_;   ///< per op input: float32 copies of integer inputs
+  std::vector<std::vector<float>> as_float_;   ///< per op input: float32 copies without scratch (swapped)
   std::vector<kernels::TileCall> calls_;       ///< per instruction (Compute ones), prepared once
+  std::vector<ScratchLayout> layouts_;         ///< per instruction (Compute ones): its scratch buffer's parts
   std::vector<char> native_;                   ///< per op
   std::vector<double> op_seconds_;             ///< per op
   std::vector<std::array<double, 2>> profile_;  ///< per instruction
   double seconds_ = 0;
-  int64_t scratch_bytes_ = 0;
+  int64_t scratch_bytes_ = 0;  ///< most heap scratch of one instruction
+  int64_t heap_now_ = 0;       ///< heap scratch of the instruction running
   bool wrote_resident_ = false;
   bool atomic_ = false;
   std::atomic<int>* gate_ = nullptr;

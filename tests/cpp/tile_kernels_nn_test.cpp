@@ -684,5 +684,38 @@ TEST(TileKernelReduction, AvgPool2dPaddedAndItsGradient) {
   }
 }
 
+// A call given no scratch (or too little) takes what it misses from the heap and says so: the same
+// output, heap_scratch_bytes grown by exactly the scratch it states.
+TEST(TileKernelScratch, WithoutScratchTheHeapAndTheSameOutput) {
+  std::mt19937 rng(31);
+  ConvShape g{2, 5, 9, 8, 6, 3, 3, 1, 1, 1, 0, 0};
+  g.oh = (g.h + 2 * g.p - g.d * (g.kh - 1) - 1) / g.s + 1;
+  g.ow = (g.w + 2 * g.p - g.d * (g.kw - 1) - 1) / g.s + 1;
+  OpCase c = make_case("conv2d", {"b", "co", "y", "x", "ci", "dy", "dx"}, {0, 1, 2, 3},
+                       {g.n, g.co, g.oh, g.ow, g.ci, g.kh, g.kw}, {{g.n, g.ci, g.h, g.w}, {g.co, g.ci, g.kh, g.kw}},
+                       rng, -1, g.attrs());
+  expected_tile(c, [g](OpCase& c, Index& v) {
+    return sum_over(c, {4, 5, 6}, v, [&] {
+      return c.inputs[0]({v[0], v[4], g.s * v[2] + g.d * v[5] - g.p, g.s * v[3] + g.d * v[6] - g.p}) *
+             c.inputs[1]({v[1], v[4], v[5], v[6]});
+    });
+  });
+  Prepared p = prepare(c, rng);
+  const int64_t need = scratch_bytes(p.call);
+  // im2col: (ci kh kw) x (y x) floats at least.
+  EXPECT_GE(need, c.vars[4].size() * c.vars[5].size() * c.vars[6].size() * c.vars[2].size() * c.vars[3].size() * 4);
+  std::vector<float> scratch(static_cast<size_t>(need / 4));
+  p.call.scratch = reinterpret_cast<std::byte*>(scratch.data());
+  p.call.scratch_size = need;
+  const int64_t before = heap_scratch_bytes();
+  ASSERT_TRUE(run_native(p.call));
+  EXPECT_EQ(heap_scratch_bytes(), before);
+  const std::vector<float> planned = p.out;
+  p.call.scratch = nullptr, p.call.scratch_size = 0;
+  ASSERT_TRUE(run_native(p.call));
+  EXPECT_EQ(heap_scratch_bytes() - before, need);
+  EXPECT_EQ(p.out, planned);
+}
+
 }  // namespace
 }  // namespace tilewise::kernels

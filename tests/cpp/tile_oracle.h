@@ -241,7 +241,19 @@ inline void expect_native(OpCase c, const Elem& elem, std::mt19937& rng, double 
   SCOPED_TRACE(c.describe());
   std::vector<double> want = expected_tile(c, elem);
   Prepared p = prepare(c, rng);
+  // The kernel runs in the scratch it states, filled with NaN bits (it may not rely on zeros) and
+  // followed by guard words it must not touch; it takes nothing from the heap.
+  const int64_t need = scratch_bytes(p.call);
+  ASSERT_EQ(need % 16, 0) << "scratch comes in 16-byte pieces";
+  constexpr int64_t kGuard = 16;
+  std::vector<float> scratch(static_cast<size_t>(need / 4 + kGuard), std::numeric_limits<float>::quiet_NaN());
+  p.call.scratch = reinterpret_cast<std::byte*>(scratch.data());
+  p.call.scratch_size = need;
+  const int64_t heap_before = heap_scratch_bytes_this_thread();
   ASSERT_TRUE(run_native(p.call)) << "declined";
+  EXPECT_EQ(heap_scratch_bytes_this_thread(), heap_before) << "took scratch beyond the " << need << " bytes it states";
+  for (int64_t g = 0; g < kGuard; ++g)
+    ASSERT_TRUE(std::isnan(scratch[static_cast<size_t>(need / 4 + g)])) << "wrote past its " << need << " scratch bytes";
   ASSERT_EQ(p.out.size(), want.size());
   int bad = 0;
   for (size_t e = 0; e < want.size(); ++e) {

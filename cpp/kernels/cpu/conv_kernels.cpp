@@ -39,8 +39,9 @@ struct Region4 {
 };
 
 // The input as a Region4 when its region holds the box's in-tensor part; false to decline.
-bool region4(const TileIn& in, const std::vector<Span>& box, Region4* r) {
-  if (in.shape.size() != 4 || !holds(in, box)) return false;
+// `need_data` false: from the region alone (scratch sizes, which see no data).
+bool region4(const TileIn& in, const std::vector<Span>& box, Region4* r, bool need_data = true) {
+  if (in.shape.size() != 4 || !(need_data ? holds(in, box) : covers(in, box))) return false;
   std::vector<int64_t> rs = region_strides(in);
   r->data = in.data;
   for (int d = 0; d < 4; ++d) {
@@ -58,29 +59,33 @@ struct MatRef {
   int64_t ld = 1;
 };
 
+// Whether matrix_of reads the sub-box in place (else it packs |r1| x |r2||r3| floats).
+bool matrix_in_place(const Region4& r, Span r2, Span r3) { return r.exactly(2, r2) && r.exactly(3, r3); }
+
 // The sub-box a x r1 x r2 x r3 (a fixed, every index inside the region) as a |r1| x |r2||r3|
 // matrix: the region itself when its last two dimensions are exactly r2, r3, else packed into buf.
-MatRef matrix_of(const Region4& r, int64_t a, Span r1, Span r2, Span r3, std::vector<float>& buf) {
+MatRef matrix_of(const Region4& r, int64_t a, Span r1, Span r2, Span r3, float* buf) {
   const int64_t cols = r2.size() * r3.size();
-  if (r.exactly(2, r2) && r.exactly(3, r3)) return {r.at(a, r1.lo, r2.lo, r3.lo), std::max<int64_t>(r.st[1], 1)};
-  buf.resize(static_cast<size_t>(r1.size() * cols));
-  float* dst = buf.data();
+  if (matrix_in_place(r, r2, r3)) return {r.at(a, r1.lo, r2.lo, r3.lo), std::max<int64_t>(r.st[1], 1)};
+  float* dst = buf;
   for (int64_t i = r1.lo; i <= r1.hi; ++i) {
     for (int64_t j = r2.lo; j <= r2.hi; ++j, dst += r3.size()) {
       std::memcpy(dst, r.at(a, i, j, r3.lo), sizeof(float) * r3.size());
     }
   }
-  return {buf.data(), std::max<int64_t>(cols, 1)};
+  return {buf, std::max<int64_t>(cols, 1)};
 }
 
-// The filter block r0 x r1 x r2 x r3 as a |r0| x |r1||r2||r3| matrix (direct or packed).
-MatRef filter_matrix(const Region4& r, Span r0, Span r1, Span r2, Span r3, std::vector<float>& buf) {
+// Whether filter_matrix reads the block in place (else it packs |r0| x |r1||r2||r3| floats).
+bool filter_in_place(const Region4& r, Span r1, Span r2, Span r3) {
+  return r.exactly(1, r1) && r.exactly(2, r2) && r.exactly(3, r3);
+}
+
+// The filter block r0 x r1 x r2 x r3 as a |r0| x |r1||r2||r3| matrix (direct or packed into buf).
+MatRef filter_matrix(const Region4& r, Span r0, Span r1, Span r2, Span r3, float* buf) {
   const int64_t cols = r1.size() * r2.size() * r3.size();
-  if (r.exactly(1, r1) && r.exactly(2, r2) && r.exactly(3, r3)) {
-    return {r.at(r0.lo, r1.lo, r2.lo, r3.lo), std::max<int64_t>(r.st[0], 1)};
-  }
-  buf.resize(static_cast<size_t>(r0.size() * cols));
-  float* dst = buf.data();
+  if (filter_in_place(r, r1, r2, r3)) return {r.at(r0.lo, r1.lo, r2.lo, r3.lo), std::max<int64_t>(r.st[0], 1)};
+  float* dst = buf;
   for (int64_t a = r0.lo; a <= r0.hi; ++a) {
     for (int64_t b = r1.lo; b <= r1.hi; ++b) {
       for (int64_t c = r2.lo; c <= r2.hi; ++c, dst += r3.size()) {
@@ -88,9 +93,8 @@ MatRef filter_matrix(const Region4& r, Span r0, Span r1, Span r2, Span r3, std::
       }
     }
   }
-  return {buf.data(), std::max<int64_t>(cols, 1)};
+  return {buf, std::max<int64_t>(cols, 1)};
 }
-
 // col[((ci, kh, kw)), (y, x)] = data[b, ci, s y + d kh - p, s x + d kw - p], zero outside the tensor.
 void im2col(const Region4& data, int64_t b, Span ci, Span kh, Span kw, Span y, Span x, const Window& g,
             float* col) {
@@ -149,115 +153,187 @@ void col2im(const float* col, Span ci, Span kh, Span kw, Span y, Span x, Span h_
   }
 }
 
-}  // namespace
+// One call of a convolution GEMM kernel, as decided from the call alone: its variables, the views
+// of its inputs and the floats of scratch each piece needs (0: read in place). The kernel and its
+// scratch size come from the same setup, so the size is what the kernel takes.
+struct ConvSetup {
+  Window g;
+  Span b, co, ci, kh, kw, y, x;  // forward: output y, x; backward data: the dy positions read
+  Span h, w;                     // backward data: the block of dx
+  Region4 data, filt, dy;
+  int64_t m = 0, n = 0, k = 0;   // the GEMM's sizes
+  int64_t packed_filter = 0, packed_dy = 0, col = 0;  // scratch floats per piece
+  bool direct = false;           // forward: a 1x1 stride-1 conv reads its data block as the col matrix
+  bool zero = false;             // backward data: no kernel offset reaches the block (writes zeros)
+};
+
+int64_t scratch_of(const ConvSetup& c) {
+  return scratch_piece(c.packed_filter * 4) + scratch_piece(c.packed_dy * 4) + scratch_piece(c.col * 4);
+}
 
 // lambda b, co, y, x: Sum(ci, dy, dx: data[b, ci, s y + d dy - p, s x + d dx - p] filters[co, ci, dy, dx])
-bool conv2d(const TileCall& call, const Attrs& attrs) {
-  Window g;
-  if (!geometry(attrs, &g) || call.inputs.size() != 2 ||
+bool conv2d_setup(const TileCall& call, const Attrs& attrs, bool need_data, ConvSetup* c) {
+  Window& g = c->g;
+  if (!geometry(attrs, &g) || call.inputs.size() != 2 || call.vars.size() != 7 ||
       call.output_vars != std::vector<int>{0, 1, 2, 3}) {
     return false;
   }
-  const Span b = call.vars[0], co = call.vars[1], y = call.vars[2], x = call.vars[3], ci = call.vars[4],
-             kh = call.vars[5], kw = call.vars[6];
+  c->b = call.vars[0], c->co = call.vars[1], c->y = call.vars[2], c->x = call.vars[3], c->ci = call.vars[4],
+  c->kh = call.vars[5], c->kw = call.vars[6];
   const TileIn& din = call.inputs[0];
   if (din.shape.size() != 4) return false;
-  Region4 data, filt;
-  if (!region4(din, {b, ci, g.reads(y, kh, din.shape[2]), g.reads(x, kw, din.shape[3])}, &data) ||
-      !region4(call.inputs[1], {co, ci, kh, kw}, &filt) || filt.shape[2] != call.extents[5] ||
-      filt.shape[3] != call.extents[6] || b.hi >= data.shape[0] || ci.hi >= data.shape[1] || co.hi >= filt.shape[0] ||
-      ci.hi >= filt.shape[1]) {
+  Region4 &data = c->data, &filt = c->filt;
+  if (!region4(din, {c->b, c->ci, g.reads(c->y, c->kh, din.shape[2]), g.reads(c->x, c->kw, din.shape[3])}, &data,
+               need_data) ||
+      !region4(call.inputs[1], {c->co, c->ci, c->kh, c->kw}, &filt, need_data) || filt.shape[2] != call.extents[5] ||
+      filt.shape[3] != call.extents[6] || c->b.hi >= data.shape[0] || c->ci.hi >= data.shape[1] ||
+      c->co.hi >= filt.shape[0] || c->ci.hi >= filt.shape[1]) {
     return false;
   }
-  std::vector<float> wbuf, col;
-  const MatRef w = filter_matrix(filt, co, ci, kh, kw, wbuf);
-  const int64_t k = ci.size() * kh.size() * kw.size(), n = y.size() * x.size();
-  if (!fits_blas({co.size(), n, k, w.ld, data.st[1]})) return false;
+  c->k = c->ci.size() * c->kh.size() * c->kw.size(), c->n = c->y.size() * c->x.size();
+  const int64_t ld = filter_in_place(filt, c->ci, c->kh, c->kw) ? std::max<int64_t>(filt.st[0], 1)
+                                                                 : std::max<int64_t>(c->k, 1);
+  if (!fits_blas({c->co.size(), c->n, c->k, ld, data.st[1]})) return false;
+  if (!filter_in_place(filt, c->ci, c->kh, c->kw)) c->packed_filter = c->co.size() * c->k;
   // A single kernel offset at stride 1 whose reads all lie inside the tensor reads the data block
   // itself as the im2col matrix (a 1x1 conv on whole planes: no copy).
-  const Span hs{g.in(y.lo, kh.lo), g.in(y.hi, kh.hi)}, ws{g.in(x.lo, kw.lo), g.in(x.hi, kw.hi)};
-  const bool direct = kh.size() == 1 && kw.size() == 1 && g.s == 1 && hs.lo >= 0 && hs.hi < data.shape[2] &&
-                      ws.lo >= 0 && ws.hi < data.shape[3] && data.exactly(2, hs) && data.exactly(3, ws);
-  if (!direct) col.resize(static_cast<size_t>(k * n));
-  for (int64_t bb = b.lo; bb <= b.hi; ++bb) {
-    MatRef cm{col.data(), std::max<int64_t>(n, 1)};
-    if (direct) {
-      cm = {data.at(bb, ci.lo, hs.lo, ws.lo), std::max<int64_t>(data.st[1], 1)};
-    } else {
-      im2col(data, bb, ci, kh, kw, y, x, g, col.data());
-    }
-    gemm(false, false, co.size(), n, k, 1.0f, w.p, w.ld, cm.p, cm.ld, 0.0f, call.out + (bb - b.lo) * co.size() * n,
-         std::max<int64_t>(n, 1));
-  }
+  const Span hs{g.in(c->y.lo, c->kh.lo), g.in(c->y.hi, c->kh.hi)}, ws{g.in(c->x.lo, c->kw.lo), g.in(c->x.hi, c->kw.hi)};
+  c->h = hs, c->w = ws;
+  c->direct = c->kh.size() == 1 && c->kw.size() == 1 && g.s == 1 && hs.lo >= 0 && hs.hi < data.shape[2] &&
+              ws.lo >= 0 && ws.hi < data.shape[3] && data.exactly(2, hs) && data.exactly(3, ws);
+  if (!c->direct) c->col = c->k * c->n;
   return true;
 }
 
 // lambda b, ci, h, w: Sum(co, kh, kw: [s | h + p - d kh] [s | w + p - d kw]
 //                                     dy[b, co, (h + p - d kh) / s, (w + p - d kw) / s] filters[co, ci, kh, kw])
-bool conv2d_backward_data(const TileCall& call, const Attrs& attrs) {
-  Window g;
-  if (!geometry(attrs, &g) || call.inputs.size() != 2 ||
+bool conv2d_backward_data_setup(const TileCall& call, const Attrs& attrs, bool need_data, ConvSetup* c) {
+  Window& g = c->g;
+  if (!geometry(attrs, &g) || call.inputs.size() != 2 || call.vars.size() != 7 ||
       call.output_vars != std::vector<int>{0, 1, 2, 3}) {
     return false;
   }
-  const Span b = call.vars[0], ci = call.vars[1], h = call.vars[2], w = call.vars[3], co = call.vars[4];
+  c->b = call.vars[0], c->ci = call.vars[1], c->h = call.vars[2], c->w = call.vars[3], c->co = call.vars[4];
   const TileIn& dyin = call.inputs[0];
   if (dyin.shape.size() != 4 || call.inputs[1].shape.size() != 4) return false;
   // Only the kernel offsets through which some output position reaches the block contribute (a
   // strided conv skips the others), and only the positions they reach are read.
-  const Span kh = g.offsets_reaching(h, call.vars[5], dyin.shape[2]);
-  const Span kw = g.offsets_reaching(w, call.vars[6], dyin.shape[3]);
-  const int64_t plane = ci.size() * h.size() * w.size();
-  if (kh.size() == 0 || kw.size() == 0) {
-    std::fill(call.out, call.out + b.size() * plane, 0.0f);
+  c->kh = g.offsets_reaching(c->h, call.vars[5], dyin.shape[2]);
+  c->kw = g.offsets_reaching(c->w, call.vars[6], dyin.shape[3]);
+  if (c->kh.size() == 0 || c->kw.size() == 0) {
+    c->zero = true;
     return true;
   }
-  const Span ys = g.readers(h, kh, dyin.shape[2]), xs = g.readers(w, kw, dyin.shape[3]);
-  Region4 dy, filt;
-  if (!region4(dyin, {b, co, ys, xs}, &dy) || !region4(call.inputs[1], {co, ci, kh, kw}, &filt) ||
-      filt.shape[2] != call.extents[5] || filt.shape[3] != call.extents[6] || b.hi >= dy.shape[0] ||
-      co.hi >= dy.shape[1] || co.hi >= filt.shape[0] || ci.hi >= filt.shape[1]) {
+  c->y = g.readers(c->h, c->kh, dyin.shape[2]), c->x = g.readers(c->w, c->kw, dyin.shape[3]);
+  Region4 &dy = c->dy, &filt = c->filt;
+  if (!region4(dyin, {c->b, c->co, c->y, c->x}, &dy, need_data) ||
+      !region4(call.inputs[1], {c->co, c->ci, c->kh, c->kw}, &filt, need_data) || filt.shape[2] != call.extents[5] ||
+      filt.shape[3] != call.extents[6] || c->b.hi >= dy.shape[0] || c->co.hi >= dy.shape[1] ||
+      c->co.hi >= filt.shape[0] || c->ci.hi >= filt.shape[1]) {
     return false;
   }
-  const int64_t m = ci.size() * kh.size() * kw.size(), n = ys.size() * xs.size();
-  if (!fits_blas({m, n, co.size(), filt.st[0], dy.st[1]})) return false;
-  std::fill(call.out, call.out + b.size() * plane, 0.0f);
-  std::vector<float> wbuf, dybuf, cols;
-  const MatRef wt = filter_matrix(filt, co, ci, kh, kw, wbuf);  // |co| x m, read transposed
-  cols.resize(static_cast<size_t>(m * n));
-  for (int64_t bb = b.lo; bb <= b.hi; ++bb) {
-    const MatRef d = matrix_of(dy, bb, co, ys, xs, dybuf);
-    gemm(true, false, m, n, co.size(), 1.0f, wt.p, wt.ld, d.p, d.ld, 0.0f, cols.data(), std::max<int64_t>(n, 1));
-    col2im(cols.data(), ci, kh, kw, ys, xs, h, w, g, call.out + (bb - b.lo) * plane);
-  }
+  c->m = c->ci.size() * c->kh.size() * c->kw.size(), c->n = c->y.size() * c->x.size();
+  if (!fits_blas({c->m, c->n, c->co.size(), filt.st[0], dy.st[1]})) return false;
+  if (!filter_in_place(filt, c->ci, c->kh, c->kw)) c->packed_filter = c->co.size() * c->m;
+  if (!matrix_in_place(dy, c->y, c->x)) c->packed_dy = c->co.size() * c->n;
+  c->col = c->m * c->n;
   return true;
 }
 
 // lambda co, ci, kh, kw: Sum(b, y, x: dy[b, co, y, x] data[b, ci, s y + d kh - p, s x + d kw - p])
-bool conv2d_backward_filter(const TileCall& call, const Attrs& attrs) {
-  Window g;
-  if (!geometry(attrs, &g) || call.inputs.size() != 2 ||
+bool conv2d_backward_filter_setup(const TileCall& call, const Attrs& attrs, bool need_data, ConvSetup* c) {
+  Window& g = c->g;
+  if (!geometry(attrs, &g) || call.inputs.size() != 2 || call.vars.size() != 7 ||
       call.output_vars != std::vector<int>{0, 1, 2, 3}) {
     return false;
   }
-  const Span co = call.vars[0], ci = call.vars[1], kh = call.vars[2], kw = call.vars[3], b = call.vars[4],
-             y = call.vars[5], x = call.vars[6];
+  c->co = call.vars[0], c->ci = call.vars[1], c->kh = call.vars[2], c->kw = call.vars[3], c->b = call.vars[4],
+  c->y = call.vars[5], c->x = call.vars[6];
   const TileIn& din = call.inputs[0];
   if (din.shape.size() != 4) return false;
-  Region4 data, dy;
-  if (!region4(din, {b, ci, g.reads(y, kh, din.shape[2]), g.reads(x, kw, din.shape[3])}, &data) ||
-      !region4(call.inputs[1], {b, co, y, x}, &dy) || b.hi >= data.shape[0] || ci.hi >= data.shape[1] ||
-      b.hi >= dy.shape[0] || co.hi >= dy.shape[1] || y.hi >= dy.shape[2] || x.hi >= dy.shape[3]) {
+  Region4 &data = c->data, &dy = c->dy;
+  if (!region4(din, {c->b, c->ci, g.reads(c->y, c->kh, din.shape[2]), g.reads(c->x, c->kw, din.shape[3])}, &data,
+               need_data) ||
+      !region4(call.inputs[1], {c->b, c->co, c->y, c->x}, &dy, need_data) || c->b.hi >= data.shape[0] ||
+      c->ci.hi >= data.shape[1] || c->b.hi >= dy.shape[0] || c->co.hi >= dy.shape[1] || c->y.hi >= dy.shape[2] ||
+      c->x.hi >= dy.shape[3]) {
     return false;
   }
-  const int64_t k = y.size() * x.size(), n = ci.size() * kh.size() * kw.size();
-  if (!fits_blas({co.size(), n, k, dy.st[1]})) return false;
-  std::vector<float> col(static_cast<size_t>(n * k)), dybuf;
-  for (int64_t bb = b.lo; bb <= b.hi; ++bb) {
-    im2col(data, bb, ci, kh, kw, y, x, g, col.data());
-    const MatRef d = matrix_of(dy, bb, co, y, x, dybuf);
-    gemm(false, true, co.size(), n, k, 1.0f, d.p, d.ld, col.data(), std::max<int64_t>(k, 1), bb == b.lo ? 0.0f : 1.0f,
-         call.out, std::max<int64_t>(n, 1));
+  c->k = c->y.size() * c->x.size(), c->n = c->ci.size() * c->kh.size() * c->kw.size();
+  if (!fits_blas({c->co.size(), c->n, c->k, dy.st[1]})) return false;
+  c->col = c->n * c->k;
+  if (!matrix_in_place(dy, c->y, c->x)) c->packed_dy = c->co.size() * c->k;
+  return true;
+}
+
+}  // namespace
+
+int64_t conv2d_scratch(const TileCall& call, const Attrs& attrs) {
+  ConvSetup c;
+  return conv2d_setup(call, attrs, false, &c) ? scratch_of(c) : 0;
+}
+
+int64_t conv2d_backward_data_scratch(const TileCall& call, const Attrs& attrs) {
+  ConvSetup c;
+  return conv2d_backward_data_setup(call, attrs, false, &c) ? scratch_of(c) : 0;
+}
+
+int64_t conv2d_backward_filter_scratch(const TileCall& call, const Attrs& attrs) {
+  ConvSetup c;
+  return conv2d_backward_filter_setup(call, attrs, false, &c) ? scratch_of(c) : 0;
+}
+
+bool conv2d(const TileCall& call, const Attrs& attrs) {
+  ConvSetup c;
+  if (!conv2d_setup(call, attrs, true, &c)) return false;
+  Scratch scratch(call);
+  float* wbuf = c.packed_filter ? scratch.floats(c.packed_filter) : nullptr;
+  float* col = c.col ? scratch.floats(c.col) : nullptr;
+  const MatRef w = filter_matrix(c.filt, c.co, c.ci, c.kh, c.kw, wbuf);
+  const int64_t n = c.n, k = c.k;
+  for (int64_t bb = c.b.lo; bb <= c.b.hi; ++bb) {
+    MatRef cm{col, std::max<int64_t>(n, 1)};
+    if (c.direct) {
+      cm = {c.data.at(bb, c.ci.lo, c.h.lo, c.w.lo), std::max<int64_t>(c.data.st[1], 1)};
+    } else {
+      im2col(c.data, bb, c.ci, c.kh, c.kw, c.y, c.x, c.g, col);
+    }
+    gemm(false, false, c.co.size(), n, k, 1.0f, w.p, w.ld, cm.p, cm.ld, 0.0f,
+         call.out + (bb - c.b.lo) * c.co.size() * n, std::max<int64_t>(n, 1));
+  }
+  return true;
+}
+
+bool conv2d_backward_data(const TileCall& call, const Attrs& attrs) {
+  ConvSetup c;
+  if (!conv2d_backward_data_setup(call, attrs, true, &c)) return false;
+  const int64_t plane = c.ci.size() * c.h.size() * c.w.size();
+  std::fill(call.out, call.out + c.b.size() * plane, 0.0f);
+  if (c.zero) return true;
+  Scratch scratch(call);
+  float* wbuf = c.packed_filter ? scratch.floats(c.packed_filter) : nullptr;
+  float* dybuf = c.packed_dy ? scratch.floats(c.packed_dy) : nullptr;
+  float* cols = scratch.floats(c.col);
+  const MatRef wt = filter_matrix(c.filt, c.co, c.ci, c.kh, c.kw, wbuf);  // |co| x m, read transposed
+  for (int64_t bb = c.b.lo; bb <= c.b.hi; ++bb) {
+    const MatRef d = matrix_of(c.dy, bb, c.co, c.y, c.x, dybuf);
+    gemm(true, false, c.m, c.n, c.co.size(), 1.0f, wt.p, wt.ld, d.p, d.ld, 0.0f, cols, std::max<int64_t>(c.n, 1));
+    col2im(cols, c.ci, c.kh, c.kw, c.y, c.x, c.h, c.w, c.g, call.out + (bb - c.b.lo) * plane);
+  }
+  return true;
+}
+
+bool conv2d_backward_filter(const TileCall& call, const Attrs& attrs) {
+  ConvSetup c;
+  if (!conv2d_backward_filter_setup(call, attrs, true, &c)) return false;
+  Scratch scratch(call);
+  float* dybuf = c.packed_dy ? scratch.floats(c.packed_dy) : nullptr;
+  float* col = scratch.floats(c.col);
+  for (int64_t bb = c.b.lo; bb <= c.b.hi; ++bb) {
+    im2col(c.data, bb, c.ci, c.kh, c.kw, c.y, c.x, c.g, col);
+    const MatRef d = matrix_of(c.dy, bb, c.co, c.y, c.x, dybuf);
+    gemm(false, true, c.co.size(), c.n, c.k, 1.0f, d.p, d.ld, col, std::max<int64_t>(c.k, 1),
+         bb == c.b.lo ? 0.0f : 1.0f, call.out, std::max<int64_t>(c.n, 1));
   }
   return true;
 }

@@ -61,16 +61,20 @@ bool lookup(const TileCall& call) {
   float* out = call.out;
   const int64_t width = d.size();
   // Validate every id before writing anything: a declined or failed call leaves the output alone.
-  std::vector<int64_t> rows_of;
+  int64_t count = 1;
+  for (int p = 0; p < np; ++p) count *= call.vars[p].size();
+  Scratch scratch(call);
+  int64_t* rows_of = scratch.ints(count);  // lookup_scratch
+  int64_t* next = rows_of;
   while (true) {
-    rows_of.push_back(checked_id(call, ids, at, rows));
+    *next++ = checked_id(call, ids, at, rows);
     int p = np - 1;
     while (p >= 0 && at[p] == call.vars[p].hi) at[p] = call.vars[p].lo, --p;
     if (p < 0) break;
     ++at[p];
   }
-  for (int64_t row : rows_of) {
-    const float* src = element(table, {row, d.lo});
+  for (const int64_t* r = rows_of; r != next; ++r) {
+    const float* src = element(table, {*r, d.lo});
     std::copy(src, src + width, out);
     out += width;
   }
@@ -148,6 +152,14 @@ bool one_hot(const TileCall& call, const Attrs&) {
     if (d < 0) return true;
     ++at[d];
   }
+}
+
+int64_t lookup_scratch(const TileCall& call, const Attrs&) {
+  const int np = static_cast<int>(call.vars.size()) - 1;  // lookup's position roles
+  if (np < 1) return 0;
+  int64_t count = 1;
+  for (int p = 0; p < np; ++p) count *= call.vars[p].size();
+  return scratch_piece(count * static_cast<int64_t>(sizeof(int64_t)));
 }
 
 }  // namespace tilewise::kernels::tile

@@ -102,9 +102,12 @@ bool sum_into(const TileCall& call, const std::vector<int>& dim_var, double scal
   const TileIn& in = call.inputs[0];
   const int nd = static_cast<int>(in.shape.size());
 
-  std::vector<double> acc(static_cast<size_t>(output_size(call)), 0.0);
+  const int64_t outputs = output_size(call);
+  Scratch scratch(call);
+  double* acc = scratch.doubles(outputs);  // accumulator_scratch
+  std::fill(acc, acc + outputs, 0.0);
   auto finish = [&] {
-    for (size_t t = 0; t < acc.size(); ++t) call.out[t] = static_cast<float>(acc[t] * scale);
+    for (int64_t t = 0; t < outputs; ++t) call.out[t] = static_cast<float>(acc[t] * scale);
     return true;
   };
   if (nd == 0) {
@@ -122,7 +125,7 @@ bool sum_into(const TileCall& call, const std::vector<int>& dim_var, double scal
     if (ostep == 0) {
       acc[oo] += sum_of(len, [row](int64_t t) { return static_cast<double>(row[t]); });
     } else {
-      double* a = acc.data() + oo;
+      double* a = acc + oo;
       for (int64_t t = 0; t < len; ++t) a[t * ostep] += row[t];
     }
     int d = nd - 1;
@@ -149,7 +152,10 @@ bool fold_into(const TileCall& call, const std::vector<int>& dim_var, double ini
   if (!reduction_box(call, dim_var, &box)) return false;
   const TileIn& in = call.inputs[0];
   const int nd = static_cast<int>(in.shape.size());
-  std::vector<double> acc(static_cast<size_t>(output_size(call)), init);
+  const int64_t outputs = output_size(call);
+  Scratch scratch(call);
+  double* acc = scratch.doubles(outputs);  // accumulator_scratch
+  std::fill(acc, acc + outputs, init);
   std::vector<int64_t> rs = region_strides(in), os = output_strides(call), corner(nd), idx(nd, 0);
   for (int d = 0; d < nd; ++d) corner[d] = box[d].lo;
   const float* base = nd == 0 ? in.data : element(in, corner);
@@ -163,7 +169,7 @@ bool fold_into(const TileCall& call, const std::vector<int>& dim_var, double ini
     int d = nd - 1;
     while (true) {
       if (--d < 0) {
-        for (size_t t = 0; t < acc.size(); ++t) call.out[t] = static_cast<float>(acc[t]);
+        for (int64_t t = 0; t < outputs; ++t) call.out[t] = static_cast<float>(acc[t]);
         return true;
       }
       if (++idx[d] < box[d].size()) {
@@ -1036,10 +1042,8 @@ float row_max(const float* x, int64_t n) {
 namespace {
 
 // exp(row[k] - m) for the row's n elements, once each, in a loop that vectorises (fast::exp), into
-// this thread's scratch (valid until its next call).
-const std::vector<float>& shifted_exps(const float* row, int64_t n, float m) {
-  thread_local std::vector<float> e;
-  e.resize(static_cast<size_t>(n));
+// `e` (the call's scratch: row_scratch).
+const float* shifted_exps(const float* row, int64_t n, float m, float* e) {
   for (int64_t k = 0; k < n; ++k) e[k] = fast::exp(row[k] - m);
   return e;
 }
@@ -1050,9 +1054,11 @@ bool softmax(const TileCall& call, const Attrs&) {
   int r = 0;
   if (call.inputs.size() != 1 || !row_layout(call, {0}, &r)) return false;
   const int64_t n = call.extents[r - 1];
+  Scratch scratch(call);
+  float* row = scratch.floats(n);
   for_each_row(call, r, {0}, [&](const float* const* x, float* out, int64_t lo, int64_t hi) {
     const float m = row_max(x[0], n);
-    const std::vector<float>& e = shifted_exps(x[0], n, m);
+    const float* e = shifted_exps(x[0], n, m, row);
     const double z = sum_of(n, [&](int64_t k) { return static_cast<double>(e[k]); });
     const float inv = static_cast<float>(1.0 / z);
     for (int64_t c = lo; c <= hi; ++c) out[c - lo] = e[c] * inv;
@@ -1064,9 +1070,11 @@ bool log_softmax(const TileCall& call, const Attrs&) {
   int r = 0;
   if (call.inputs.size() != 1 || !row_layout(call, {0}, &r)) return false;
   const int64_t n = call.extents[r - 1];
+  Scratch scratch(call);
+  float* row = scratch.floats(n);
   for_each_row(call, r, {0}, [&](const float* const* x, float* out, int64_t lo, int64_t hi) {
     const float m = row_max(x[0], n);
-    const std::vector<float>& e = shifted_exps(x[0], n, m);
+    const float* e = shifted_exps(x[0], n, m, row);
     const double lz = std::log(sum_of(n, [&](int64_t k) { return static_cast<double>(e[k]); }));
     for (int64_t c = lo; c <= hi; ++c) out[c - lo] = static_cast<float>(static_cast<double>(x[0][c]) - m - lz);
   });
@@ -1211,6 +1219,21 @@ bool layer_norm_grad_gamma(const TileCall& call, const Attrs& attrs) {
 bool rms_norm_grad_gamma(const TileCall& call, const Attrs& attrs) {
   const double eps = attrs.num("eps", 1e-6);
   return attrs.ok() && norm_grad_gamma(call, eps, true);
+}
+
+// ----- scratch sizes
+
+int64_t accumulator_scratch(const TileCall& call, const Attrs&) {
+  for (int v : call.output_vars)
+    if (v < 0 || static_cast<size_t>(v) >= call.vars.size()) return 0;
+  return scratch_piece(output_size(call) * static_cast<int64_t>(sizeof(double)));
+}
+
+int64_t row_scratch(const TileCall& call, const Attrs&) {
+  // row_layout's conditions that the call alone decides (the rest needs the data).
+  const int r = static_cast<int>(call.output_vars.size());
+  if (call.inputs.size() != 1 || r < 1 || !outputs_first(call, r)) return 0;
+  return scratch_piece(call.extents[r - 1] * static_cast<int64_t>(sizeof(float)));
 }
 
 }  // namespace tilewise::kernels::tile

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <initializer_list>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -37,6 +38,36 @@ class Attrs {
 
 /// A kernel: computes the call and returns true, or returns false having written nothing.
 using Kernel = bool (*)(const TileCall& call, const Attrs& attrs);
+/// A kernel's scratch bytes for a call (scratch_bytes in tile_kernels.h), from shapes alone.
+using ScratchSize = int64_t (*)(const TileCall& call, const Attrs& attrs);
+
+/// Bytes a piece of `bytes` takes from a call's scratch: pieces are 16-byte aligned (SIMD loads), so
+/// a kernel's scratch size is the sum of its pieces' scratch_piece.
+constexpr int64_t scratch_piece(int64_t bytes) { return (bytes + 15) / 16 * 16; }
+
+/// A kernel's scratch for one call: pieces taken in turn from the call's scratch buffer, and from the
+/// heap only when it has no room left (counted by heap_scratch_bytes; a planned call never does).
+class Scratch {
+ public:
+  explicit Scratch(const TileCall& call)
+      : next_(call.scratch), left_(call.scratch ? call.scratch_size : 0) {}
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  float* floats(int64_t n) { return static_cast<float*>(take(n * static_cast<int64_t>(sizeof(float)))); }
+  double* doubles(int64_t n) { return static_cast<double*>(take(n * static_cast<int64_t>(sizeof(double)))); }
+  int64_t* ints(int64_t n) { return static_cast<int64_t*>(take(n * static_cast<int64_t>(sizeof(int64_t)))); }
+  /// `bytes` bytes (16-byte aligned), uninitialised, valid until the Scratch goes.
+  void* take(int64_t bytes);
+
+ private:
+  std::byte* next_;
+  int64_t left_;
+  std::vector<std::unique_ptr<std::byte[]>> heap_;
+};
+
+/// Whether `in`'s region holds every in-tensor element of the box `want` (holds() without looking
+/// at the data: what scratch sizes decide from).
+bool covers(const TileIn& in, const std::vector<Span>& want);
 
 /// Whether every variable in [first, last) covers its full extent (a nested reduction, which no
 /// kernel computes partially).
@@ -340,5 +371,13 @@ bool depthwise_conv2d_backward_filter(const TileCall&, const Attrs&);
 bool conv1d(const TileCall&, const Attrs&);
 bool conv1d_backward_data(const TileCall&, const Attrs&);
 bool conv1d_backward_filter(const TileCall&, const Attrs&);
+
+// Scratch sizes (ScratchSize) of the kernels that take scratch beyond a few fixed-size values.
+int64_t conv2d_scratch(const TileCall&, const Attrs&);                  // im2col, packed filters
+int64_t conv2d_backward_data_scratch(const TileCall&, const Attrs&);    // col matrix, packed blocks
+int64_t conv2d_backward_filter_scratch(const TileCall&, const Attrs&);  // im2col, packed dy
+int64_t accumulator_scratch(const TileCall&, const Attrs&);             // one double per output element
+int64_t row_scratch(const TileCall&, const Attrs&);                     // one float row (softmax)
+int64_t lookup_scratch(const TileCall&, const Attrs&);                  // one row index per id (embedding)
 
 }  // namespace tilewise::kernels::tile

@@ -5,6 +5,7 @@
 #include "kernels/cpu/tile_kernels.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
@@ -92,19 +93,49 @@ std::vector<int64_t> region_strides(const TileIn& in) {
   return s;
 }
 
-bool holds(const TileIn& in, const std::vector<Span>& want) {
-  if (in.region.size() != in.shape.size() || want.size() != in.shape.size()) return false;
+namespace {
+// 1: the region holds the box's in-tensor elements, 2: the box reads none, 0: neither.
+int coverage(const TileIn& in, const std::vector<Span>& want) {
+  if (in.region.size() != in.shape.size() || want.size() != in.shape.size()) return 0;
   bool any = true;  // does the box read any in-tensor element?
   for (size_t d = 0; d < want.size(); ++d) {
     int64_t lo = std::max<int64_t>(want[d].lo, 0), hi = std::min<int64_t>(want[d].hi, in.shape[d] - 1);
     if (lo > hi) any = false;
   }
-  if (!any) return true;
+  if (!any) return 2;
   for (size_t d = 0; d < want.size(); ++d) {
     int64_t lo = std::max<int64_t>(want[d].lo, 0), hi = std::min<int64_t>(want[d].hi, in.shape[d] - 1);
-    if (in.region[d].lo > lo || in.region[d].hi < hi) return false;
+    if (in.region[d].lo > lo || in.region[d].hi < hi) return 0;
   }
+  return 1;
+}
+
+std::atomic<int64_t> heap_scratch_total{0};
+thread_local int64_t heap_scratch_thread = 0;
+}  // namespace
+
+bool covers(const TileIn& in, const std::vector<Span>& want) { return coverage(in, want) != 0; }
+
+bool holds(const TileIn& in, const std::vector<Span>& want) {
+  const int c = coverage(in, want);
+  if (c != 1) return c == 2;
   return in.dtype == DType::kFloat32 ? in.data != nullptr : in.raw != nullptr;
+}
+
+void* Scratch::take(int64_t bytes) {
+  const int64_t piece = scratch_piece(std::max<int64_t>(bytes, 0));
+  if (piece <= left_) {
+    void* p = next_;
+    next_ += piece, left_ -= piece;
+    return p;
+  }
+  // No room (an unplanned call): the heap, counted. Later pieces come from the heap too, so the
+  // planned buffer is never split across a piece.
+  left_ = 0;
+  heap_.emplace_back(new std::byte[static_cast<size_t>(std::max<int64_t>(piece, 16))]);
+  heap_scratch_total.fetch_add(piece, std::memory_order_relaxed);
+  heap_scratch_thread += piece;
+  return heap_.back().get();
 }
 
 std::vector<Span> box_of(const TileCall& call, const std::vector<int>& dim_vars) {
@@ -457,6 +488,32 @@ const std::unordered_map<std::string, Entry>& kernel_table() {
   return table;
 }
 
+// The kernels that take scratch (beyond a few fixed-size values), with their sizes.
+const std::unordered_map<std::string, tile::ScratchSize>& scratch_table() {
+  static const std::unordered_map<std::string, tile::ScratchSize> table = {
+      {"conv2d", tile::conv2d_scratch},
+      {"conv2d_backward_data", tile::conv2d_backward_data_scratch},
+      {"conv2d_backward_filter", tile::conv2d_backward_filter_scratch},
+      {"sum_axes", tile::accumulator_scratch},
+      {"sum_to", tile::accumulator_scratch},
+      {"sum_leading", tile::accumulator_scratch},
+      {"reduce_mean", tile::accumulator_scratch},
+      {"reduce_sum", tile::accumulator_scratch},
+      {"reduce_max", tile::accumulator_scratch},
+      {"reduce_min", tile::accumulator_scratch},
+      {"reduce_prod", tile::accumulator_scratch},
+      {"batch_norm_mean", tile::accumulator_scratch},
+      {"conv2d_bias_grad", tile::accumulator_scratch},
+      {"sum_rows", tile::accumulator_scratch},
+      {"global_avg_pool2d", tile::accumulator_scratch},
+      {"global_max_pool2d", tile::accumulator_scratch},
+      {"softmax", tile::row_scratch},
+      {"log_softmax", tile::row_scratch},
+      {"embedding", tile::lookup_scratch},
+  };
+  return table;
+}
+
 // The call's own consistency: every kernel relies on it, so a malformed call is declined here.
 bool well_formed(const TileCall& call) {
   size_t nv = call.vars.size();
@@ -537,6 +594,18 @@ bool run_native(const TileCall& call) {
     return false;
   }
 }
+
+int64_t scratch_bytes(const TileCall& call) {
+  const auto& table = scratch_table();
+  auto it = table.find(call.kernel);
+  if (it == table.end() || !roles_fit(kernel_table().at(call.kernel).roles, call.vars.size())) return 0;
+  tile::Attrs attrs(call.attrs);
+  if (!attrs.ok()) return 0;
+  return std::max<int64_t>(it->second(call, attrs), 0);
+}
+
+int64_t heap_scratch_bytes() { return tile::heap_scratch_total.load(std::memory_order_relaxed); }
+int64_t heap_scratch_bytes_this_thread() { return tile::heap_scratch_thread; }
 
 std::vector<KernelInfo> native_kernels() {
   std::vector<KernelInfo> out;

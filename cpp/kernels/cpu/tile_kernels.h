@@ -3,6 +3,7 @@
 // The runtime (cpp/exec) calls run_native first and falls back to the TDL interpreter when it
 // returns false, so a kernel may decline any case it does not handle.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -56,6 +57,12 @@ struct TileCall {
   /// overwrites it. When a top-level reduction variable is restricted, the result is the partial
   /// reduction over that sub-range (a plain sum for Sum), combined across devices by the runtime.
   float* out = nullptr;
+  /// Scratch the kernel may use during the call (im2col matrices, packed blocks, accumulators): at
+  /// least scratch_bytes(call) bytes, 16-byte aligned, planned by the arena as a buffer of the
+  /// Compute instruction. Null or too small: the kernel takes what is missing from the heap
+  /// (counted by heap_scratch_bytes).
+  std::byte* scratch = nullptr;
+  int64_t scratch_size = 0;
 };
 
 /// A value the op cannot take (an embedding id that names no row of the table): the step fails with
@@ -68,6 +75,18 @@ class InvalidInput : public std::domain_error {
 /// Computes `call` with its declared kernel and returns true, or returns false (nothing written)
 /// when it declares none or the kernel does not handle this attribute / split combination.
 bool run_native(const TileCall& call);
+
+/// The scratch bytes run_native takes for `call` from call.scratch: from the call's kernel,
+/// variables, input regions and shapes and attributes alone (no data, no buffers). At least what
+/// the kernel uses when it runs the call (it may decline, having used none); 0 for kernels that
+/// need none (element-wise maps, GEMMs on the inputs in place) or use only a few fixed-size values.
+int64_t scratch_bytes(const TileCall& call);
+
+/// Bytes kernels took from the heap since the process started because a call's scratch was null or
+/// smaller than scratch_bytes(call): 0 as long as every caller hands kernels their planned scratch.
+int64_t heap_scratch_bytes();
+/// The same, for calls made on this thread (a device's worker: what its step took outside the arena).
+int64_t heap_scratch_bytes_this_thread();
 
 /// A native kernel and the roles of its variables, in the order the kernel reads them. A role
 /// ending in '*' stands for zero or more variables (at most one such role per kernel).
