@@ -53,8 +53,8 @@ g = tw.models.get(name, batch=batch)
 start = time.monotonic()
 try:
     f = tw.frontier(g, "tensoropt", devices=16, baselines=False, **options)
-except tw.SearchTooLarge as e:
-    print(json.dumps({"error": f"SearchTooLarge: {e}"}))
+except (tw.SearchTooLarge, MemoryError) as e:
+    print(json.dumps({"error": f"{type(e).__name__}: {e}"}))
     sys.exit(0)
 ops = [r for r in f.configurations() if r["kind"] == "op"]
 Ks = sorted(r["before"] for r in ops)
@@ -66,6 +66,7 @@ print(json.dumps({
     "costing_s": f.build_seconds, "search_s": f.stats.seconds, "total_s": time.monotonic() - start,
     "points": len(f.points), "largest_frontier": f.stats.largest_frontier, "largest_table": f.stats.largest_table,
     "heuristic_eliminations": f.stats.heuristic_eliminations, "conditioned": len(f.stats.conditioned),
+    "incumbents": f.stats.incumbents,
     "min_memory_gib": f.points[0].memory / 2**30, "min_time_s": f.points[-1].time,
 }))
 """
