@@ -116,6 +116,8 @@ void FaultDomain::raise(int rc, const char* call, int self, int peer, const std:
                                  " lost (the MPI library reports the process failed; communicators revoked) while " +
                                  rank_name(self) + " was " + doing);
   }
+#else
+  (void)peer;  // only a lost process names a peer
 #endif
   throw ExecError(rank_name(self) + ": " + call + " failed while " + doing + ": " + error_text(rc) + " (class " +
                   std::to_string(cls) + ")");
