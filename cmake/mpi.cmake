@@ -86,12 +86,15 @@ endif()
 # an RPATH the loader would take the system's (Debian's 4.1, on the default path) for a module built
 # against the wheel's 5.0. The folder of the library linked at build time goes into the RPATH.
 function(tilewise_mpi_runtime target)
+  set(dirs "")
   foreach(lib IN LISTS MPI_CXX_LIBRARIES)
     if(lib MATCHES "libmpi\\.(so|dylib)")
       get_filename_component(dir "${lib}" DIRECTORY)
-      set_property(TARGET ${target} APPEND PROPERTY INSTALL_RPATH "${dir}")
+      list(APPEND dirs "${dir}")
     endif()
   endforeach()
+  list(REMOVE_DUPLICATES dirs)
+  set_property(TARGET ${target} APPEND PROPERTY INSTALL_RPATH ${dirs})
 endfunction()
 
 # tilewise/_mpi_config.py: what tilewise.exec.mpi and the tests read without loading libmpi.
