@@ -71,12 +71,12 @@ def per_op_error(g, plan, op_times) -> float:
 def run_mpi(names, steps: int) -> list[dict]:
     """Each model on 2 MPI ranks (tofu, kcuts): measured beside predicted on this-machine-mpi."""
     import os
-    import shutil
     import subprocess
     import sys
 
-    mpirun = shutil.which("mpirun")
     from tilewise.exec import mpi
+
+    mpirun = mpi.launcher()  # the launcher of the MPI tilewise._mpi was built against
 
     if mpirun is None or not mpi.available():
         print("\nMPI: skipped (needs mpirun and tilewise._mpi)")

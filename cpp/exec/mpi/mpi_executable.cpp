@@ -1,8 +1,10 @@
 #include "exec/mpi/mpi_executable.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <thread>
 
 #include "exec/box_copy.h"
@@ -49,33 +51,62 @@ bool finalized() {
 // statistics) before the deadline. Blocking collectives would hang every rank forever when one
 // stops or dies between its program and the collective; polling lets the others raise instead.
 // A collective cannot be cancelled: after a timeout the executor is failed and not used again.
-MPI_Status wait_before(MPI_Request& req, Deadline deadline, int self, const std::string& what) {
+MPI_Status wait_before(MPI_Request& req, Deadline deadline, int self, const std::string& what, FaultDomain& faults) {
   MPI_Status st{};
   int done = 0;
   int spins = 0;
   while (true) {
-    check(MPI_Test(&req, &done, &st), "MPI_Test");
+    faults.check(MPI_Test(&req, &done, &st), "MPI_Test", self, -1, [&] { return what; });
     if (done) return st;
-    if (Clock::now() > deadline)
+    if (Clock::now() > deadline) {
+      faults.revoke();  // ULFM: the other survivors stop waiting too
       throw CommunicationError(self, -1,
                                "device " + std::to_string(self) + " (MPI rank " + std::to_string(self) + "): " +
                                    what + " did not complete by the deadline (a rank stopped, died or left)");
+    }
     if (++spins > 1000) std::this_thread::yield();  // ranks may be oversubscribed
   }
+}
+
+// Open MPI 4.1 and 5.0 both name their library libmpi.so.40: a module built against the wheel's 5.0
+// can be handed Debian's 4.1 by the loader (LD_LIBRARY_PATH, a library loaded before it), and would
+// then fail in obscure ways. MPI_Get_library_version may be called before MPI_Init.
+void check_library() {
+#if defined(OMPI_MAJOR_VERSION) && defined(OMPI_MINOR_VERSION) && defined(OMPI_RELEASE_VERSION)
+  const std::string want = "Open MPI v" + std::to_string(OMPI_MAJOR_VERSION) + "." +
+                           std::to_string(OMPI_MINOR_VERSION) + "." + std::to_string(OMPI_RELEASE_VERSION);
+  char text[MPI_MAX_LIBRARY_VERSION_STRING];
+  int len = 0;
+  MPI_Get_library_version(text, &len);
+  const std::string got(text, static_cast<size_t>(len));
+  const size_t at = got.find(want);
+  const size_t after = at + want.size();
+  if (at == std::string::npos || (after < got.size() && std::isdigit(static_cast<unsigned char>(got[after]))))
+    throw ExecError("tilewise._mpi was built against " + want + " but the libmpi loaded is " +
+                    got.substr(0, got.find(',')) +
+                    " (another libmpi.so.40 came first: check LD_LIBRARY_PATH, or rebuild tilewise against this MPI)");
+#endif
 }
 
 }  // namespace
 
 void init() {
-  if (initialized()) return;
-  if (finalized()) throw ExecError("MPI was finalised already in this process");
-  int provided = 0;
-  // Steps run on whichever Python thread calls them, one at a time: SERIALIZED is enough.
-  check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided), "MPI_Init_thread");
+  static bool ulfm_read = false;
+  if (!initialized()) {
+    if (finalized()) throw ExecError("MPI was finalised already in this process");
+    check_library();
+    int provided = 0;
+    // Steps run on whichever Python thread calls them, one at a time: SERIALIZED is enough.
+    check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided), "MPI_Init_thread");
+  }
+  if (!ulfm_read) {
+    ulfm_read = true;
+    read_ulfm_enabled();
+  }
 }
 
 void finalize() {
-  if (initialized() && !finalized()) MPI_Finalize();
+  if (initialized() && !finalized() && !peer_failure_seen()) MPI_Finalize();
 }
 
 int rank() {
@@ -95,12 +126,15 @@ int size() {
 // ---------------------------------------------------------------------------------------------
 // MpiCommunicator
 
-MpiCommunicator::MpiCommunicator(MPI_Comm comm) : Communicator([&] {
-                                                    int n = 0;
-                                                    MPI_Comm_size(comm, &n);
-                                                    return n;
-                                                  }()),
-                                                  comm_(comm) {
+MpiCommunicator::MpiCommunicator(MPI_Comm comm, FaultDomain& faults)
+    : Communicator([&] {
+        int n = 0;
+        MPI_Comm_size(comm, &n);
+        return n;
+      }()),
+      comm_(comm),
+      faults_(&faults) {
+  MPI_Comm_rank(comm, &rank_);
   int* ub = nullptr;
   int found = 0;
   MPI_Comm_get_attr(comm, MPI_TAG_UB, &ub, &found);
@@ -111,6 +145,7 @@ MpiCommunicator::~MpiCommunicator() {
   // Sends a failed step left unmatched: cancel them, or MPI_Finalize waits for them.
   if (finalized()) return;
   for (auto& p : pending_) {
+    if (p.request == MPI_REQUEST_NULL) continue;
     MPI_Cancel(&p.request);
     MPI_Request_free(&p.request);
   }
@@ -119,7 +154,17 @@ MpiCommunicator::~MpiCommunicator() {
 void MpiCommunicator::progress() {
   for (size_t i = 0; i < pending_.size();) {
     int done = 0;
-    check(MPI_Test(&pending_[i].request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+    const int rc = MPI_Test(&pending_[i].request, &done, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS) {
+      const int peer = pending_[i].peer;
+      const int64_t tag = pending_[i].tag;
+      if (pending_[i].request == MPI_REQUEST_NULL) {  // completed, in error: nothing left to cancel
+        pending_[i] = std::move(pending_.back());
+        pending_.pop_back();
+      }
+      faults_->raise(rc, "MPI_Test", rank_, peer,
+                     "sending to device " + std::to_string(peer) + " (tag " + std::to_string(tag) + ")");
+    }
     if (done) {
       spare_.push_back(std::move(pending_[i].data));
       pending_[i] = std::move(pending_.back());
@@ -148,9 +193,12 @@ void MpiCommunicator::send(int self, int peer, int64_t tag, const void* buf, con
   p.data.resize(static_cast<size_t>(std::max<int64_t>(n, 1)));
   if (n > 0) copy_box(buf, buf_box, p.data.data(), what, what, element_bytes);  // pack
   if (elements > INT32_MAX) throw ExecError("a message of more than 2^31 elements");
-  check(MPI_Isend(p.data.data(), static_cast<int>(elements), element_type(element_bytes), peer, mpi_tag(tag), comm_,
-                  &p.request),
-        "MPI_Isend");
+  p.peer = peer;
+  p.tag = tag;
+  faults_->check(MPI_Isend(p.data.data(), static_cast<int>(elements), element_type(element_bytes), peer, mpi_tag(tag),
+                           comm_, &p.request),
+                 "MPI_Isend", self, peer,
+                 [&] { return "sending to device " + std::to_string(peer) + " (tag " + std::to_string(tag) + ")"; });
   pending_.push_back(std::move(p));
   count(self, peer, n);
 }
@@ -169,18 +217,27 @@ void MpiCommunicator::recv(int self, int peer, int64_t tag, void* buf, const Box
     if (static_cast<int64_t>(staging_.size()) < n) staging_.resize(static_cast<size_t>(n));
     into = staging_.data();
   }
+  const auto waiting = [&] {
+    return "waiting for device " + std::to_string(peer) + " (tag " + std::to_string(tag) + ")";
+  };
   MPI_Request req;
-  check(MPI_Irecv(into, static_cast<int>(elements), element_type(element_bytes), peer, mpi_tag(tag), comm_, &req),
-        "MPI_Irecv");
+  faults_->check(
+      MPI_Irecv(into, static_cast<int>(elements), element_type(element_bytes), peer, mpi_tag(tag), comm_, &req),
+      "MPI_Irecv", self, peer, waiting);
   int done = 0;
   int spins = 0;
   while (true) {
-    check(MPI_Test(&req, &done, MPI_STATUS_IGNORE), "MPI_Test");
+    const int rc = MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS) {
+      if (req != MPI_REQUEST_NULL) MPI_Request_free(&req);
+      faults_->raise(rc, "MPI_Test", self, peer, waiting());
+    }
     if (done) break;
     progress();
     if (Clock::now() > deadline) {
       MPI_Cancel(&req);
       MPI_Request_free(&req);
+      faults_->revoke();  // ULFM: the other survivors stop waiting too
       throw CommunicationError(self, peer,
                                "device " + std::to_string(self) + " (MPI rank " + std::to_string(self) +
                                    ") waited past its deadline for device " + std::to_string(peer) + " (tag " +
@@ -193,9 +250,11 @@ void MpiCommunicator::recv(int self, int peer, int64_t tag, void* buf, const Box
   count(peer, self, n);
 }
 
-bool MpiCommunicator::poll(int, int peer, int64_t tag) {
+bool MpiCommunicator::poll(int self, int peer, int64_t tag) {
   int flag = 0;
-  check(MPI_Iprobe(peer, mpi_tag(tag), comm_, &flag, MPI_STATUS_IGNORE), "MPI_Iprobe");
+  faults_->check(MPI_Iprobe(peer, mpi_tag(tag), comm_, &flag, MPI_STATUS_IGNORE), "MPI_Iprobe", self, peer, [&] {
+    return "probing for a message from device " + std::to_string(peer) + " (tag " + std::to_string(tag) + ")";
+  });
   return flag != 0;
 }
 
@@ -217,10 +276,14 @@ void MpiCommunicator::flush(int self, Deadline deadline) {
   while (true) {
     progress();
     if (pending_.empty()) return;
-    if (Clock::now() > deadline)
-      throw CommunicationError(self, -1,
+    if (Clock::now() > deadline) {
+      faults_->revoke();  // ULFM: the other survivors stop waiting too
+      throw CommunicationError(self, pending_.front().peer,
                                "device " + std::to_string(self) + ": " + std::to_string(pending_.size()) +
-                                   " sends were not received by the deadline");
+                                   " sends were not received by the deadline (the first to device " +
+                                   std::to_string(pending_.front().peer) + ", tag " +
+                                   std::to_string(pending_.front().tag) + ")");
+    }
     if (++spins > 1000) std::this_thread::yield();
   }
 }
@@ -252,8 +315,10 @@ MpiExecutable::MpiExecutable(const graph::Graph& g, const cost::Placement& plan,
   MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
   check(MPI_Comm_dup(MPI_COMM_WORLD, &comm_), "MPI_Comm_dup");
   check(MPI_Comm_dup(MPI_COMM_WORLD, &coll_), "MPI_Comm_dup");
+  faults_.add(comm_);
+  faults_.add(coll_);
   runner_ = std::make_unique<DeviceRunner>(g, low_, rank_, capacity, opaque_);
-  mpi_comm_ = std::make_unique<MpiCommunicator>(comm_);
+  mpi_comm_ = std::make_unique<MpiCommunicator>(comm_, faults_);
   stats_.op_seconds.assign(g.ops().size(), 0);
   stats_.op_native.assign(g.ops().size(), 1);
 }
@@ -261,7 +326,7 @@ MpiExecutable::MpiExecutable(const graph::Graph& g, const cost::Placement& plan,
 MpiExecutable::~MpiExecutable() {
   runner_.reset();
   mpi_comm_.reset();
-  if (!finalized()) {
+  if (!finalized() && !peer_failure_seen()) {  // revoked communicators are left to the process's end
     if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
     if (coll_ != MPI_COMM_NULL) MPI_Comm_free(&coll_);
   }
@@ -318,7 +383,8 @@ std::vector<std::byte> MpiExecutable::gather_bytes(int tensor) const {
   if (rank_ != 0) {
     // The tile, or an empty message when this device does not hold it.
     const int64_t n = mine ? low_.tiles[s][rank_].volume() : 0;
-    check(MPI_Isend(mine, static_cast<int>(n), type, 0, tag, coll_, &req), "MPI_Isend");
+    faults_.check(MPI_Isend(mine, static_cast<int>(n), type, 0, tag, coll_, &req), "MPI_Isend", rank_, 0,
+                  [&] { return what; });
     collective_wait(req, deadline, what);
     return {};
   }
@@ -332,7 +398,8 @@ std::vector<std::byte> MpiExecutable::gather_bytes(int tensor) const {
   for (int d = 1; d < low_.devices; ++d) {
     const Box& box = low_.tiles[s][d];
     tile.resize(static_cast<size_t>(std::max<int64_t>(box.volume() * size, 1)));
-    check(MPI_Irecv(tile.data(), static_cast<int>(box.volume()), type, d, tag, coll_, &req), "MPI_Irecv");
+    faults_.check(MPI_Irecv(tile.data(), static_cast<int>(box.volume()), type, d, tag, coll_, &req), "MPI_Irecv",
+                  rank_, d, [&] { return what; });
     MPI_Status st = collective_wait(req, deadline, what + " (from rank " + std::to_string(d) + ")");
     int got = 0;
     MPI_Get_count(&st, type, &got);
@@ -352,7 +419,7 @@ Deadline MpiExecutable::bookkeeping_deadline() const {
 
 MPI_Status MpiExecutable::collective_wait(MPI_Request& req, Deadline deadline, const std::string& what) const {
   try {
-    return wait_before(req, deadline, rank_, what);
+    return wait_before(req, deadline, rank_, what, faults_);
   } catch (const CommunicationError&) {
     failed_ = true;  // the other ranks' collectives no longer line up with this one's
     throw;
@@ -366,7 +433,8 @@ void MpiExecutable::read_tensor(int tensor, void* out) const {
   std::vector<std::byte> bytes = gather_bytes(tensor);
   bytes.resize(static_cast<size_t>(elements * size));
   MPI_Request req;
-  check(MPI_Ibcast(bytes.data(), static_cast<int>(elements), element_type(size), 0, coll_, &req), "MPI_Ibcast");
+  faults_.check(MPI_Ibcast(bytes.data(), static_cast<int>(elements), element_type(size), 0, coll_, &req), "MPI_Ibcast",
+                rank_, 0, [&] { return "broadcasting '" + t.name + "' from rank 0"; });
   collective_wait(req, bookkeeping_deadline(), "broadcasting '" + t.name + "' from rank 0");
   if (!bytes.empty()) std::memcpy(out, bytes.data(), bytes.size());
 }
@@ -415,15 +483,20 @@ void MpiExecutable::step() {
   std::vector<double> seconds(static_cast<size_t>(n), 0.0);
   std::vector<char> native = runner_->native();
   MPI_Request reqs[3];
-  check(MPI_Iallgather(mine, 4, MPI_INT64_T, all.data(), 4, MPI_INT64_T, coll_, &reqs[0]), "MPI_Iallgather");
-  check(MPI_Iallgather(&secs, 1, MPI_DOUBLE, seconds.data(), 1, MPI_DOUBLE, coll_, &reqs[1]), "MPI_Iallgather");
-  check(MPI_Iallreduce(MPI_IN_PLACE, native.data(), static_cast<int>(native.size()), MPI_SIGNED_CHAR, MPI_MIN, coll_,
-                       &reqs[2]),
-        "MPI_Iallreduce");
+  const std::string gathering = "gathering the step's statistics";
   try {
-    for (auto& r : reqs) collective_wait(r, deadline, "gathering the step's statistics");
+    const auto doing = [&] { return gathering; };
+    faults_.check(MPI_Iallgather(mine, 4, MPI_INT64_T, all.data(), 4, MPI_INT64_T, coll_, &reqs[0]), "MPI_Iallgather",
+                  rank_, -1, doing);
+    faults_.check(MPI_Iallgather(&secs, 1, MPI_DOUBLE, seconds.data(), 1, MPI_DOUBLE, coll_, &reqs[1]),
+                  "MPI_Iallgather", rank_, -1, doing);
+    faults_.check(MPI_Iallreduce(MPI_IN_PLACE, native.data(), static_cast<int>(native.size()), MPI_SIGNED_CHAR, MPI_MIN,
+                                 coll_, &reqs[2]),
+                  "MPI_Iallreduce", rank_, -1, doing);
+    for (auto& r : reqs) collective_wait(r, deadline, gathering);
   } catch (...) {
     runner_->restore_updates();  // the step failed after its program: atomic steps take its updates back
+    failed_ = true;
     throw;
   }
   stats_.device_seconds = seconds;
@@ -456,7 +529,12 @@ double one_way_seconds(int64_t bytes, int rounds, int repeats) {
   const int64_t n = std::max<int64_t>(1, (bytes + 3) / 4);
   const Box box{{tdl::Range{0, n - 1}}};
   std::vector<float> buf(static_cast<size_t>(n), 1.0f);
-  MpiCommunicator comm(MPI_COMM_WORLD);
+  MPI_Comm world = MPI_COMM_NULL;
+  check(MPI_Comm_dup(MPI_COMM_WORLD, &world), "MPI_Comm_dup");
+  FaultDomain faults;
+  faults.add(world);
+  std::optional<MpiCommunicator> holder(std::in_place, world, faults);
+  MpiCommunicator& comm = *holder;
   const auto deadline = Clock::now() + std::chrono::seconds(120);
   std::vector<double> runs;
   int64_t tag = 0;
@@ -476,6 +554,8 @@ double one_way_seconds(int64_t bytes, int rounds, int repeats) {
     runs.push_back(std::chrono::duration<double>(Clock::now() - t0).count() / (2.0 * std::max(rounds, 1)));
   }
   MPI_Barrier(MPI_COMM_WORLD);
+  holder.reset();
+  MPI_Comm_free(&world);
   std::sort(runs.begin(), runs.end());
   return me == 0 ? runs[runs.size() / 2] : 0.0;
 }

@@ -13,13 +13,17 @@
 #include <vector>
 
 #include "exec/communicator.h"
+#include "exec/mpi/fault_domain.h"
 #include "exec/runtime.h"
 
 namespace tilewise::exec::mpi {
 
 /// MPI_Init_thread once per process (MPI_THREAD_SERIALIZED); no-op when MPI is initialised already.
+/// Throws ExecError when the libmpi loaded is not the Open MPI release the module was compiled
+/// against (another libmpi.so.40 found first by the loader).
 void init();
-/// MPI_Finalize once, when initialised and not finalised yet.
+/// MPI_Finalize once, when initialised and not finalised yet, and no peer failure was seen
+/// (peer_failure_seen(): Open MPI 5.0's MPI_Finalize can hang after one).
 void finalize();
 int rank();
 int size();
@@ -34,13 +38,15 @@ double one_way_seconds(int64_t bytes, int rounds, int repeats);
 /// Communicator over MPI: devices are the ranks of `comm`. A send packs the box into a message
 /// buffer and starts MPI_Isend (completed later; buffers recycled); a receive starts MPI_Irecv
 /// into the buffer (or a staging buffer when the box is not the whole buffer) and polls it with
-/// MPI_Test until it completes or the deadline passes (then cancels it and throws
-/// CommunicationError naming the peer). Tags are taken modulo MPI_TAG_UB + 1: messages between a
+/// MPI_Test until it completes or the deadline passes (then cancels it, revokes the communicators
+/// where ULFM is on, and throws CommunicationError naming the peer). An MPI error (a lost peer or
+/// a revoked communicator, under ULFM) goes through `faults` (FaultDomain::raise). Tags are taken modulo MPI_TAG_UB + 1: messages between a
 /// pair with equal tags are matched in the order they were sent, and both sides follow their
 /// programs' order.
 class MpiCommunicator : public Communicator {
  public:
-  explicit MpiCommunicator(MPI_Comm comm);
+  /// `comm` must be in `faults` (MPI_ERRORS_RETURN), which must outlive this communicator.
+  MpiCommunicator(MPI_Comm comm, FaultDomain& faults);
   ~MpiCommunicator() override;
   void send(int self, int peer, int64_t tag, const void* buf, const Box& buf_box, const Box& what,
             int64_t element_bytes) override;
@@ -60,8 +66,12 @@ class MpiCommunicator : public Communicator {
   struct Pending {
     MPI_Request request;
     std::vector<std::byte> data;
+    int peer = -1;
+    int64_t tag = 0;
   };
   MPI_Comm comm_;
+  FaultDomain* faults_;
+  int rank_ = 0;
   int tag_ub_ = 32767;
   std::vector<Pending> pending_;
   std::vector<std::vector<std::byte>> spare_;
@@ -121,6 +131,7 @@ class MpiExecutable {
   int rank_ = 0;
   MPI_Comm comm_ = MPI_COMM_NULL;  ///< the executor's own duplicate of MPI_COMM_WORLD (point to point)
   MPI_Comm coll_ = MPI_COMM_NULL;  ///< another, for gathers and statistics
+  mutable FaultDomain faults_;     ///< both: MPI_ERRORS_RETURN, revoked together when a peer is lost
   std::unique_ptr<DeviceRunner> runner_;
   std::unique_ptr<MpiCommunicator> mpi_comm_;
   RunStats stats_;

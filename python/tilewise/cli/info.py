@@ -8,6 +8,14 @@ import platform
 from typing import Any
 
 
+def _mpi_backend(info: dict) -> str:
+    if not info["mpi_backend"]:
+        return "not built (needs MPI at build time)"
+    ft = ("ULFM: survivors of a killed rank raise under --with-ft ulfm" if info["mpi_ulfm"]
+          else "no ULFM: a killed rank ends the job")
+    return f"tilewise._mpi built (tw.compile(..., backend=\"mpi\") under {info['mpi_launcher'] or 'mpirun'}; {ft})"
+
+
 def _found(found: bool, detail: str = "") -> str:
     if not found:
         return "not found"
@@ -67,8 +75,7 @@ def run_info(args: argparse.Namespace) -> int:
         ("BLAS", f"{info['blas']}, {info['blas_threads']} thread(s)"),
         ("OpenMP", openmp),
         ("MPI", _found(info["mpi"], f"MPI {info['mpi_version']}" if info["mpi_version"] else "")),
-        ("MPI backend", "tilewise._mpi built (tw.compile(..., backend=\"mpi\") under mpirun)"
-         if info["mpi_backend"] else "not built (needs MPI at build time)"),
+        ("MPI backend", _mpi_backend(info)),
         ("CUDA backend", "tilewise._cuda built (nvcc + cuBLAS/cuDNN/NCCL; no kernels yet, docs/CUDA.md)"
          if info["cuda_backend"] else "not built (needs nvcc and the nvidia cuBLAS/cuDNN/NCCL wheels at build time)"),
         *_cuda_rows(info),

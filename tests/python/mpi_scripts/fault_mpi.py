@@ -3,8 +3,9 @@
 The test stops or kills one rank from outside (tests/python/test_mpi_faults.py). Each rank writes
 OUT/pid{rank} at start and OUT/ready{rank} after a few steps; a survivor whose step raises
 tw.CommunicationError writes OUT/error{rank}.json (when, on the machine's monotonic clock, the
-message, and whether its parameter tiles are as before the step: steps are atomic), waits for the other survivors' files (the launcher ends the job once one rank exits
-with an error) and leaves with exit status 3 without finalising MPI (MPI_Finalize may wait for the
+message, the peer it names, and whether its parameter tiles are as before the step: steps are
+atomic), waits for the other survivors' files (the launcher ends the job once one rank exits with
+an error) and leaves with exit status 3 without finalising MPI (MPI_Finalize may wait for the
 stopped rank). Usage: python fault_mpi.py OUT TIMEOUT_SECONDS
 """
 import json
@@ -36,7 +37,7 @@ for step in range(1_000_000):
         # Atomic steps: this rank's parameters are as they were before the failed step.
         after = exe.local_tiles()
         restored = set(after) == set(before) and all(np.array_equal(before[k], v) for k, v in after.items())
-        record = {"rank": rank, "step": step, "at": at, "message": str(e), "restored": restored}
+        record = {"rank": rank, "step": step, "at": at, "message": str(e), "peer": e.peer, "restored": restored}
         (out / f"error{rank}.json").write_text(json.dumps(record))
         print(f"rank {rank}: {type(e).__name__} at step {step}: {e}", flush=True)
         # The launcher ends the job once a rank exits with an error: wait (a while) for the other
