@@ -2,9 +2,10 @@
 // victims by estimated stall and Belady's rule, recording the augmented graph as it goes.
 //
 // It is the search's fitness with the simulation, run for every individual, so its state is laid out
-// for that: a tensor's pass state is one record, each class's residents are a dense array holding
-// what choosing a victim compares (kept current as tensors are used), and a thread's buffers are
-// reused from one plan to the next.
+// for that: it reads ops and tensors from the problem's flat arrays (an op's working set, inputs and
+// outputs side by side; 16-byte tensor facts), a tensor's pass state is one record, each class's
+// residents are a dense array holding what choosing a victim compares (kept current as tensors are
+// used), and a thread's buffers are reused from one plan to the next.
 #include "swap/planner.h"
 
 #include <algorithm>
