@@ -2,11 +2,13 @@
 // victims by estimated stall and Belady's rule, recording the augmented graph as it goes.
 //
 // It is the search's fitness with the simulation, run for every individual, so its state is laid out
-// for that: a tensor's pass state is one record, each class's residents are a dense array holding
-// what choosing a victim compares (kept current as tensors are used), and a thread's buffers are
-// reused from one plan to the next.
+// for that: it reads ops and tensors from the problem's flat arrays (an op's working set, inputs and
+// outputs side by side; 16-byte tensor facts), a tensor's pass state is one record, each class's
+// residents are a dense array holding what choosing a victim compares (kept current as tensors are
+// used), and a thread's buffers are reused from one plan to the next.
 #include "swap/planner.h"
 
+#include <algorithm>
 #include <limits>
 #include <stdexcept>
 
@@ -65,7 +67,6 @@ struct Workspace {
   std::vector<std::vector<Candidate>> resident;
   std::vector<Live> live;
   SwapPlan first;  ///< the first pass's record of the double pass
-  std::vector<Stay> kept_stays;
 };
 
 class Planner {
@@ -88,15 +89,15 @@ class Planner {
     // Uses per tensor in schedule order (CSR), and the compute time before each position.
     w.use_offset.assign(nt + 1, 0);
     for (int o : s)
-      for (int t : p.working_set(o)) ++w.use_offset[static_cast<size_t>(t) + 1];
+      for (int t : p.working_flat(o)) ++w.use_offset[static_cast<size_t>(t) + 1];
     for (size_t t = 0; t < nt; ++t) w.use_offset[t + 1] += w.use_offset[t];
     w.uses.resize(static_cast<size_t>(w.use_offset[nt]));
     w.fill.assign(w.use_offset.begin(), w.use_offset.end() - 1);
     w.before.assign(static_cast<size_t>(n_) + 1, 0);
     for (int k = 0; k < n_; ++k) {
       const int o = s[static_cast<size_t>(k)];
-      for (int t : p.working_set(o)) w.uses[static_cast<size_t>(w.fill[static_cast<size_t>(t)]++)] = k;
-      w.before[static_cast<size_t>(k) + 1] = w.before[static_cast<size_t>(k)] + p.ops()[static_cast<size_t>(o)].seconds;
+      for (int t : p.working_flat(o)) w.uses[static_cast<size_t>(w.fill[static_cast<size_t>(t)]++)] = k;
+      w.before[static_cast<size_t>(k) + 1] = w.before[static_cast<size_t>(k)] + p.op_seconds()[static_cast<size_t>(o)];
     }
   }
 
@@ -110,15 +111,15 @@ class Planner {
     for (size_t t = 0; t < nt; ++t) {
       const Live& x = w_.live[t];
       end.removed[t] = x.removed;
-      if (x.object >= 0 && p_.tensors()[t].kind == TensorKind::kParameter)
+      if (x.object >= 0 && p_.facts()[t].parameter)
         end.params.push_back({static_cast<int>(t), x.object, x.dirty != 0});
     }
     // Initial residents evicted unused never stayed: drop their empty stays.
-    std::vector<Stay>& kept = w_.kept_stays;
-    kept.clear();
-    for (const Stay& st : out.stays)
-      if (!(st.from == Stay::kIterationStart && st.to == Stay::kIterationStart)) kept.push_back(st);
-    out.stays.swap(kept);
+    out.stays.erase(std::remove_if(out.stays.begin(), out.stays.end(),
+                                   [](const Stay& st) {
+                                     return st.from == Stay::kIterationStart && st.to == Stay::kIterationStart;
+                                   }),
+                    out.stays.end());
     return end;
   }
 
@@ -230,7 +231,7 @@ class Planner {
     const int next = w_.live[ts].next;
     if (next < w_.use_offset[ts + 1]) return w_.uses[static_cast<size_t>(next)];
     // Past its last use in the iteration: a parameter is next used in the next iteration.
-    if (double_pass_ && p_.tensors()[ts].kind == TensorKind::kParameter)
+    if (double_pass_ && p_.facts()[ts].parameter)
       return n_ + w_.uses[static_cast<size_t>(w_.use_offset[ts])];
     return kNever;
   }
@@ -255,7 +256,7 @@ class Planner {
     x.slot = static_cast<int>(list.size());
     Candidate c;
     c.tensor = t;
-    c.bytes = p_.tensors()[ts].bytes;
+    c.bytes = p_.facts()[ts].bytes;
     list.push_back(c);
     refresh(t);
     x.stay = static_cast<int>(out.stays.size());
@@ -345,18 +346,18 @@ class Planner {
   }
 
   void step(int k, SwapPlan& out) {
-    const Op& op = p_.ops()[static_cast<size_t>(s_[static_cast<size_t>(k)])];
-    const std::vector<int>& working = p_.working_set(s_[static_cast<size_t>(k)]);
+    const int op = s_[static_cast<size_t>(k)];
+    const IndexRange working = p_.working_flat(op);
     for (int t : working) {
       Live& x = w_.live[static_cast<size_t>(t)];
       x.pinned = k;
       if (x.object >= 0)
         w_.resident[static_cast<size_t>(w_.class_of[static_cast<size_t>(t)])][static_cast<size_t>(x.slot)].pinned = k;
     }
-    for (int t : op.inputs) {
+    for (int t : p_.inputs_flat(op)) {
       const auto ts = static_cast<size_t>(t);
       if (w_.live[ts].object >= 0) continue;
-      const int o = acquire(t, k, p_.tensors()[ts].bytes, out);
+      const int o = acquire(t, k, p_.facts()[ts].bytes, out);
       const int j = static_cast<int>(out.swap_ins.size());
       Ready after = w_.ready[static_cast<size_t>(o)];
       after.merge(Ready{-1, w_.live[ts].copied, -1});  // its copy on the host must be complete (another object may free first)
@@ -365,7 +366,7 @@ class Planner {
       place(t, o, out, Stay::kSwapInStart, j);
     }
     Ready& outputs = out.outputs_ready[static_cast<size_t>(k)];
-    for (int t : op.outputs) {
+    for (int t : p_.outputs_flat(op)) {
       const auto ts = static_cast<size_t>(t);
       if (w_.live[ts].object < 0) {
         const int o = acquire(t, k, 0, out);
@@ -379,8 +380,7 @@ class Planner {
       Live& x = w_.live[ts];
       x.last_use = k;
       ++x.next;
-      const Tensor& tensor = p_.tensors()[ts];
-      if (tensor.kind == TensorKind::kActivation && !tensor.live_out && x.next == w_.use_offset[ts + 1]) {
+      if (p_.facts()[ts].dies && x.next == w_.use_offset[ts + 1]) {
         // Dead: its object is free once this op ends.
         const int o = x.object;
         unplace(t, out, Stay::kOpEnd, k);
@@ -419,6 +419,12 @@ SwapPlan plan_swaps(const Problem& p, const Schedule& schedule, const Pool& pool
     return plan;
   }
   std::vector<Resident> start = planner.run({}, workspace.first).params;
+  // The second pass makes about as many records as the first: room for them at once.
+  const SwapPlan& first = workspace.first;
+  plan.swap_ins.reserve(first.swap_ins.size() + start.size());
+  plan.swap_outs.reserve(first.swap_outs.size() + start.size());
+  plan.evictions.reserve(first.evictions.size() + start.size());
+  plan.stays.reserve(first.stays.size() + start.size());
   const PassEnd end = planner.run(start, plan);
   planner.close_iteration(start, end, plan);
   return plan;

@@ -122,6 +122,48 @@ Pool default_pool(const Problem& p) {
   return repaired(p, std::move(pool));
 }
 
+Pool needs_pool(const Problem& p, const std::vector<int>& schedule) {
+  const size_t sizes = p.sizes().size(), nt = static_cast<size_t>(p.num_tensors());
+  const int n = static_cast<int>(schedule.size());
+  std::vector<int> first(nt, -1), last(nt, -1);
+  for (int k = 0; k < n; ++k)
+    for (int t : p.working_set(schedule[static_cast<size_t>(k)])) {
+      if (first[static_cast<size_t>(t)] < 0) first[static_cast<size_t>(t)] = k;
+      last[static_cast<size_t>(t)] = k;
+    }
+  // Per position, tensors arriving and leaving; a sweep counts each size's tensors alive.
+  std::vector<std::vector<int>> arrive(static_cast<size_t>(n) + 1), leave(static_cast<size_t>(n) + 1);
+  for (size_t t = 0; t < nt; ++t) {
+    if (first[t] < 0) continue;
+    const Tensor& x = p.tensors()[t];
+    const int end = x.kind == TensorKind::kActivation && x.live_out ? n : last[t] + 1;
+    arrive[static_cast<size_t>(first[t])].push_back(p.size_index(static_cast<int>(t)));
+    leave[static_cast<size_t>(end)].push_back(p.size_index(static_cast<int>(t)));
+  }
+  std::vector<int64_t> alive(sizes, 0), need(sizes, 0);
+  for (size_t k = 0; k <= static_cast<size_t>(n); ++k) {
+    for (int i : leave[k]) --alive[static_cast<size_t>(i)];
+    for (int i : arrive[k]) need[static_cast<size_t>(i)] = std::max(need[static_cast<size_t>(i)], ++alive[static_cast<size_t>(i)]);
+  }
+  Pool pool;
+  for (size_t i = 0; i < sizes; ++i) pool.cls.push_back(static_cast<int>(i) + 1);
+  const std::vector<int64_t> least = least_counts(p, pool.cls);
+  const auto counts = [&](double f) {
+    std::vector<int64_t> cnt(sizes);
+    for (size_t i = 0; i < sizes; ++i)
+      cnt[i] = std::max(least[i], static_cast<int64_t>(std::floor(f * static_cast<double>(need[i]))));
+    return cnt;
+  };
+  double lo = 0, hi = 1;  // the largest factor that fits, by bisection
+  for (int it = 0; it < 40; ++it) {
+    const double mid = (lo + hi) / 2;
+    pool.cnt = counts(mid);
+    (pool_bytes(p, pool) <= p.capacity() ? lo : hi) = mid;
+  }
+  pool.cnt = counts(lo);
+  return repaired(p, std::move(pool));
+}
+
 Pool unlimited_pool(const Problem& p) {
   Pool pool;
   for (size_t i = 0; i < p.sizes().size(); ++i) pool.cls.push_back(static_cast<int>(i) + 1);

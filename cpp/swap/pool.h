@@ -37,6 +37,10 @@ void check_pool(const Problem& p, const Pool& pool);
 /// Each size its own class, as many objects as tensors of that size, repaired to the capacity: the
 /// pool `plan(pool=None)` uses, the schedule-only search keeps and the GA seeds with.
 Pool default_pool(const Problem& p);
+/// Each size its own class, counts in proportion to what `schedule` needs: per size the most of its
+/// tensors alive at once (from first to last use; live-out activations to the end), all scaled by one
+/// factor (never below the least counts) so that the pool fits the capacity; repaired. A GA seed.
+Pool needs_pool(const Problem& p, const std::vector<int>& schedule);
 /// Each size its own class and one object per tensor: memory as if unlimited (the ideal baseline).
 Pool unlimited_pool(const Problem& p);
 

@@ -199,6 +199,19 @@ Problem Problem::make(std::vector<Tensor> tensors, std::vector<Op> ops, int64_t 
     for (const auto& [s, c] : per_size) p.ops_with_size_[static_cast<size_t>(s)].push_back({static_cast<int>(o), c});
     p.total_seconds_ += ops[o].seconds;
   }
+  for (size_t o = 0; o < no; ++o) {
+    for (const std::vector<int>* part : {&p.working_[o], &ops[o].inputs, &ops[o].outputs}) {
+      p.flat_at_.push_back(p.flat_.size());
+      p.flat_.insert(p.flat_.end(), part->begin(), part->end());
+    }
+    p.flat_at_.push_back(p.flat_.size());
+    p.op_seconds_.push_back(ops[o].seconds);
+  }
+  for (size_t t = 0; t < nt; ++t) {
+    const Tensor& x = tensors[t];
+    p.facts_.push_back({x.bytes, p.size_index_[t], x.kind == TensorKind::kParameter,
+                        x.kind == TensorKind::kActivation && !x.live_out});
+  }
 
   // The least pool: classes are contiguous ranges [a..b] of sizes (the monotone CLS of §4.4.3); a
   // class needs as many objects of sizes[b] as the most of its sizes one op holds at once.

@@ -68,6 +68,22 @@ struct LeastPool {
   std::vector<int> cls;
 };
 
+/// A run of tensor indices inside one of Problem's flat arrays.
+struct IndexRange {
+  const int* first = nullptr;
+  const int* last = nullptr;
+  const int* begin() const { return first; }
+  const int* end() const { return last; }
+};
+
+/// What the planner's inner loop reads of a tensor, 16 bytes (Tensor holds a name besides).
+struct TensorFacts {
+  int64_t bytes = 0;
+  int size_index = 0;
+  bool parameter = false;
+  bool dies = false;  ///< an activation freed after its last use (not live out)
+};
+
 /// A validated problem and what every plan needs from it. Immutable once made.
 class Problem {
  public:
@@ -94,6 +110,13 @@ class Problem {
   const std::vector<int>& tensors_per_size() const { return tensors_per_size_; }
   /// The distinct tensors an op reads or writes: all must be resident while it runs.
   const std::vector<int>& working_set(int op) const { return working_[static_cast<size_t>(op)]; }
+  /// The same per op, laid out flat for the planner (one array, an op's working set, inputs and
+  /// outputs next to each other), and each op's seconds and each tensor's facts as dense arrays.
+  IndexRange working_flat(int op) const { return range(op, 0); }
+  IndexRange inputs_flat(int op) const { return range(op, 1); }
+  IndexRange outputs_flat(int op) const { return range(op, 2); }
+  const std::vector<double>& op_seconds() const { return op_seconds_; }
+  const std::vector<TensorFacts>& facts() const { return facts_; }
   /// Per size index: (op, how many tensors of that size the op's working set holds), ops ascending.
   const std::vector<std::pair<int, int>>& ops_with_size(int size) const {
     return ops_with_size_[static_cast<size_t>(size)];
@@ -114,7 +137,17 @@ class Problem {
   void check_feasible() const;
 
  private:
+  IndexRange range(int op, int part) const {
+    const int* at = flat_.data() + flat_at_[4 * static_cast<size_t>(op) + static_cast<size_t>(part)];
+    const int* next = flat_.data() + flat_at_[4 * static_cast<size_t>(op) + static_cast<size_t>(part) + 1];
+    return {at, next};
+  }
+
   std::vector<Tensor> tensors_;
+  std::vector<int> flat_;                 ///< per op: working set, inputs, outputs
+  std::vector<size_t> flat_at_;           ///< per op: where each of the three starts, and the end
+  std::vector<double> op_seconds_;
+  std::vector<TensorFacts> facts_;
   std::vector<Op> ops_;
   int64_t capacity_ = 0;
   HostLink host_;

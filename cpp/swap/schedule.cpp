@@ -2,6 +2,7 @@
 #include "swap/schedule.h"
 
 #include <algorithm>
+#include <functional>
 #include <queue>
 #include <string>
 
@@ -89,6 +90,28 @@ Schedule given_order(const Problem& p) {
     out.push_back(o);
     for (int s : p.successors(o))
       if (--waiting[static_cast<size_t>(s)] == 0) ready.push(s);
+  }
+  return out;
+}
+
+Schedule depth_first_order(const Problem& p) {
+  // Kahn's algorithm on a stack: successors made ready by the same op are pushed in reverse index
+  // order, so the lowest index among them runs first.
+  const int n = p.num_ops();
+  std::vector<int> waiting(static_cast<size_t>(n)), stack, made;
+  for (int o = n - 1; o >= 0; --o)
+    if (!(waiting[static_cast<size_t>(o)] = static_cast<int>(p.predecessors(o).size()))) stack.push_back(o);
+  Schedule out;
+  out.reserve(static_cast<size_t>(n));
+  while (!stack.empty()) {
+    const int o = stack.back();
+    stack.pop_back();
+    out.push_back(o);
+    made.clear();
+    for (int s : p.successors(o))
+      if (--waiting[static_cast<size_t>(s)] == 0) made.push_back(s);
+    std::sort(made.begin(), made.end(), std::greater<int>());
+    stack.insert(stack.end(), made.begin(), made.end());
   }
   return out;
 }

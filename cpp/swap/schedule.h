@@ -20,6 +20,10 @@ void check_schedule(const Problem& p, const Schedule& s);
 /// by that order (the framework's default schedule).
 Schedule given_order(const Problem& p);
 
+/// Kahn's order taking the op made ready last (ties: the given order): a depth-first walk that
+/// finishes a branch before starting the next, so fewer activations are alive at once (a GA seed).
+Schedule depth_first_order(const Problem& p);
+
 /// A uniformly random choice among the ready ops at every step (the GA's first generation, ODSwap's
 /// "random topological order").
 Schedule random_order(const Problem& p, std::mt19937_64& rng);

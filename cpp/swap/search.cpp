@@ -56,7 +56,8 @@ class Search {
       deadline_ = begin_ + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.time_limit));
   }
 
-  /// The first generation (and random search's samples): the given order with the default pool first.
+  /// Random search's samples and the unseeded part of the first generation: the given order with the
+  /// default pool first, then random ones.
   Individual random_individual() {
     Individual x;
     const bool first = !drawn_++;
@@ -67,9 +68,37 @@ class Search {
     return x;
   }
 
+  /// The GA's first generation: a quarter seeded from the graph (the paper's GA starts from random
+  /// individuals, §4.4.1, and SwapAdvisor from "any legitimate schedule and memory allocation based on
+  /// the graph", §4.3): the given and depth-first orders with the default and needs-sized pools, then
+  /// mutations of those four; the other three quarters random, as random search draws them.
+  std::vector<Individual> first_generation() {
+    std::vector<Individual> out;
+    const bool schedules = o_.mode != SearchOptions::Mode::kPoolOnly;
+    const bool pools = o_.mode != SearchOptions::Mode::kScheduleOnly;
+    std::vector<Individual> bases;
+    std::vector<Schedule> orders = {given_};
+    if (schedules) orders.push_back(depth_first_order(p_));
+    for (const Schedule& s : orders) {
+      bases.push_back({s, default_pool_});
+      if (pools) bases.push_back({s, needs_pool(p_, s)});
+    }
+    const size_t seeded = o_.seeded ? std::max<size_t>(1, static_cast<size_t>(o_.population) / 4) : 1;
+    for (size_t i = 0; i < seeded; ++i) {
+      Individual x = bases[i % bases.size()];
+      if (i >= bases.size()) {
+        if (schedules) x.schedule = mutate(p_, x.schedule, o_.mutation, rng_);
+        if (pools) x.pool = mutate(p_, x.pool, o_.mutation, rng_);
+      }
+      out.push_back(std::move(x));
+    }
+    drawn_ = 1;  // the given order with the default pool is in already
+    while (out.size() < static_cast<size_t>(o_.population)) out.push_back(random_individual());
+    return out;
+  }
+
   SearchResult genetic() {
-    std::vector<Individual> population(static_cast<size_t>(o_.population));
-    for (Individual& x : population) x = random_individual();
+    std::vector<Individual> population = first_generation();
     evaluate(population);
     keep_evaluated(population);
     note(population, 0);

@@ -2,6 +2,8 @@
 // schedule-only and pool-only searches of §5.4. The fitness is the simulated makespan of the planned
 // swaps (planner.h, simulate.h). docs/SWAP.md lists the operators and their parameters.
 //
+// The first generation: a quarter seeded from the graph (its given and depth-first orders with the
+// default and needs-sized pools, then mutations of those), the rest random (§4.4.1).
 // A generation: N_p / 4 crossovers of parents drawn uniformly from the population, each giving two
 // schedules (Fig. 4.5) times two pools (Fig. 4.6) = 4 children, each mutated (dataflow-scheduler
 // mutation and CLS flips with probability P per choice, Gaussian CNT mutation); then N_p of the
@@ -36,6 +38,9 @@ struct SearchOptions {
   double mutation = 0.1;      ///< P (§5.1: 10 %)
   double temperature = 0.01;  ///< T in softmax(t_norm / T); the paper's Eq. 4.1 is T = 1
   bool elitism = true;        ///< the best individual always survives (the paper's softmax may lose it)
+  /// A quarter of the first generation seeded from the graph's orders and needs-sized pools (and
+  /// their mutations); false: only the given order with the default pool, the rest random (§4.4.1).
+  bool seeded = true;
   bool double_pass = true;
   uint64_t seed = 0;
   int threads = 0;            ///< 0: every core

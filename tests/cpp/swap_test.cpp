@@ -458,6 +458,45 @@ TEST(SwapSimulate, StreamReplayEqualsTheGeneralSimulator) {
   EXPECT_GE(plans, 60);
 }
 
+TEST(SwapSearch, SeedsAreValidAndStartTheSearch) {
+  std::mt19937_64 rng(5);
+  const HostLink host{1.0 * MB, 2.0 * MB};
+  for (int trial = 0; trial < 12; ++trial) {
+    const Problem roomy = random_problem(rng, 3 + trial, host);
+    const Problem p = Problem::make(roomy.tensors(), roomy.ops(), roomy.least_pool().bytes + (trial % 3) * 3 * MB, host);
+    const Schedule dfs = depth_first_order(p);
+    EXPECT_NO_THROW(check_schedule(p, dfs));
+    for (const Schedule& s : {given_order(p), dfs}) {
+      const Pool needs = needs_pool(p, s);
+      EXPECT_NO_THROW(check_pool(p, needs));
+    }
+    // The first generation holds the given order with both pools: its best is no worse than theirs.
+    SearchOptions o;
+    o.population = 8;
+    o.generations = 1;
+    o.seed = static_cast<uint64_t>(trial);
+    const SearchResult r = genetic_search(p, o);
+    const Schedule given = given_order(p);
+    for (const Pool& pool : {default_pool(p), needs_pool(p, given)})
+      EXPECT_LE(r.history[0].best, simulate_plan(p, plan_swaps(p, given, pool, true), false).makespan);
+    o.seeded = false;
+    EXPECT_EQ(genetic_search(p, o).evaluations, 16);
+  }
+}
+
+TEST(SwapSearch, NeedsPoolFollowsTheSchedule) {
+  // At most two of the four 1 MB tensors are alive at once (x at f, a to h, d from h to k, e at k):
+  // with room for all the counts are those needs, where the default pool has one object per tensor.
+  Builder b;
+  b.tensor("x", MB, true).tensor("a", MB).tensor("c", 2 * MB).tensor("d", MB).tensor("e", MB);
+  b.op("f", {"x"}, {"a"}, 1).op("g", {"a"}, {"c"}, 1).op("h", {"c", "a"}, {"d"}, 1).op("k", {"d"}, {"e"}, 1);
+  const Problem p = b.make(100 * MB);
+  const Pool pool = needs_pool(p, given_order(p));
+  EXPECT_EQ(pool.cls, (std::vector<int>{1, 2}));
+  EXPECT_EQ(pool.cnt, (std::vector<int64_t>{2, 1}));
+  EXPECT_EQ(default_pool(p).cnt, (std::vector<int64_t>{4, 1}));
+}
+
 TEST(SwapSearch, RandomSearchCountsEvaluations) {
   const Builder b = figure_4_1();
   const Problem p = b.make(6 * MB);

@@ -212,7 +212,7 @@ class Problem:
 
     def random_schedule(self, seed: int) -> list[str]:
         """A random topological order (at every step a uniform choice among the ready ops), as op names:
-        what the GA's first generation and ``odswap(seed=...)`` start from."""
+        what the random part of the GA's first generation and ``odswap(seed=...)`` start from."""
         seed = check_int("seed", seed, minimum=0, maximum=2**64 - 1, error=SwapError)
         return [self._op_names[o] for o in self._core.random_order(seed)]
 
