@@ -39,6 +39,7 @@ void sweep(int64_t n, const Memory& memory, const Time& time, std::vector<Key>& 
 // (its costs added to `shift`). Each list is a frontier up to rounding.
 struct List {
   int32_t x, input, outer, size;  // input: the one whose frontier `base` is (-1: none, or a fold's last)
+  int32_t fold;                   // the fold (product of the others) `outer` is a point of, or -1
   Point shift;
   const Point* base;
   bool starts_next;  // popping this list's first point starts list + 1 (shifts increase in memory)
@@ -143,12 +144,13 @@ struct Fold {
 struct Scratch {
   std::vector<List> lists, fold_lists;
   std::vector<int> multis;
-  std::vector<Fold> folds;  // per x (only those with several multi-point inputs are filled)
+  std::vector<Fold> folds;  // the folds of one elimination (first `num_folds`; reused, not freed)
+  int32_t num_folds = 0;
   std::vector<Point> next_points;
   std::vector<int32_t> next_inputs;
   std::vector<Head> heap;
   std::vector<std::pair<int32_t, int32_t>> chosen;
-  std::vector<int32_t> fold_at;  // per value, where its fold's table is in the record
+  std::vector<int32_t> fold_at;  // per fold, where its table is in the record
 };
 
 const Point kZero = FrontierSum::unit()[0];
@@ -165,8 +167,8 @@ void fold_product(const Frontier* const* in, int k, const std::vector<int>& mult
     const Frontier& f = *in[multis[m]];
     s.fold_lists.clear();
     for (size_t o = 0; o < fold.points.size(); ++o)
-      s.fold_lists.push_back({0, multis[m], static_cast<int32_t>(o), static_cast<int32_t>(f.size()), fold.points[o], f.data(),
-                              o + 1 < fold.points.size()});
+      s.fold_lists.push_back({0, multis[m], static_cast<int32_t>(o), static_cast<int32_t>(f.size()), -1,
+                              fold.points[o], f.data(), o + 1 < fold.points.size()});
     merge_lists(s.fold_lists, s.heap, s.chosen);
     s.next_points.clear(), s.next_inputs.clear();
     for (const auto& [li, j] : s.chosen) {
@@ -216,7 +218,7 @@ void FrontierSum::eliminate_frontiers(int k, int dv, const Frontier* const* ops,
                                       const Bound* rest) const {
   thread_local Scratch s;
   s.lists.clear();
-  if (s.folds.size() < static_cast<size_t>(dv)) s.folds.resize(dv);
+  s.num_folds = 0;
   for (int x = 0; x < dv; ++x) {
     const Frontier* const* in = ops + static_cast<size_t>(x) * k;
     Point shift = kZero;  // the sum starts at the unit
@@ -227,21 +229,22 @@ void FrontierSum::eliminate_frontiers(int k, int dv, const Frontier* const* ops,
       else if (in[i]->size() == 1) shift.time += (*in[i])[0].time, shift.memory += (*in[i])[0].memory;
       else s.multis.push_back(i);
     }
-    s.folds[x].last = -1;
     if (!possible) continue;
     if (s.multis.empty()) {
-      s.lists.push_back({x, -1, -1, 1, shift, &kZero, false});
+      s.lists.push_back({x, -1, -1, 1, -1, shift, &kZero, false});
     } else if (s.multis.size() == 1) {
       const Frontier& f = *in[s.multis[0]];
-      s.lists.push_back({x, s.multis[0], -1, static_cast<int32_t>(f.size()), shift, f.data(), false});
+      s.lists.push_back({x, s.multis[0], -1, static_cast<int32_t>(f.size()), -1, shift, f.data(), false});
     } else {
-      Fold& fold = s.folds[x];
+      if (s.num_folds == static_cast<int32_t>(s.folds.size())) s.folds.emplace_back();
+      const int32_t fi = s.num_folds++;
+      Fold& fold = s.folds[fi];
       fold_product(in, k, s.multis, s, fold);
       const Frontier& last = *in[fold.last];
       for (size_t o = 0; o < fold.points.size(); ++o) {
         const Point sh{shift.time + fold.points[o].time, shift.memory + fold.points[o].memory};
-        s.lists.push_back({x, fold.last, static_cast<int32_t>(o), static_cast<int32_t>(last.size()), sh, last.data(),
-                           o + 1 < fold.points.size()});
+        s.lists.push_back({x, fold.last, static_cast<int32_t>(o), static_cast<int32_t>(last.size()), fi, sh,
+                           last.data(), o + 1 < fold.points.size()});
       }
     }
   }
@@ -268,7 +271,7 @@ void FrontierSum::eliminate_frontiers(int k, int dv, const Frontier* const* ops,
   // per-value header: entries of wide tables mostly keep a few points.
   TW_ASSERT(static_cast<int64_t>(dv) * (k + 1) + k < (int64_t{1} << 31), "a point's record fits an int");
   back.assign(2 * s.chosen.size(), 0);
-  s.fold_at.assign(dv, -1);  // -1: not written yet
+  s.fold_at.assign(s.num_folds, -1);  // -1: not written yet
   out.clear();
   out.reserve(s.chosen.size());
   for (size_t p = 0; p < s.chosen.size(); ++p) {
@@ -280,14 +283,14 @@ void FrontierSum::eliminate_frontiers(int k, int dv, const Frontier* const* ops,
       back[2 * p] = l.x * (k + 1) + l.input + 1;
       continue;
     }
-    if (s.fold_at[l.x] < 0) {
-      const Fold& fold = s.folds[l.x];
-      s.fold_at[l.x] = static_cast<int32_t>(back.size());
+    if (s.fold_at[l.fold] < 0) {
+      const Fold& fold = s.folds[l.fold];
+      s.fold_at[l.fold] = static_cast<int32_t>(back.size());
       back.push_back(fold.last);
       back.insert(back.end(), fold.inputs.begin(), fold.inputs.end());
     }
     back[2 * p] = -1 - static_cast<int32_t>(back.size());
-    back.push_back(l.x), back.push_back(l.outer), back.push_back(s.fold_at[l.x]);
+    back.push_back(l.x), back.push_back(l.outer), back.push_back(s.fold_at[l.fold]);
   }
 }
 
