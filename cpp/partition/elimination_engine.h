@@ -55,9 +55,9 @@ struct EngineOptions {
   /// entries × values stays on one thread.
   int threads = 1;
   int64_t parallel_work = 256;
-  /// Bytes the search's tables may take, made so far in all passes (S::bytes of every entry and what
-  /// unrolling keeps; semirings that track sizes), else SearchTooLarge: a search stops with an
-  /// error, not by exhausting the machine's memory. 0 = no limit.
+  /// Bytes the search may hold: the live tables' entries and every record unrolling keeps, all passes
+  /// (S::bytes; semirings that track sizes), else SearchTooLarge: a search stops with an error, not
+  /// by exhausting the machine's memory. 0 = no limit.
   int64_t max_bytes = 0;
   /// Called with (eliminated, total) now and then.
   std::function<void(int64_t, int64_t)> progress;
@@ -184,18 +184,19 @@ Pass<S> run_pass(const S& s, const std::vector<int>& domains, std::vector<BasicF
   Pass<S> pass;
   pass.buckets.reserve(order.size());
   const int64_t total = static_cast<int64_t>(order.size());
-  // Buffers reused across eliminations (thousands per search, most of them small).
   // With bounds: each live factor's least value over its entries (S::lower), kept per factor.
   std::vector<typename BoundOf<S>::type> lower;
   if constexpr (S::kBounds)
     for (const auto& f : factors) lower.push_back(S::lower_of(f.table));
-  // Bytes the tables took (S::bytes), all passes, against options.max_bytes.
+  // Bytes held (S::bytes): the live tables' entries and every record unrolling keeps (all passes),
+  // against options.max_bytes.
   std::atomic<int64_t> held{stats.bytes};
   std::atomic<bool> too_many{false};
   const bool budget = S::kTracksSizes && options.max_bytes > 0;
   if (budget && first)
     for (const auto& f : factors)
       for (const auto& value : f.table) held += S::bytes(value, typename S::Back{});
+  // Buffers reused across eliminations (thousands per search, most of them small).
   std::vector<int> fs, scope, idx_buf;
   std::vector<int64_t> scope_stride, v_stride, base_buf;
   std::vector<const typename S::Value*> tables;
@@ -319,10 +320,13 @@ Pass<S> run_pass(const S& s, const std::vector<int>& domains, std::vector<BasicF
       }
     }
     if (budget) {
-      // The chunks added part of what they made: recount the table whole.
-      int64_t made = 0;
+      // The chunks added part of what they made: recount the table whole; the inputs' entries go
+      // (their records stay with the buckets that made them).
+      int64_t made = 0, freed = 0;
       for (int64_t e = 0; e < entries; ++e) made += S::bytes(out.table[e], bucket.back[e]);
-      held = held_before + made;
+      for (int f : fs)
+        for (const auto& value : factors[f].table) freed += S::bytes(value, typename S::Back{});
+      held = std::max<int64_t>(held_before + made - freed, 0);
       stats.bytes = held;
       if (held > options.max_bytes) throw too_large();
     }
