@@ -247,7 +247,6 @@ Pass<S> run_pass(const S& s, const std::vector<int>& domains, std::vector<BasicF
         if (alive[f] && !std::binary_search(fs.begin(), fs.end(), static_cast<int>(f))) rest = S::add(rest, lower[f]);
     }
     BasicFactor<S> out{scope, std::vector<typename S::Value>(entries)};
-    const int64_t held_before = held;
     engine_detail::Bucket<S> bucket{v, scope, fs, -1, std::vector<typename S::Back>(entries)};
     // One elimination of large frontiers can take minutes: the deadline is also looked at every
     // 256 entries (a clock read per entry would cost the int64 path its speed).
@@ -285,6 +284,7 @@ Pass<S> run_pass(const S& s, const std::vector<int>& domains, std::vector<BasicF
           idx[j] = 0;
         }
       }
+      if (budget) held += made;  // the rest since the last look
     };
     if (threads > 1 && entries > 1 && entries * dv >= options.parallel_work) {
       parallel_chunks(entries, threads, [&](int64_t begin, int64_t end) {
@@ -320,13 +320,12 @@ Pass<S> run_pass(const S& s, const std::vector<int>& domains, std::vector<BasicF
       }
     }
     if (budget) {
-      // The chunks added part of what they made: recount the table whole; the inputs' entries go
-      // (their records stay with the buckets that made them).
-      int64_t made = 0, freed = 0;
-      for (int64_t e = 0; e < entries; ++e) made += S::bytes(out.table[e], bucket.back[e]);
+      // The chunks counted what they made; the inputs' entries go (their records stay with the
+      // buckets that made them).
+      int64_t freed = 0;
       for (int f : fs)
         for (const auto& value : factors[f].table) freed += S::bytes(value, typename S::Back{});
-      held = std::max<int64_t>(held_before + made - freed, 0);
+      held = std::max<int64_t>(held - freed, 0);
       stats.bytes = held;
       if (held > options.max_bytes) throw too_large();
     }

@@ -80,24 +80,24 @@ class FrontierSum {
   /// reduce(∪_x ⊗_i at(i, x)), with the record of every kept point.
   template <class At>
   void eliminate(int k, int dv, const At& at, Value& out, Back& back) const {
-    thread_local std::vector<const Frontier*> ops;
-    ops.resize(static_cast<size_t>(k) * dv);
-    for (int x = 0; x < dv; ++x)
-      for (int i = 0; i < k; ++i) ops[static_cast<size_t>(x) * k + i] = &at(i, x);
-    eliminate_frontiers(k, dv, ops.data(), out, back, nullptr);
+    eliminate_frontiers(k, dv, gather(k, dv, at), out, back, nullptr);
   }
   template <class At>
   void eliminate(int k, int dv, const At& at, Value& out, Back& back, const Bound& rest) const {
-    thread_local std::vector<const Frontier*> ops;
-    ops.resize(static_cast<size_t>(k) * dv);
-    for (int x = 0; x < dv; ++x)
-      for (int i = 0; i < k; ++i) ops[static_cast<size_t>(x) * k + i] = &at(i, x);
-    eliminate_frontiers(k, dv, ops.data(), out, back, incumbents_.empty() ? nullptr : &rest);
+    eliminate_frontiers(k, dv, gather(k, dv, at), out, back, incumbents_.empty() ? nullptr : &rest);
   }
   static int unroll(const Back& back, int point, int k, int* inputs);
 
  private:
-  // ops[x * k + i]: input i's frontier when the variable takes value x.
+  // ops[x * k + i]: input i's frontier when the variable takes value x (a per-thread buffer).
+  template <class At>
+  static const Frontier* const* gather(int k, int dv, const At& at) {
+    thread_local std::vector<const Frontier*> ops;
+    ops.resize(static_cast<size_t>(k) * dv);
+    for (int x = 0; x < dv; ++x)
+      for (int i = 0; i < k; ++i) ops[static_cast<size_t>(x) * k + i] = &at(i, x);
+    return ops.data();
+  }
   // `rest`: the bound to prune against the incumbents with (null: no pruning).
   void eliminate_frontiers(int k, int dv, const Frontier* const* ops, Frontier& out, Back& back,
                            const Bound* rest) const;

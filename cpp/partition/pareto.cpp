@@ -40,6 +40,23 @@ void validate(const ParetoProblem& pr) {
   }
 }
 
+// One factor per node (over it) and per edge (over its ends), each cost mapped by `cost`.
+template <class Cost>
+std::vector<BasicFactor<FrontierSum>> to_factors(const ParetoProblem& pr, const Cost& cost) {
+  std::vector<BasicFactor<FrontierSum>> factors;
+  for (size_t v = 0; v < pr.nodes.size(); ++v) {
+    BasicFactor<FrontierSum> f{{static_cast<int>(v)}, {}};
+    for (const Point& p : pr.nodes[v]) f.table.push_back({cost(p)});
+    factors.push_back(std::move(f));
+  }
+  for (const auto& e : pr.edges) {
+    BasicFactor<FrontierSum> f{{e.u, e.v}, {}};
+    for (const Point& p : e.table) f.table.push_back({cost(p)});
+    factors.push_back(std::move(f));
+  }
+  return factors;
+}
+
 // Assignments minimising weighted sums of time and memory, each found by a scalar search (every
 // entry one point: memory folded into time), as solutions to bound the frontier search with. A
 // table too wide is narrowed by the heuristic: any assignment is a valid incumbent.
@@ -57,18 +74,7 @@ std::vector<std::vector<int>> weighted_sum_solutions(const ParetoProblem& pr, co
   // Memory's weight against time's (both normalised): from time alone to memory alone.
   for (double ratio : {1e-6, 1e-2, 1e-1, 0.3, 1.0, 3.0, 10.0, 1e2, 1e6}) {
     const double wt = time_total > 0 ? 1 / time_total : 1, wm = memory_total > 0 ? ratio / memory_total : ratio;
-    auto scalar = [&](const Point& p) { return std::vector<Point>{{wt * p.time + wm * p.memory, 0.0}}; };
-    std::vector<BasicFactor<FrontierSum>> factors;
-    for (size_t v = 0; v < pr.nodes.size(); ++v) {
-      BasicFactor<FrontierSum> f{{static_cast<int>(v)}, {}};
-      for (const Point& p : pr.nodes[v]) f.table.push_back(scalar(p));
-      factors.push_back(std::move(f));
-    }
-    for (const auto& e : pr.edges) {
-      BasicFactor<FrontierSum> f{{e.u, e.v}, {}};
-      for (const Point& p : e.table) f.table.push_back(scalar(p));
-      factors.push_back(std::move(f));
-    }
+    auto factors = to_factors(pr, [&](const Point& p) { return Point{wt * p.time + wm * p.memory, 0.0}; });
     EngineOptions eo;
     eo.order.max_table = options.max_table;
     eo.order.too_wide = TooWide::kHeuristic;
@@ -107,22 +113,12 @@ ParetoSolution solve_pareto(const ParetoProblem& pr, const ParetoOptions& option
   if (options.max_table < 1) throw PlanError("max_table " + std::to_string(options.max_table) + "; valid: >= 1");
   const int n = static_cast<int>(pr.nodes.size());
   std::vector<int> domains;
-  std::vector<BasicFactor<FrontierSum>> factors;
+  for (int v = 0; v < n; ++v) domains.push_back(static_cast<int>(pr.nodes[v].size()));
   double time_scale = 0, memory_scale = 0;
-  auto scale = [&](const Point& p) {
+  std::vector<BasicFactor<FrontierSum>> factors = to_factors(pr, [&](const Point& p) {
     time_scale = std::max(time_scale, p.time), memory_scale = std::max(memory_scale, p.memory);
-  };
-  for (int v = 0; v < n; ++v) {
-    domains.push_back(static_cast<int>(pr.nodes[v].size()));
-    BasicFactor<FrontierSum> f{{v}, {}};
-    for (const Point& p : pr.nodes[v]) f.table.push_back({p}), scale(p);
-    factors.push_back(std::move(f));
-  }
-  for (const auto& e : pr.edges) {
-    BasicFactor<FrontierSum> f{{e.u, e.v}, {}};
-    for (const Point& p : e.table) f.table.push_back({p}), scale(p);
-    factors.push_back(std::move(f));
-  }
+    return p;
+  });
   // The heuristic scores a configuration by time and memory, each relative to the largest cost.
   FrontierSum semiring(options.memory_bucket, time_scale > 0 ? 1 / time_scale : 1,
                        memory_scale > 0 ? 1 / memory_scale : 1);
