@@ -87,7 +87,8 @@ void bind_frontier(py::module_& m) {
       .def(
           "solve",
           [](const FrontierModel& f, int64_t max_table, bool heuristic, double memory_bucket, int threads,
-             double time_limit, std::function<void(int64_t, int64_t)> progress, bool bound, int64_t max_bytes) {
+             double time_limit, std::function<void(int64_t, int64_t)> progress, bool bound, int64_t max_bytes,
+             bool coarsen) {
             partition::ParetoOptions o;
             o.max_table = max_table;
             o.heuristic = heuristic;
@@ -103,12 +104,31 @@ void bind_frontier(py::module_& m) {
               };
             Interruptible interruptible;  // Ctrl-C stops the search
             py::gil_scoped_release release;
-            return f.solve(o);
+            return f.solve(o, coarsen);
           },
           py::arg("max_table") = partition::ParetoOptions{}.max_table, py::arg("heuristic") = false,
           py::arg("memory_bucket") = 0.0, py::arg("threads") = 0, py::arg("time_limit") = 0.0,
           py::arg("progress") = nullptr, py::arg("bound") = true,
-          py::arg("max_bytes") = partition::ParetoOptions{}.max_bytes, "The exact frontier over the pruned configurations; runs without the GIL.")
+          py::arg("max_bytes") = partition::ParetoOptions{}.max_bytes, py::arg("coarsen") = false,
+          "The exact frontier over the pruned configurations (coarsen: element-wise ops tied to their input's "
+          "tiling); runs without the GIL.")
+      .def_property_readonly("tied_ops", &FrontierModel::tied_ops,
+                             "Op classes the coarsened search ties to their aligned input's tiling.")
+      .def_property_readonly("ties",
+                             [](const FrontierModel& f) {
+                               std::vector<std::vector<std::pair<int, std::vector<int>>>> out;
+                               const Ties& t = f.ties();
+                               for (size_t g = 0; g < t.members.size(); ++g) {
+                                 out.emplace_back();
+                                 for (size_t m = 0; m < t.members[g].size(); ++m)
+                                   out.back().emplace_back(t.members[g][m], t.of[g][m]);
+                               }
+                               return out;
+                             },
+                             "Per group of the coarsened search: (variable, its configuration per configuration "
+                             "of the group's tensor class), the tensor class first.")
+      .def_property_readonly("coarse_variables", &FrontierModel::coarse_variables,
+                             "Variables the coarsened search has (groups and free classes).")
       .def(
           "solve_mesh",
           [](const FrontierModel& f, const std::vector<int>& mesh, int threads, double time_limit) {

@@ -343,6 +343,7 @@ FrontierModel::FrontierModel(const graph::Graph& g, const sim::Cluster& cluster,
       for (int cv : kept_[e.v]) pe.table.push_back(e.table[static_cast<size_t>(cu) * nvv + cv]);
     pruned_.edges.push_back(std::move(pe));
   }
+  ties_ = elementwise_ties(problem_, tensor_configs_, op_configs_, kept_);
   build_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
@@ -365,8 +366,37 @@ std::vector<int> FrontierModel::representatives() const {
   return out;
 }
 
-partition::ParetoSolution FrontierModel::solve(const partition::ParetoOptions& options) const {
-  return partition::solve_pareto(pruned_, options);
+int FrontierModel::coarse_variables() const {
+  return static_cast<int>(coarsen(pruned_, ties_).variable.size());
+}
+
+partition::ParetoSolution FrontierModel::solve(const partition::ParetoOptions& options, bool coarse) const {
+  if (!coarse) return partition::solve_pareto(pruned_, options);
+  const Coarsened c = coarsen(pruned_, ties_);
+  partition::ParetoSolution sol = partition::solve_pareto(c.problem, options);
+  // Choices over every class, costed on the full problem (sums in another order can differ in the
+  // last bit from the coarse ones), reduced again.
+  std::vector<Point> points;
+  std::vector<std::vector<int>> choices;
+  for (const auto& choice : sol.choices) {
+    choices.push_back(expand(choice, c, ties_));
+    points.push_back(partition::evaluate_pareto(pruned_, choices.back()));
+  }
+  sol.points.clear(), sol.choices.clear();
+  for (int i : partition::reduce_indices(points)) sol.points.push_back(points[i]), sol.choices.push_back(choices[i]);
+  // Statistics name the classes the coarse variables stand for.
+  for (auto& step : sol.stats.steps) step.var = c.variable[step.var];
+  for (int& v : sol.stats.conditioned) v = c.variable[v];
+  for (auto& [v, x] : sol.stats.fixed) {
+    const int full = c.variable[v];
+    const int g = ties_.group[full];
+    if (g >= 0) {
+      const auto& members = ties_.members[g];
+      x = ties_.of[g][std::find(members.begin(), members.end(), full) - members.begin()][x];
+    }
+    v = full;
+  }
+  return sol;
 }
 
 partition::ParetoSolution FrontierModel::solve_mesh(const std::vector<int>& mesh,

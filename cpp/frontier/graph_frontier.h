@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "cost/placement.h"
+#include "frontier/coarse_ties.h"
 #include "partition/pareto.h"
 #include "partition/plan.h"
 #include "partition/problem.h"
@@ -82,8 +83,14 @@ class FrontierModel {
   const partition::ParetoProblem& problem() const { return pruned_; }
   double build_seconds() const { return build_seconds_; }
 
-  /// The exact frontier (choices index the pruned configurations).
-  partition::ParetoSolution solve(const partition::ParetoOptions& options) const;
+  /// The exact frontier (choices index the pruned configurations). `coarsen`: over the space with
+  /// element-wise ops tied to their input's tiling (coarse_ties.h; a restriction, far fewer
+  /// variables); choices still name every class, points are costed on the full problem.
+  partition::ParetoSolution solve(const partition::ParetoOptions& options, bool coarsen = false) const;
+  /// Op classes the coarsened search ties to a tensor's tiling, and the variables it searches.
+  int tied_ops() const { return ties_.tied_ops; }
+  const Ties& ties() const { return ties_; }
+  int coarse_variables() const;
   /// The frontier restricted to one Mesh-TensorFlow layout (`mesh`: per step kMeshFirst, kMeshLast or
   /// kReplicated): every tensor class at its one configuration that follows the layout (a dimension
   /// too small to cut at a step is replicated there), op classes free (all their configurations);
@@ -113,6 +120,7 @@ class FrontierModel {
   std::vector<partition::ParetoEdge> edges_;               // unpruned, time only
   std::vector<std::vector<int>> kept_;                     // per variable, unpruned indices kept
   partition::ParetoProblem pruned_;
+  Ties ties_;  // element-wise ties over the pruned configurations
   double build_seconds_ = 0;
 };
 

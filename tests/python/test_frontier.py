@@ -223,3 +223,74 @@ def test_the_simulator_reranks_the_frontier():
     assert [r["index"] for r in f.simulated(limit=3)] == [0, (len(f.points) - 1 + 1) // 2, len(f.points) - 1]
     with pytest.raises(ValueError, match="limit must be a positive int"):
         f.simulated(limit=0)
+
+
+def _restricted_enumeration(model):
+    """Every choice of the pruned problem in which each tied op takes the split its group's tensor
+    class dictates (the free variables enumerated, the tied ones following): the frontier the
+    coarsened search must find."""
+    nodes = [np.array(n, dtype=float).reshape(-1, 2) for n in model.nodes]
+    follows = {v: (group[0][0], np.array(follow)) for group in model.ties for v, follow in group[1:]}
+    free = [v for v in range(len(nodes)) if v not in follows]
+    grid = np.indices([len(nodes[v]) for v in free]).reshape(len(free), -1)
+    idx = np.zeros((len(nodes), grid.shape[1]), dtype=np.int64)
+    idx[free] = grid
+    for v, (tensor, follow) in follows.items():
+        idx[v] = follow[idx[tensor]]
+    time = np.zeros(idx.shape[1])
+    memory = np.zeros(idx.shape[1])
+    for v, n in enumerate(nodes):
+        time += n[idx[v], 0]
+        memory += n[idx[v], 1]
+    for u, v, table in model.edges:
+        time += np.array(table)[idx[u] * len(nodes[v]) + idx[v]]
+    pts = list(zip(time.tolist(), memory.tolist()))
+    return [pts[i] for i in tw.pareto.reduce(pts)]
+
+
+@pytest.mark.parametrize("layers, train", [(2, False), (1, True)])
+def test_coarsened_frontier_equals_enumeration_of_the_tied_space(layers, train):
+    g = tw.models.mlp(layers=layers, hidden=8, batch=4, train=train)
+    devices, parts = 2, [2]
+    f = tw.frontier(g, _cluster(), devices=devices, parts=parts, coarsen=True, baselines=False)
+    model = f._model
+    assert f.stats.tied_ops == model.tied_ops > 0  # relu, the SGD updates follow their inputs
+    assert model.coarse_variables == model.num_tensor_classes + model.num_op_classes - model.tied_ops
+    expected = _restricted_enumeration(model)
+    assert [(p.time, p.memory) for p in f.points] == pytest.approx(expected, rel=1e-12)
+    # A restriction: the exact frontier dominates every point.
+    exact = tw.frontier(g, _cluster(), devices=devices, parts=parts, baselines=False)
+    assert all(any(q.time <= p.time and q.memory <= p.memory for q in exact.points) for p in f.points)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: tw.models.mlp(layers=2, hidden=32, batch=8),
+    lambda: tw.models.rnn(layers=1, hidden=16, steps=3, batch=4, in_features=8),
+    lambda: tw.models.transformer(layers=1, hidden=32, heads=2, seq=8, batch=2, vocab=64),
+], ids=["mlp", "lstm", "transformer"])
+def test_coarsened_points_are_full_configurations_the_exact_frontier_dominates(make):
+    g = make()
+    exact = tw.frontier(g, _cluster(), devices=4, baselines=False)
+    coarse = tw.frontier(g, _cluster(), devices=4, baselines=False, coarsen=True)
+    assert coarse.stats.tied_ops > 0
+    tied = {v for group in coarse._model.ties for v, _ in group[1:]}
+    nt = coarse._model.num_tensor_classes
+    reps = coarse._model.representatives
+    for p in coarse.points:
+        assert any(q.time <= p.time and q.memory <= p.memory for q in exact.points)
+        plan = coarse.to_plan(p)
+        b = coarse.evaluate(plan)  # the plan's tilings and strategies looked up in the full model
+        assert (b.time, b.memory) == (p.time, p.memory)
+        for v in tied:  # a tied op splits the variable indexing its input's cut dimension (or replicates)
+            op = g.ops[reps[v]]
+            strategies = plan.splits(op)
+            assert all(s["kind"] in ("output", "replicate") for s in strategies), (op.name, strategies)
+    # The ends: on these models the restriction keeps the least time and the least memory.
+    assert coarse.points[-1].time == pytest.approx(exact.points[-1].time, rel=1e-12)
+    assert coarse.points[0].memory == exact.points[0].memory
+
+
+def test_coarsen_is_validated():
+    g = tw.models.mlp(layers=1, hidden=8, batch=4)
+    with pytest.raises(TypeError, match="coarsen must be a bool"):
+        tw.frontier(g, _cluster(), devices=2, coarsen=1)

@@ -352,7 +352,7 @@ def frontier(graph: Graph, cluster="tensoropt", devices: int | None = None, time
              progress: bool | Callable[[str, int, int], None] = False, *, parts: Sequence[int] | None = None,
              baselines: bool = True, heuristic: bool = False, max_table: int | None = None,
              memory_bucket: float | None = None, prune: bool = True, batch_split_inputs: bool = False,
-             bound: bool = True, max_bytes: int | None = None,
+             bound: bool = True, max_bytes: int | None = None, coarsen: bool = False,
              threads: int | None = None) -> Frontier:
     """The cost frontier of ``graph`` over ``devices`` devices of ``cluster`` (a ``tw.Cluster`` or a
     preset name; ``devices=None``: all of them).
@@ -362,6 +362,10 @@ def frontier(graph: Graph, cluster="tensoropt", devices: int | None = None, time
     parallelism and the ``tofu`` plan (on the same parts) and the Mesh-TensorFlow frontier.
     ``heuristic``, ``max_table``, ``memory_bucket``, ``bound``, ``max_bytes``: as ``tw.pareto.solve``
     (exact by default).
+    ``coarsen``: search the space where every element-wise op takes the split that follows its input's
+    tiling (Tofu §5.1's coalescing; the op then joins its input's class): far fewer variables and
+    narrower tables, a restriction of the space (docs/FRONTIERS.md "Coarsening": on the zoo's RNNs and
+    MLP within 0.6 % of the exact frontier's time at equal memory). Points are costed on the full model.
     ``batch_split_inputs``: TensorOpt §4.2's data loading, inputs and labels arrive split along the
     batch (their first dimension) and are re-laid out for consumers that want otherwise (priced).
     ``time_limit`` (seconds) bounds costing and search (``tw.SearchTimeout`` past it)."""
@@ -372,6 +376,8 @@ def frontier(graph: Graph, cluster="tensoropt", devices: int | None = None, time
     threads = 0 if threads is None else check_int("threads", threads, minimum=1, maximum=4096)
     max_table = DEFAULT_MAX_TABLE if max_table is None else check_int("max_table", max_table, minimum=1)
     max_bytes = DEFAULT_MAX_BYTES if max_bytes is None else check_int("max_bytes", max_bytes, minimum=1, maximum=2**62)
+    if not isinstance(coarsen, bool):
+        raise TypeError(f"coarsen must be a bool, not {type(coarsen).__name__}")
     bucket = 0.0 if memory_bucket is None else float(memory_bucket)
     if parts is None:
         parts = list(_core.hierarchy_parts(cluster._core, devices))
@@ -387,7 +393,8 @@ def frontier(graph: Graph, cluster="tensoropt", devices: int | None = None, time
         left = 0.0 if not limit else max(limit - (_time.monotonic() - start), 1e-3)
         solve_report = None if report is None else (lambda d, t: report("frontier search", d, t))
         sol = model.solve(max_table=max_table, heuristic=heuristic, memory_bucket=bucket, threads=threads,
-                          time_limit=left, progress=solve_report, bound=bool(bound), max_bytes=max_bytes)
+                          time_limit=left, progress=solve_report, bound=bool(bound), max_bytes=max_bytes,
+                          coarsen=coarsen)
     finally:
         if close is not None:
             close()
@@ -398,7 +405,8 @@ def frontier(graph: Graph, cluster="tensoropt", devices: int | None = None, time
         heuristic_fixed=types.MappingProxyType({names[v]: x for v, x in sol.heuristic_fixed}),
         conditioned=tuple(names[v] for v in sol.conditioned), subproblems=sol.subproblems,
         eliminations=tuple(Elimination(names[v], e, mp, tp) for v, e, mp, tp in sol.steps),
-        memory_error_bound=sol.memory_error_bound, seconds=sol.seconds, incumbents=sol.incumbents)
+        memory_error_bound=sol.memory_error_bound, seconds=sol.seconds, incumbents=sol.incumbents,
+        tied_ops=model.tied_ops if coarsen else 0)
     base: dict[str, Baseline] = {}
     mesh: list[tuple[float, float]] = []
     f = Frontier(graph, cluster, model, sol, stats, base, mesh, model.build_seconds)

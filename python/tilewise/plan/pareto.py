@@ -63,7 +63,8 @@ class Elimination(NamedTuple):
 class FrontierStats:
     """How the search went. ``heuristic_eliminations`` is 0 unless ``heuristic=True`` met a table
     past ``max_table``; ``conditioned`` nodes were enumerated instead (exact); the frontier is exact
-    up to ``memory_error_bound`` bytes of memory (0 without ``memory_bucket``)."""
+    up to ``memory_error_bound`` bytes of memory (0 without ``memory_bucket``). ``tied_ops``: op classes
+    a coarsened graph-level search (``tw.frontier(..., coarsen=True)``) tied to their input's tiling."""
 
     largest_table: int
     heuristic_eliminations: int
@@ -74,6 +75,7 @@ class FrontierStats:
     memory_error_bound: float
     seconds: float
     incumbents: int = 0
+    tied_ops: int = 0
 
     @property
     def largest_frontier(self) -> int:
@@ -84,7 +86,8 @@ class FrontierStats:
         return {"largest_table": self.largest_table, "heuristic_eliminations": self.heuristic_eliminations,
                 "heuristic_fixed": dict(self.heuristic_fixed), "conditioned": list(self.conditioned),
                 "subproblems": self.subproblems, "eliminations": [e._asdict() for e in self.eliminations],
-                "memory_error_bound": self.memory_error_bound, "seconds": self.seconds}
+                "memory_error_bound": self.memory_error_bound, "seconds": self.seconds,
+                "incumbents": self.incumbents, "tied_ops": self.tied_ops}
 
 
 class Frontier:
