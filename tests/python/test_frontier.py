@@ -274,7 +274,6 @@ def test_coarsened_points_are_full_configurations_the_exact_frontier_dominates(m
     coarse = tw.frontier(g, _cluster(), devices=4, baselines=False, coarsen=True)
     assert coarse.stats.tied_ops > 0
     tied = {v for group in coarse._model.ties for v, _ in group[1:]}
-    nt = coarse._model.num_tensor_classes
     reps = coarse._model.representatives
     for p in coarse.points:
         assert any(q.time <= p.time and q.memory <= p.memory for q in exact.points)
