@@ -11,7 +11,9 @@ past 2^14 entries fix a class) and 16 MiB memory buckets. Each row runs in a chi
 
 Per row: costing seconds (configurations, bytes, compute), search seconds, op classes, K per op class
 (before / after pruning), frontier points, the largest frontier of one table entry, heuristic
-eliminations (goal 0) and conditioned classes.
+eliminations (goal 0) and conditioned classes. Rows with ``coarsen`` search the space where
+element-wise ops follow their input's tiling (docs/FRONTIERS.md "Coarsening"); where the exact
+frontier is affordable the row also gives the time it loses at equal memory (median, max).
 
     python benchmarks/bench_frontier.py [--quick] [--timeout 60]
 
@@ -33,23 +35,45 @@ GOALS = {"WideResNet": 60, "RNN": 0.1, "Transformer": 10}
 
 MIB = 2**20
 APPROX = {"heuristic": True, "max_table": 1 << 14, "memory_bucket": 16 * MIB}
+COARSE = {"coarsen": True}
 ROWS = [  # (paper model, zoo name, batch, options)
     ("RNN", "rnn-1-1k", 64, {}),
+    ("RNN", "rnn-1-1k", 64, {"coarsen": True, "compare": True}),
     ("RNN", "rnn-2-4k", 256, {"memory_bucket": 16 * MIB}),
+    ("RNN", "rnn-2-4k", 256, {"coarsen": True, "compare": True}),
     ("RNN", "rnn-12-16k", 256, APPROX),
+    ("RNN", "rnn-12-16k", 256, COARSE),
     ("Transformer", "transformer-1-256-4", 32, {}),
+    ("Transformer", "transformer-1-256-4", 32, COARSE),
     ("Transformer", "transformer-2-1024-16", 256, APPROX),
+    ("Transformer", "transformer-2-1024-16", 256, {**APPROX, **COARSE}),
     ("Transformer", "transformer-48-2048-16", 256, APPROX),
+    ("Transformer", "transformer-48-2048-16", 256, {**APPROX, **COARSE}),
     ("WideResNet", "wresnet-50-2", 256, APPROX),
+    ("WideResNet", "wresnet-50-2", 256, {**APPROX, **COARSE}),
     ("WideResNet", "wresnet-152-6", 256, APPROX),
+    ("WideResNet", "wresnet-152-6", 256, {**APPROX, **COARSE}),
 ]
-QUICK = [0, 4]
+QUICK = [0, 1, 8, 9]
 
 CHILD = r"""
 import json, sys, time
 import tilewise as tw
 name, batch, options = sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3])
+compare = options.pop("compare", False)
 g = tw.models.get(name, batch=batch)
+
+
+def loss(coarse):  # time lost at equal memory against the exact frontier: (median, max) over its points
+    exact = tw.frontier(g, "tensoropt", devices=16, baselines=False)
+    out = []
+    for p in exact.points:
+        fit = [q.time for q in coarse.points if q.memory <= p.memory]
+        out.append(min(fit) / p.time - 1 if fit else float("inf"))
+    out.sort()
+    return [out[len(out) // 2], out[-1]]
+
+
 start = time.monotonic()
 try:
     f = tw.frontier(g, "tensoropt", devices=16, baselines=False, **options)
@@ -68,6 +92,7 @@ print(json.dumps({
     "heuristic_eliminations": f.stats.heuristic_eliminations, "conditioned": len(f.stats.conditioned),
     "incumbents": f.stats.incumbents,
     "min_memory_gib": f.points[0].memory / 2**30, "min_time_s": f.points[-1].time,
+    "tied_ops": f.stats.tied_ops, "loss": loss(f) if compare else None,
 }))
 """
 
@@ -92,19 +117,22 @@ def main() -> None:
     rows = [ROWS[i] for i in QUICK] if args.quick else ROWS
     results = []
     print("| paper model (Table 3 FT-LDP s; goal) | zoo model | options | op classes | K per op class (mean, max; "
-          "pruned mean) | costing s | search s | points | largest CF | heur. | cond. |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+          "pruned mean) | costing s | search s | points | largest CF | heur. | cond. | tied ops | time lost vs exact "
+          "(median, max) |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for paper, name, batch, options in rows:
         r = run_row(name, batch, options, args.timeout)
         results.append({"paper_model": paper, "model": name, "batch": batch, "options": options, **r})
-        opts = ", ".join(f"{k}={v}" for k, v in options.items()) or "exact"
+        opts = ", ".join(f"{k}={v}" for k, v in options.items() if k != "compare") or "exact"
         head = f"| {paper} ({TABLE3[paper]:g}; < {GOALS[paper]:g}) | {name} b{batch} | {opts} |"
         if "error" in r:
-            print(f"{head} {r['error']} | | | | | | | |", flush=True)
+            print(f"{head} {r['error']} | | | | | | | | | |", flush=True)
         else:
             print(f"{head} {r['op_classes']} | {r['K_mean']:.1f}, {r['K_max']}; {r['K_pruned_mean']:.1f} | "
                   f"{r['costing_s']:.2f} | {r['search_s']:.2f} | {r['points']} | {r['largest_frontier']} | "
-                  f"{r['heuristic_eliminations']} | {r['conditioned']} |", flush=True)
+                  f"{r['heuristic_eliminations']} | {r['conditioned']} | {r['tied_ops']} | "
+                  + ("" if r["loss"] is None else f"{100 * r['loss'][0]:.2f} %, {100 * r['loss'][1]:.2f} %") + " |",
+                  flush=True)
     out = pathlib.Path(__file__).with_name("out")
     out.mkdir(exist_ok=True)
     (out / "frontier.json").write_text(json.dumps({
