@@ -54,8 +54,8 @@ exec::SwapSchedule schedule_of(const swap::SwapPlan& p, const std::vector<int>& 
 void bind_swapped(py::module_& m) {
   m.def(
       "swap_buffers",
-      [](const graph::Graph& g, const std::vector<int>& keep) {
-        const exec::Lowered low = exec::one_device_base(g, keep);
+      [](const graph::Graph& g, const std::vector<int>& keep, const std::vector<std::pair<int, int>>& in_place) {
+        const exec::Lowered low = exec::one_device_base(g, keep, in_place);
         const exec::Program& p = low.programs[0];
         std::vector<int> op_of(p.buffers.size(), -1);
         for (const auto& in : p.instrs)
@@ -69,20 +69,22 @@ void bind_swapped(py::module_& m) {
         }
         return out;
       },
-      py::arg("graph"), py::arg("keep"),
+      py::arg("graph"), py::arg("keep"), py::arg("in_place") = std::vector<std::pair<int, int>>{},
       "The buffers of the graph's one-device program, what a swap plan places: per buffer (id, name, role, tensor, "
       "op assembling it (regions; -1 otherwise), bytes).");
 
   py::class_<exec::SwapExecutable>(m, "SwapExecutable", "A graph run under a swap plan on one CPU device.")
       .def(py::init([](const graph::Graph& g, const swap::TimedPlan& plan, const std::vector<int>& buffer_of,
                        const std::vector<int>& op_of, int64_t capacity, const std::vector<int>& keep,
-                       const std::vector<py::object>& opaque, double timeout) {
+                       const std::vector<py::object>& opaque, double timeout,
+                       const std::vector<std::pair<int, int>>& in_place) {
              return std::make_unique<exec::SwapExecutable>(g, schedule_of(plan.plan, buffer_of, op_of), capacity, keep,
-                                                           opaque_calls(opaque), timeout);
+                                                           opaque_calls(opaque), timeout, in_place);
            }),
            py::arg("graph"), py::arg("plan"), py::arg("buffer_of"), py::arg("op_of"), py::arg("capacity") = 0,
            py::arg("keep") = std::vector<int>{}, py::arg("opaque") = std::vector<py::object>{},
-           py::arg("timeout") = 300.0, py::keep_alive<1, 2>())
+           py::arg("timeout") = 300.0, py::arg("in_place") = std::vector<std::pair<int, int>>{},
+           py::keep_alive<1, 2>())
       .def("set_tensor",
            [](exec::SwapExecutable& e, int tensor, const py::array& a) {
              py::array in = bindings::tensor_input(e.graph(), tensor, a);

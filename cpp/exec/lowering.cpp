@@ -13,23 +13,65 @@ namespace tilewise::exec {
 
 namespace {
 
-void buffer_lifetimes(const graph::Graph& g, const std::vector<int>& keep, Lowered& low) {
+// `in_place`: (tensor, the computed tensor whose storage it takes), checked by check_in_place.
+void buffer_lifetimes(const graph::Graph& g, const std::vector<int>& keep,
+                      const std::vector<std::pair<int, int>>& in_place, Lowered& low) {
   const int nt = static_cast<int>(g.tensors().size());
+  std::vector<int> into(nt, -1);
+  for (const auto& [t, total] : in_place) into[t] = total;
   low.storage_of.resize(nt);
   low.last_use.assign(nt, -1);
   for (const auto& t : g.tensors()) {
     int s = t.id;
-    while (g.tensor(s).updates >= 0) s = g.tensor(s).updates;  // in place of the tensor it updates
+    for (;;) {  // in place of the tensor it updates, or of the running total it adds to
+      if (g.tensor(s).updates >= 0) s = g.tensor(s).updates;
+      else if (into[s] >= 0) s = into[s];
+      else break;
+    }
     low.storage_of[t.id] = s;
     if (s != t.id)
       for (int d = 0; d < low.devices; ++d)
         TW_ASSERT(low.tiles[t.id][d].dims == low.tiles[s][d].dims, "an update shares its tensor's tiles");
-    if (t.producer < 0 || s != t.id) continue;
-    int last = t.producer;
-    for (int c : t.consumers) last = std::max(last, c);
-    bool kept = t.consumers.empty() || std::find(keep.begin(), keep.end(), t.id) != keep.end();
-    if (kept) low.kept.push_back(t.id);
-    else low.last_use[t.id] = last;
+  }
+  // A computed storage lives from its producer to the last reader of any tensor stored in it, and
+  // is kept after the step when one of them is a result (read by no op) or asked for.
+  std::vector<int> last(nt, -1);
+  std::vector<char> kept(nt, 0);
+  for (const auto& t : g.tensors()) {
+    const int s = low.storage_of[t.id];
+    if (g.tensor(s).producer < 0) continue;  // a parameter, state or input (or an update of one)
+    last[s] = std::max(last[s], t.producer);
+    for (int c : t.consumers) last[s] = std::max(last[s], c);
+    if (t.consumers.empty() || std::find(keep.begin(), keep.end(), t.id) != keep.end()) kept[s] = 1;
+  }
+  for (int s = 0; s < nt; ++s) {
+    if (low.storage_of[s] != s || g.tensor(s).producer < 0) continue;
+    if (kept[s]) low.kept.push_back(s);
+    else low.last_use[s] = last[s];
+  }
+}
+
+// In-place sums must be safe to run in place: the tensor is computed by an op that reads `total`
+// at exactly its output index (an element-wise add), `total` is computed, read by that op alone,
+// of the tensor's shape and dtype, and not itself stored elsewhere twice.
+void check_in_place(const graph::Graph& g, const std::vector<std::pair<int, int>>& in_place) {
+  const int nt = static_cast<int>(g.tensors().size());
+  std::vector<char> taken(nt, 0);
+  for (const auto& [t, total] : in_place) {
+    if (t < 0 || t >= nt || total < 0 || total >= nt)
+      throw ExecError("in-place sum (" + std::to_string(t) + ", " + std::to_string(total) + "): tensor id out of range");
+    const auto &out = g.tensor(t), &into = g.tensor(total);
+    const std::string what = "'" + out.name + "' cannot be stored in place of '" + into.name + "': ";
+    if (out.producer < 0 || into.producer < 0) throw ExecError(what + "both must be computed by an op");
+    if (out.shape != into.shape || out.dtype != into.dtype) throw ExecError(what + "shapes or dtypes differ");
+    if (into.consumers.size() != 1 || into.consumers[0] != out.producer)
+      throw ExecError(what + "'" + into.name + "' must be read by '" + g.op(out.producer).name + "' alone");
+    const auto& op = g.op(out.producer);
+    const auto aligned = tdl::aligned_inputs(*op.desc);
+    bool reads_aligned = false;
+    for (size_t j = 0; j < op.inputs.size(); ++j) reads_aligned = reads_aligned || (op.inputs[j] == total && aligned[j]);
+    if (!reads_aligned) throw ExecError(what + "'" + op.name + "' does not read it at exactly its output index");
+    if (taken[total]++) throw ExecError(what + "another tensor is already stored there");
   }
 }
 
@@ -334,9 +376,11 @@ std::pair<std::vector<int64_t>, std::vector<int64_t>> predicted_traffic(const gr
   return {sent, received};
 }
 
-Lowered lower(const graph::Graph& g, const cost::Placement& plan, const std::vector<int>& keep) {
+Lowered lower(const graph::Graph& g, const cost::Placement& plan, const std::vector<int>& keep,
+              const std::vector<std::pair<int, int>>& in_place) {
   std::string misfit = cost::placement_misfit(g, plan);
   if (!misfit.empty()) throw ExecError(misfit);
+  check_in_place(g, in_place);
   Lowered low;
   low.parts = plan.parts;
   const int steps = static_cast<int>(plan.parts.size());
@@ -344,7 +388,7 @@ Lowered lower(const graph::Graph& g, const cost::Placement& plan, const std::vec
   const int n = low.devices;
   const auto& a = plan.assignment;
   for (const auto& t : g.tensors()) low.tiles.push_back(cost::device_tiles(t.shape, a.tilings[t.id], plan.parts, steps));
-  buffer_lifetimes(g, keep, low);
+  buffer_lifetimes(g, keep, in_place, low);
   ProgramBuilder programs(g, low);
 
   for (const auto& node : g.ops()) {

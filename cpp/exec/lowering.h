@@ -68,8 +68,12 @@ struct Lowered {
 };
 
 /// Lowers `plan` for `g`. Throws ExecError when the plan does not fit the graph.
-/// `keep`: tensors to hold after a step (besides the results no op reads).
-Lowered lower(const graph::Graph& g, const cost::Placement& plan, const std::vector<int>& keep = {});
+/// `keep`: tensors to hold after a step (besides the results no op reads). `in_place`: (tensor,
+/// total) pairs, each tensor computed in the storage of `total`, a computed tensor its op reads at
+/// exactly its output index and nothing else reads (gradient sums written into their running total,
+/// swapped execution's plans with in-place sums); ExecError otherwise.
+Lowered lower(const graph::Graph& g, const cost::Placement& plan, const std::vector<int>& keep = {},
+              const std::vector<std::pair<int, int>>& in_place = {});
 
 /// The bytes each device sends and receives in a step under `plan` (the plan's prediction per
 /// device), from the transfer enumeration of cost/transfers.h, independently of the programs:

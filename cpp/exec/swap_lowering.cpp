@@ -11,12 +11,13 @@
 
 namespace tilewise::exec {
 
-Lowered one_device_base(const graph::Graph& g, const std::vector<int>& keep) {
+Lowered one_device_base(const graph::Graph& g, const std::vector<int>& keep,
+                        const std::vector<std::pair<int, int>>& in_place) {
   cost::Placement one;
   one.devices = 1;
   one.assignment.tilings.assign(g.tensors().size(), cost::Tiling{});
   one.assignment.splits.assign(g.ops().size(), cost::OpSplit{});
-  return lower(g, one, keep);
+  return lower(g, one, keep, in_place);
 }
 
 namespace {
@@ -86,9 +87,10 @@ void check_runnable(const Program& p) {
 
 }  // namespace
 
-SwappedLowered lower_swapped(const graph::Graph& g, const SwapSchedule& s, const std::vector<int>& keep) {
+SwappedLowered lower_swapped(const graph::Graph& g, const SwapSchedule& s, const std::vector<int>& keep,
+                             const std::vector<std::pair<int, int>>& in_place) {
   SwappedLowered out;
-  out.low = one_device_base(g, keep);
+  out.low = one_device_base(g, keep, in_place);
   out.schedule = s;
   const Program& base = out.low.programs[0];
   const int nb = static_cast<int>(base.buffers.size());

@@ -55,7 +55,10 @@ struct SwapSchedule {
 };
 
 /// The one-device lowering a swap plan refers to (its program's buffers are the plan's tensors).
-Lowered one_device_base(const graph::Graph& g, const std::vector<int>& keep);
+/// `in_place`: gradient sums stored in their running total (lower's `in_place`), for plans made
+/// with in-place sums.
+Lowered one_device_base(const graph::Graph& g, const std::vector<int>& keep,
+                        const std::vector<std::pair<int, int>>& in_place = {});
 
 /// Where a buffer's data is between steps: an object of the pool (`object` >= 0) or the host store.
 struct SwapHome {
@@ -79,6 +82,7 @@ struct SwappedLowered {
 /// copied out after its update nor kept (a single-pass plan), control edges that cannot all be met
 /// (a cycle), a base program
 /// with buffers the pool cannot hold (partials of a reduction: never on one device).
-SwappedLowered lower_swapped(const graph::Graph& g, const SwapSchedule& s, const std::vector<int>& keep = {});
+SwappedLowered lower_swapped(const graph::Graph& g, const SwapSchedule& s, const std::vector<int>& keep = {},
+                             const std::vector<std::pair<int, int>>& in_place = {});
 
 }  // namespace tilewise::exec

@@ -24,8 +24,8 @@ double since(std::chrono::steady_clock::time_point a, std::chrono::steady_clock:
 
 SwapExecutable::SwapExecutable(const graph::Graph& g, const SwapSchedule& s, int64_t capacity,
                                const std::vector<int>& keep, std::vector<tdl::OpaqueCall> opaque,
-                               double timeout_seconds)
-    : g_(g), low_(lower_swapped(g, s, keep)), opaque_(std::move(opaque)), timeout_(timeout_seconds) {
+                               double timeout_seconds, const std::vector<std::pair<int, int>>& in_place)
+    : g_(g), low_(lower_swapped(g, s, keep, in_place)), opaque_(std::move(opaque)), timeout_(timeout_seconds) {
   opaque_.resize(g.ops().size());
   check_dtypes(g);
   for (const auto& op : g.ops())

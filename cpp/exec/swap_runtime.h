@@ -33,8 +33,10 @@ class SwapExecutable {
   /// Lowers `s` for `g` (lower_swapped: ExecError when it does not fit) and allocates the pool;
   /// throws OutOfMemory when the pool exceeds `capacity` (0 = unlimited). `keep`, `opaque`,
   /// `timeout_seconds`: as Executable's (a stream waiting longer for an event raises ExecError).
+  /// `in_place`: gradient sums stored in their running total (plans made with in-place sums).
   SwapExecutable(const graph::Graph& g, const SwapSchedule& s, int64_t capacity, const std::vector<int>& keep = {},
-                 std::vector<tdl::OpaqueCall> opaque = {}, double timeout_seconds = 300);
+                 std::vector<tdl::OpaqueCall> opaque = {}, double timeout_seconds = 300,
+                 const std::vector<std::pair<int, int>>& in_place = {});
   ~SwapExecutable();
   SwapExecutable(const SwapExecutable&) = delete;
   SwapExecutable& operator=(const SwapExecutable&) = delete;

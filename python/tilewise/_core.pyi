@@ -414,6 +414,7 @@ class Executable:
         keep: Sequence[int] = (),
         opaque: Sequence[Callable[[int, list[np.ndarray]], np.ndarray] | None] = (),
         timeout: float = 300.0,
+        in_place: Sequence[tuple[int, int]] = (),
     ) -> None: ...
     def set_tensor(self, tensor: int, array: np.ndarray) -> None: ...
     def get_tensor(self, tensor: int, shape: Sequence[int]) -> np.ndarray: ...
@@ -646,7 +647,9 @@ def swap_search(problem: SwapProblem, random: bool, mode: str, population: int, 
 
 # ----- swapped execution (cpp/exec/swap_lowering.h, swap_runtime.h) -----
 
-def swap_buffers(graph: Graph, keep: Sequence[int]) -> list[tuple[int, str, str, int, int, int]]: ...
+def swap_buffers(
+    graph: Graph, keep: Sequence[int], in_place: Sequence[tuple[int, int]] = ()
+) -> list[tuple[int, str, str, int, int, int]]: ...
 
 class SwapExecutable:
     def __init__(

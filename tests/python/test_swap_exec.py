@@ -14,7 +14,8 @@ import pytest
 import tilewise as tw
 from tilewise.graph.feeds import example_feeds
 from tilewise.plan.plan import Plan
-from tilewise.plan.swapping import swap_problem
+from tilewise import _core
+from tilewise.plan.swapping import in_place_sums, swap_problem
 
 MODELS = {
     "mlp": lambda: tw.models.mlp(layers=3, hidden=256, batch=32),
@@ -192,3 +193,52 @@ def test_compile_takes_the_search_result_of_swap_plan():
     feeds = example_feeds(graph, 0)
     assert np.array_equal(exe.step(feeds)["loss"], ref.step(feeds)["loss"])
     assert "SwapExecutable" in repr(exe) and "pool" in repr(exe.stats)
+
+
+def test_gradient_sums_in_place_train_bitwise_in_less_memory():
+    """A plan made with in-place sums (swap_problem(accumulate_in_place=True)) runs: each running
+    sum's add writes into its total's buffer; training equals unswapped training bitwise (same adds in
+    the same order), in a pool below the least memory of the plan without in-place sums."""
+    from tilewise.graph.autodiff import gradient_accumulation
+
+    with gradient_accumulation("running"):
+        graph = tw.models.rnn(layers=1, hidden=64, steps=4, batch=8, in_features=32)
+    fresh = swap_problem(graph, "swapadvisor", device_memory=10**12)
+    folded = swap_problem(graph, "swapadvisor", device_memory=10**12, accumulate_in_place=True)
+    memory = folded.least_memory
+    assert memory < fresh.least_memory
+    plan = swap_problem(graph, "swapadvisor", device_memory=memory, accumulate_in_place=True).plan()
+    assert plan.swap_ins and plan.swap_outs
+    exe = tw.compile(graph, plan).initialize(0)
+    ref = unswapped(graph)
+    for step in range(STEPS):
+        feeds = example_feeds(graph, step)
+        a, b = exe.step(feeds), ref.step(feeds)
+        assert all(np.array_equal(a[k], b[k]) for k in b), f"step {step}"
+    assert all(np.array_equal(exe.parameters()[k], v) for k, v in ref.parameters().items())
+    stats = exe.stats
+    assert stats.memory_bytes <= memory and stats.pool_peak_bytes <= stats.memory_bytes
+    assert stats.swapped_bytes == stats.planned_swapped_bytes
+    # The program computes each sum in its total's tile: no buffer is named after a sum.
+    buffers = {name for _, name, *_ in _core.swap_buffers(graph._g, [t.id for t in graph.results().values()],
+                                                          exe._core_in_place)}
+    assert not any(name in buffers for name in in_place_sums(graph))
+    assert any(total in buffers for total in in_place_sums(graph).values())
+
+
+def test_in_place_storage_is_checked_by_the_lowering():
+    """The lowering refuses storage in place that could read a value already overwritten."""
+    graph = tw.models.mlp(layers=2, hidden=16, batch=4, train=False)
+    keep = [t.id for t in graph.results().values()]
+    relu = next(op for op in graph.ops if op.type == "relu")
+    second = next(op for op in graph.ops if op.type == "linear" and op.inputs[0].id == relu.output.id)
+    with pytest.raises(tw.ExecError, match="both must be computed"):
+        _core.swap_buffers(graph._g, keep, [(relu.output.id, graph.tensor("x").id)])
+    with pytest.raises(tw.ExecError, match="does not read it at exactly its output index"):  # a GEMM
+        _core.swap_buffers(graph._g, keep, [(second.output.id, relu.output.id)])
+    with pytest.raises(tw.ExecError, match="out of range"):
+        _core.swap_buffers(graph._g, keep, [(10**6, 0)])
+    trained = tw.models.mlp(layers=2, hidden=16, batch=4)
+    relu = next(op for op in trained.ops if op.type == "relu")
+    with pytest.raises(tw.ExecError, match="alone"):  # the backward pass reads the linear's output too
+        _core.swap_buffers(trained._g, [], [(relu.output.id, relu.inputs[0].id)])

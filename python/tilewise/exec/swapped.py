@@ -17,7 +17,7 @@ from .. import _core
 from .._core import ExecError
 from .._util import fmt_bytes
 from ..graph.graph import Graph
-from ..plan.swapping import problem_buffers
+from ..plan.swapping import in_place_sums, problem_buffers
 from ..swap import SearchResult, SwapPlan
 from .executable import Executable
 
@@ -98,8 +98,12 @@ class SwapExecutable(Executable):
         problem = plan._problem
         self.capacity = int(problem.capacity if capacity is None else capacity)
         self._results = graph.results()
-        buffers, _ = problem_buffers(graph)
-        sizes = dict(_core_buffer_bytes(graph))
+        # A plan made with in-place sums (swap_problem(accumulate_in_place=True)) names each running
+        # total once: the sums stored in it are computed in its buffer.
+        in_place = [(out, graph.tensors[out].producer.inputs[0].id) for out in _in_place_sums(graph, problem)]
+        self._core_in_place = in_place
+        buffers, _ = problem_buffers(graph, in_place)
+        sizes = dict(_core_buffer_bytes(graph, in_place))
         buffer_of = []
         for name in problem._tensor_names:
             if name not in buffers:
@@ -109,11 +113,12 @@ class SwapExecutable(Executable):
                 raise ExecError(f"swap plan: tensor '{name}' has {problem._tensors[name][0]} bytes in the plan but "
                                 f"{sizes[buffers[name]]} in graph '{graph.name}' (a plan of another graph?)")
             buffer_of.append(buffers[name])
-        unplaced = [t.name for t in graph.tensors if t.updates is None and t.name not in problem._tensor_index]
+        summed = {out for out, _ in in_place}
+        unplaced = [t.name for t in graph.tensors
+                    if t.updates is None and t.name not in problem._tensor_index and t.id not in summed]
         if unplaced:
             raise ExecError(f"swap plan: tensor '{unplaced[0]}' of graph '{graph.name}' is not a tensor of the plan "
-                            "(a plan that sums gradients in place, swap_problem(accumulate_in_place=True)? the "
-                            "swapped runtime writes every sum to its own buffer: plan with accumulate_in_place=False)")
+                            "(a plan of another graph?)")
         op_ids = {op.name: op.id for op in graph.ops}
         missing = [name for name in problem._op_names if name not in op_ids]
         if missing:
@@ -122,7 +127,7 @@ class SwapExecutable(Executable):
         op_of = [op_ids[name] for name in problem._op_names]
         self._core = _core.SwapExecutable(graph._g, plan._core, buffer_of, op_of, self.capacity,
                                           [t.id for t in self._results.values()], self._opaque_calls(),
-                                          float(timeout))
+                                          float(timeout), in_place)
         self._core.set_profile(bool(profile))
         self.profile = bool(profile)
         self._fed: set[str] = set()
@@ -155,10 +160,16 @@ class SwapExecutable(Executable):
                 f"{fmt_bytes(self._core.memory_bytes)} of {fmt_bytes(self.capacity)}>")
 
 
-def _core_buffer_bytes(graph: Graph):
+def _core_buffer_bytes(graph: Graph, in_place=()):
     """(buffer id, bytes) of the graph's one-device program."""
     keep = [t.id for t in graph.results().values()]
-    return [(b, nbytes) for b, _, _, _, _, nbytes in _core.swap_buffers(graph._g, keep)]
+    return [(b, nbytes) for b, _, _, _, _, nbytes in _core.swap_buffers(graph._g, keep, list(in_place))]
+
+
+def _in_place_sums(graph: Graph, problem) -> list[int]:
+    """Ids of the gradient sums a plan stores in their running total: those of ``in_place_sums``
+    the problem does not name (a plan made without in-place sums names every one)."""
+    return [graph.tensor(out).id for out in in_place_sums(graph) if out not in problem._tensor_index]
 
 
 def compile_swapped(graph: Graph, plan, *, memory: int | None = None, profile: bool = False,

@@ -14,7 +14,8 @@ graph).predict(cluster)``), so the search prices ops exactly as every other pred
 gradient sum ``add(total, part)`` whose ``total`` nothing else reads writes its result into
 ``total``'s memory (an in-place update of that activation in the problem), so a running sum
 (``accumulate="running"``) holds the total and one part, not the old total, the part and a new total.
-Swapped execution does not run such plans yet (its adds write a fresh buffer): the default is False.
+Swapped execution runs such plans (each sum computed in its total's buffer); the default stays False
+(the graphs' own accumulation, as the runtime without swapping runs it).
 """
 
 from __future__ import annotations
@@ -26,15 +27,16 @@ from ..swap import Problem
 from .plan import Plan
 
 
-def problem_buffers(graph: Graph) -> tuple[dict[str, int], dict[int, list[tuple[str, int]]]]:
+def problem_buffers(graph: Graph, in_place=()) -> tuple[dict[str, int], dict[int, list[tuple[str, int]]]]:
     """How a graph's one-device program maps onto a swap problem: (problem tensor name -> buffer id of
     the program, op id -> [(region name, bytes)] for the regions its op assembles). Tile buffers are
     named after the tensors they store; regions "<tensor>@<op>" ("#2"... when an op reads one tensor
-    twice in different regions)."""
+    twice in different regions). ``in_place``: (sum, total) tensor ids stored in place (no buffer of
+    their own)."""
     keep = [t.id for t in graph.results().values()]
     buffers: dict[str, int] = {}
     regions: dict[int, list[tuple[str, int]]] = {}
-    for buffer, name, role, _tensor, op, nbytes in _core.swap_buffers(graph._g, keep):
+    for buffer, name, role, _tensor, op, nbytes in _core.swap_buffers(graph._g, keep, list(in_place)):
         if role == "region":
             unique, k = name, 1
             while unique in buffers:
@@ -69,7 +71,7 @@ def swap_problem(graph: Graph, cluster="swapadvisor", device_memory: int | None 
     """The swap problem of one training step of ``graph`` on one device of ``cluster`` (a preset name
     or ``tw.Cluster``; default SwapAdvisor's V100 with its 12/20 GB/s host link) with
     ``device_memory`` bytes (default: the cluster device's memory). ``accumulate_in_place``: gradient
-    sums write into their running total (``in_place_sums``; plans the swapped runtime cannot run yet)."""
+    sums write into their running total (``in_place_sums``; the swapped runtime computes them there)."""
     if not isinstance(graph, Graph):
         raise TypeError(f"swap_problem takes a tw.Graph, not {type(graph).__name__}")
     c = resolve_cluster(cluster, 1)
