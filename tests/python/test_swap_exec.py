@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 import tilewise as tw
+from tilewise import _core
 from tilewise.graph.feeds import example_feeds
 from tilewise.plan.plan import Plan
-from tilewise import _core
 from tilewise.plan.swapping import in_place_sums, swap_problem
 
 MODELS = {
