@@ -5,8 +5,8 @@ and NasNet-25 (64) on one V100 with 16 GiB and SwapAdvisor's PCIe link (the ``sw
 preset: 12 GB/s one way, 20 GB/s both ways). Graphs are the zoo's training graphs built with
 ``accumulate="running"`` (gradient parts added as they arrive, as MXNet does past 8 parts: an RNN's
 weight gradient summed over 20 steps at once would hold 20 one-GiB parts), each add summing into its
-total in place as MXNet's cells do (``swap_problem(accumulate_in_place=True)``: a plan the swapped
-runtime cannot run yet). Op seconds come from the
+total in place as MXNet's cells do (``swap_problem(accumulate_in_place=True)``; the swapped runtime
+computes each sum in its total's buffer). Op seconds come from the
 time model's V100 profile (``Plan.one_device(graph).predict(cluster)``), not from a GPU: the
 fractions are what the simulator predicts, the paper's are measured.
 
