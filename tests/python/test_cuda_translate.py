@@ -38,7 +38,8 @@ def cuda():
 def test_translated_calls_match_the_cpu_kernels(cuda, name, devices):
     g = _model(name)
     plan = tw.partition(g, devices=devices)
-    rows = cuda.host_check(g._g, plan._core, seed=7, max_elements=1 << 16)
+    # The reference is plain loops: the Wide ResNet's large convolutions are skipped (its small ones checked).
+    rows = cuda.host_check(g._g, plan._core, seed=7, max_elements=1 << (14 if name == "wrn" else 16))
     checked = [r for r in rows if r["checked"]]
     assert checked, "no call was checked"
     bad = [(r["op"], r["kernel"], r["max_error"]) for r in checked if not r["max_error"] <= TOLERANCE]
@@ -46,6 +47,9 @@ def test_translated_calls_match_the_cpu_kernels(cuda, name, devices):
     # Every GEMM of the model is translated and checked (the parameter derivation is what breaks).
     gemms = [r for r in rows if r["library"] == "cublas"]
     assert gemms and all(r["checked"] or r["note"].startswith("skipped") for r in gemms)
+    if name == "wrn":  # convolutions of every kind checked through the cuDNN reference
+        assert {r["kernel"] for r in checked if r["library"] == "cudnn"} == {
+            "conv2d", "conv2d_backward_data", "conv2d_backward_filter"}
 
 
 def test_coverage_of_the_zoo(cuda):
