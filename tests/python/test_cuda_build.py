@@ -88,16 +88,23 @@ def test_device_calls_raise_cuda_error_not_crash():
 
 
 @needs_cuda
-def test_compile_for_cuda_names_the_reason():
+def test_compile_for_cuda_translates_then_fails_at_the_first_device_call():
     from tilewise import _cuda
 
-    g, plan = _small()
+    g = tw.models.mlp(layers=2, hidden=16, batch=8, train=False)  # linear, relu: all translate
+    plan = tw.partition(g, devices=1)
     if _cuda.device_count()[0] == 0:
-        with pytest.raises(tw.CudaError, match="no CUDA device is visible.*cudaError"):
+        with pytest.raises(tw.CudaError, match="cudaSetDevice.*cudaError") as e:
             tw.compile(g, plan, backend="cuda")
-    else:
-        with pytest.raises(tw.CudaError, match="does not execute programs yet|CUDA device"):
-            tw.compile(g, plan, backend="cuda")
+        assert e.value.name.startswith("cudaError")
+
+
+@needs_cuda
+def test_compile_for_cuda_names_the_ops_without_a_cuda_kernel():
+    g = tw.models.mlp(layers=2, hidden=16, batch=8)  # its MSE loss has no CUDA kernel yet
+    with pytest.raises(tw.CudaError, match="mse_loss") as e:
+        tw.compile(g, tw.partition(g, devices=1), backend="cuda")
+    assert e.value.name == "Untranslatable" and "mse_loss" in e.value.ops
 
 
 @needs_cuda

@@ -2,6 +2,7 @@
 // when CMake finds nvcc and the cuBLAS/cuDNN/NCCL wheels, so that `import tilewise` never loads
 // them. Errors are raised as _core's exception types (tw.CudaError, tw.ExecError, tw.OutOfMemory).
 // Conversion only.
+#include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -9,14 +10,21 @@
 #include "exec/arena.h"
 #include "exec/cuda/device.h"
 #include "exec/cuda/device_arena.h"
+#include "exec/cuda/executor.h"
+#include "exec/cuda/host_check.h"
+#include "exec/cuda/kernel_select.h"
+#include "exec/cuda/launch_plan.h"
 #include "exec/errors.h"
+#include "exec/lowering.h"
+#include "partition/plan.h"
 
 namespace py = pybind11;
 using namespace tilewise;
 namespace cuda = tilewise::exec::cuda;
 
 PYBIND11_MODULE(_cuda, m) {
-  m.doc() = "The CUDA backend of tilewise, host side: versions, devices, device arenas (cpp/exec/cuda).";
+  m.doc() = "The CUDA backend of tilewise (cpp/exec/cuda): versions, devices, device arenas, program translation, "
+          "host checks of the translated kernels, the executor.";
   py::module_ core = py::module_::import("tilewise._core");
   static py::object exec_error = core.attr("ExecError");
   static py::object cuda_error = core.attr("CudaError");
@@ -24,6 +32,12 @@ PYBIND11_MODULE(_cuda, m) {
   py::register_local_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
+    } catch (const cuda::Untranslatable& e) {
+      py::object err = cuda_error(e.what());
+      err.attr("call") = "translate";
+      err.attr("name") = "Untranslatable";
+      err.attr("ops") = e.ops;
+      PyErr_SetObject(cuda_error.ptr(), err.ptr());
     } catch (const exec::CudaError& e) {
       py::object err = cuda_error(e.what());
       err.attr("call") = e.call;
@@ -82,4 +96,89 @@ PYBIND11_MODULE(_cuda, m) {
       .def_property_readonly("device", &cuda::DeviceArena::device)
       .def_property_readonly("block_bytes", [](const cuda::DeviceArena& a) { return a.plan().block_bytes; })
       .def_property_readonly("offsets", [](const cuda::DeviceArena& a) { return a.plan().offsets; });
+
+  m.def(
+      "kernels", [] { return cuda::cuda_kernels(); },
+      "(kernel, library) for every native kernel the CUDA backend translates: cublas, cudnn or kernel (its own).");
+  m.def(
+      "coverage",
+      [](const graph::Graph& g, const partition::Plan& plan, const std::vector<int>& keep) {
+        const exec::Lowered low = exec::lower(g, plan, keep);
+        py::list out;
+        for (const auto& r : cuda::coverage(g, low))
+          out.append(py::dict(py::arg("op") = r.name, py::arg("type") = r.type, py::arg("kernel") = r.kernel,
+                              py::arg("library") = r.library, py::arg("why_not") = r.why_not));
+        return out;
+      },
+      py::arg("graph"), py::arg("plan"), py::arg("keep") = std::vector<int>{},
+      "Per op computed under the plan: its kernel, the CUDA library chosen ('' when none) and why not.");
+  m.def(
+      "host_check",
+      [](const graph::Graph& g, const partition::Plan& plan, uint64_t seed, int64_t max_elements) {
+        exec::Lowered low;
+        std::vector<cuda::CheckRow> rows;
+        {
+          py::gil_scoped_release release;
+          low = exec::lower(g, plan, {});
+          rows = cuda::host_check(g, low, seed, max_elements);
+        }
+        py::list out;
+        for (const auto& r : rows)
+          out.append(py::dict(py::arg("op") = r.name, py::arg("device") = r.device, py::arg("kernel") = r.kernel,
+                              py::arg("library") = r.library, py::arg("elements") = r.elements,
+                              py::arg("max_error") = r.max_error, py::arg("checked") = r.checked,
+                              py::arg("note") = r.note));
+        return out;
+      },
+      py::arg("graph"), py::arg("plan"), py::arg("seed") = 0, py::arg("max_elements") = 1 << 20,
+      "Per (op, device): the CUDA steps run on the host (cuBLAS/cuDNN semantics, the device functors) against "
+      "the CPU kernel on seeded random inputs; max_error relative to the block's largest value.");
+  m.def(
+      "translate",
+      [](const graph::Graph& g, const partition::Plan& plan, int device, const std::vector<int>& keep) {
+        const exec::Lowered low = exec::lower(g, plan, keep);
+        const cuda::LaunchPlan p = cuda::translate(g, low, device);
+        py::list launches;
+        py::list gemms;
+        for (size_t i = 0; i < p.launches.size(); ++i) {
+          const auto& l = p.launches[i];
+          launches.append(py::make_tuple(exec::kind_name(l.kind), l.stream, l.op >= 0 ? g.op(l.op).name : "",
+                                         l.library, l.steps.size()));
+          for (const auto& s : l.steps)
+            if (s.kind == cuda::Step::kGemm) {
+              const auto& c = s.gemm;
+              gemms.append(py::dict(py::arg("op") = g.op(l.op).name, py::arg("transa") = c.transa,
+                                    py::arg("transb") = c.transb, py::arg("m") = c.m, py::arg("n") = c.n,
+                                    py::arg("k") = c.k, py::arg("lda") = c.lda, py::arg("ldb") = c.ldb,
+                                    py::arg("ldc") = c.ldc, py::arg("batch") = c.batch, py::arg("beta") = c.beta));
+            }
+        }
+        return py::dict(py::arg("block_bytes") = p.block_bytes, py::arg("resident_bytes") = p.resident_bytes,
+                        py::arg("offsets") = p.offset, py::arg("events") = p.events, py::arg("launches") = launches,
+                        py::arg("gemms") = gemms);
+      },
+      py::arg("graph"), py::arg("plan"), py::arg("device") = 0, py::arg("keep") = std::vector<int>{},
+      "The launch plan of one device's program (host only): arena offsets, per instruction (kind, stream, op, "
+      "library, steps), the cuBLAS calls. tw.CudaError (name 'Untranslatable') naming ops without a CUDA kernel.");
+
+  py::class_<cuda::CudaExecutable>(m, "Executable", "A plan on GPUs (compiled; not run on a GPU yet).")
+      .def(py::init([](const graph::Graph& g, const partition::Plan& plan, int64_t capacity,
+                       const std::vector<int>& keep) {
+             return std::make_unique<cuda::CudaExecutable>(g, plan, capacity, keep);
+           }),
+           py::arg("graph"), py::arg("plan"), py::arg("capacity") = 0, py::arg("keep") = std::vector<int>{},
+           py::keep_alive<1, 2>())
+      .def("set_tensor",
+           [](cuda::CudaExecutable& e, int tensor, const py::array& a) {
+             py::array c = py::array::ensure(a, py::array::c_style);
+             e.set_tensor(tensor, c.data());
+           })
+      .def("get_tensor",
+           [](const cuda::CudaExecutable& e, int tensor, const std::vector<int64_t>& shape) {
+             py::array_t<float> out(shape);
+             e.read_tensor(tensor, out.mutable_data());
+             return out;
+           })
+      .def("step", &cuda::CudaExecutable::step, py::call_guard<py::gil_scoped_release>())
+      .def_property_readonly("devices", &cuda::CudaExecutable::devices);
 }

@@ -17,8 +17,8 @@ struct KernelPlan {
   long long extents[kMaxCopyDims], src_strides[kMaxCopyDims], dst_strides[kMaxCopyDims];
 };
 
-// CopyPlan::offsets, per thread (grid-stride loop).
-__global__ void copy_kernel(KernelPlan p, const float* __restrict__ src, float* __restrict__ dst) {
+// CopyPlan::offsets, per thread (grid-stride loop); `add`: dst += src (Combine) instead of dst = src.
+__global__ void copy_kernel(KernelPlan p, const float* __restrict__ src, float* __restrict__ dst, bool add) {
   for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < p.elements;
        i += static_cast<long long>(gridDim.x) * blockDim.x) {
     long long run = i / p.run_length, within = i % p.run_length;
@@ -29,13 +29,11 @@ __global__ void copy_kernel(KernelPlan p, const float* __restrict__ src, float* 
       s += idx * p.src_strides[k];
       d += idx * p.dst_strides[k];
     }
-    dst[d] = src[s];
+    dst[d] = add ? dst[d] + src[s] : src[s];
   }
 }
 
-}  // namespace
-
-void launch_copy(const CopyPlan& plan, const float* src, float* dst, void* stream) {
+void launch(const CopyPlan& plan, const float* src, float* dst, void* stream, bool add) {
   if (plan.extents.size() > static_cast<size_t>(kMaxCopyDims))
     throw ExecError("a box copy with " + std::to_string(plan.extents.size()) +
                     " outer dimensions; the CUDA copy kernel takes at most " + std::to_string(kMaxCopyDims));
@@ -50,8 +48,18 @@ void launch_copy(const CopyPlan& plan, const float* src, float* dst, void* strea
   constexpr int threads = 256;
   const long long blocks = (p.elements + threads - 1) / threads;
   const unsigned grid = static_cast<unsigned>(blocks < 65535 ? blocks : 65535);
-  copy_kernel<<<grid, threads, 0, static_cast<cudaStream_t>(stream)>>>(p, src, dst);
+  copy_kernel<<<grid, threads, 0, static_cast<cudaStream_t>(stream)>>>(p, src, dst, add);
   check(cudaGetLastError(), "copy_kernel<<<" + std::to_string(grid) + ", " + std::to_string(threads) + ">>>");
+}
+
+}  // namespace
+
+void launch_copy(const CopyPlan& plan, const float* src, float* dst, void* stream) {
+  launch(plan, src, dst, stream, false);
+}
+
+void launch_combine(const CopyPlan& plan, const float* src, float* dst, void* stream) {
+  launch(plan, src, dst, stream, true);
 }
 
 }  // namespace tilewise::exec::cuda

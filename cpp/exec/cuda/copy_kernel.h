@@ -1,6 +1,6 @@
 // The region-assembly kernel (Tofu §6 MultiFetch on a GPU): one launch copies a box between two
 // device buffers following an exec::CopyPlan (copy_plan.h), one thread per element. Compiled by
-// nvcc for CMAKE_CUDA_ARCHITECTURES (90); no executor calls it yet, and it has not run on a GPU:
+// nvcc for CMAKE_CUDA_ARCHITECTURES (90); the CUDA executor (executor.h) calls it; it has not run on a GPU:
 // its index arithmetic is CopyPlan::offsets, which the host tests check against box_copy.
 #pragma once
 #include "exec/copy_plan.h"
@@ -14,5 +14,9 @@ constexpr int kMaxCopyDims = 8;
 /// Throws ExecError for a plan with more than kMaxCopyDims outer dimensions, CudaError when the
 /// launch fails.
 void launch_copy(const CopyPlan& plan, const float* src, float* dst, void* stream);
+
+/// Enqueues dst[...] += src[...] per `plan` (a Combine instruction: partial sums received into the
+/// computed buffer), same geometry and errors as launch_copy.
+void launch_combine(const CopyPlan& plan, const float* src, float* dst, void* stream);
 
 }  // namespace tilewise::exec::cuda

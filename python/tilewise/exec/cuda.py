@@ -1,10 +1,11 @@
 """The CUDA backend, host side: ``tw.compile(graph, plan, backend="cuda")`` and ``tilewise info``.
 
 What exists today (docs/CUDA.md): the build (``TILEWISE_WITH_CUDA``, nvcc with the cuBLAS, cuDNN
-and NCCL wheels), the library versions, the devices visible, and device arenas laid out by the CPU
-arena's static planner. Programs do not run on a GPU yet: ``compile(..., backend="cuda")`` raises
-``tw.CudaError`` saying why (the module was not built, no device is visible, or the kernels are not
-written yet), never "available: cpu".
+and NCCL wheels), the library versions, the devices visible, device arenas laid out by the CPU
+arena's static planner, the translation of programs to cuBLAS/cuDNN calls and the backend's own
+kernels (checked on the host against the CPU kernels), and an executor that has never run on a GPU:
+``compile(..., backend="cuda")`` raises ``tw.CudaError`` naming the ops without a CUDA kernel, or
+the failing device call.
 
 ``tilewise._cuda`` is a separate extension, built only where CMake found CUDA, so ``import
 tilewise`` never loads libcublas, libcudnn or libnccl (cudart is linked statically into
@@ -16,6 +17,8 @@ from __future__ import annotations
 import importlib
 import importlib.util
 from typing import Any
+
+import numpy as np
 
 from .._core import CudaError
 
@@ -67,13 +70,39 @@ def require_device() -> int:
     return count
 
 
+def coverage(graph, plan) -> list[dict]:
+    """Per op the plan computes: its native kernel, the CUDA library chosen for it (``cublas``,
+    ``cudnn``, ``kernel``: the backend's own) or ``why_not`` (host only, no device needed)."""
+    return load().coverage(graph._g, plan._core)
+
+
+class CudaExecutable:
+    """A plan on one GPU (``tilewise._cuda.Executable``): tensors set and read by name, steps run on
+    the device. Compiled in CI, not run on a GPU yet (docs/CUDA.md)."""
+
+    def __init__(self, graph, plan, core):
+        self.graph, self.plan, self._core = graph, plan, core
+
+    def set(self, name: str, value) -> None:
+        t = self.graph.tensor(name)
+        dtype = {"float32": np.float32, "int64": np.int64, "int32": np.int32, "bool": np.bool_}[t.dtype]
+        self._core.set_tensor(t.id, np.ascontiguousarray(value, dtype=dtype).reshape(t.shape))
+
+    def get(self, name: str) -> np.ndarray:
+        t = self.graph.tensor(name)
+        return self._core.get_tensor(t.id, list(t.shape))
+
+    def step(self) -> None:
+        self._core.step()
+
+
 def compile_cuda(graph, plan, memory_per_device, *, profile: bool, timeout: float):
-    """``tw.compile(..., backend="cuda")``: raises ``tw.CudaError`` naming what is missing. The
-    executor (streams, kernels, swapping, NCCL) is not written yet; the checks come first so that
-    the message says the most basic reason (no module, then no device)."""
-    del graph, memory_per_device, profile, timeout
-    devices = require_device()
-    if plan.devices > devices:
-        raise CudaError(f"the plan is for {plan.devices} devices but {devices} CUDA device(s) are visible")
-    raise CudaError("the CUDA backend does not execute programs yet (issue 18: kernels, streams and NCCL are "
-                    "not written; docs/CUDA.md); use backend='cpu'")
+    """``tw.compile(..., backend="cuda")``. In order, each failure a ``tw.CudaError``: the module was
+    not built; an op has no CUDA kernel (translation, on the host: ``name`` "Untranslatable", the ops
+    in ``ops``); the first device call fails (no driver, no device). Plans over several GPUs (NCCL)
+    and swapped execution are not written: ``tw.ExecError`` after translation."""
+    del profile, timeout
+    cuda = load()
+    for d in range(plan.devices):
+        cuda.translate(graph._g, plan._core, d)
+    return CudaExecutable(graph, plan, cuda.Executable(graph._g, plan._core, memory_per_device or 0))

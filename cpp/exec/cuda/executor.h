@@ -1,0 +1,55 @@
+// The CUDA executor: runs the launch plans of launch_plan.h on GPUs — a device arena (one
+// cudaMalloc'd block laid out by exec::plan_block, resident tensors in their own cudaMalloc), a
+// compute stream and two copy streams with the program's events between them (SwapAdvisor's three),
+// a cuBLAS and a cuDNN handle per device, host<->device copies of feeds and parameters.
+//
+// Status: compiled in CI, never run on a GPU. Construction translates every program first (ops
+// without a CUDA kernel: Untranslatable, before any CUDA call), then makes the first device call
+// (cudaSetDevice), which fails with CudaError on a machine without a GPU. Not written yet: plans over
+// several GPUs (Send/Recv over NCCL) and swapped programs (pinned host memory, SwapIn/SwapOut on
+// the copy streams): both are refused with ExecError after translation.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "cost/placement.h"
+#include "exec/cuda/launch_plan.h"
+#include "exec/lowering.h"
+#include "graph/graph.h"
+
+namespace tilewise::exec::cuda {
+
+class CudaExecutable {
+ public:
+  /// Lowers `plan` for `g`, translates its programs and sets up the devices. capacity: bytes per
+  /// device for the arena block plus resident tensors (0 = unlimited; checked before cudaMalloc).
+  CudaExecutable(const graph::Graph& g, const cost::Placement& plan, int64_t capacity, const std::vector<int>& keep);
+  ~CudaExecutable();
+  CudaExecutable(const CudaExecutable&) = delete;
+  CudaExecutable& operator=(const CudaExecutable&) = delete;
+
+  /// Copies a full tensor (row-major, its dtype's bytes) from the host into its device buffer.
+  void set_tensor(int tensor, const void* data);
+  /// Copies a resident tensor, or one kept after the last step, to the host.
+  void read_tensor(int tensor, void* out) const;
+  /// One step: every launch of the plan on its stream, then a synchronisation.
+  void step();
+
+  int devices() const { return low_.devices; }
+  const LaunchPlan& launch_plan(int device) const { return plans_.at(static_cast<size_t>(device)); }
+  int steps() const { return steps_; }
+
+ private:
+  struct Device;
+  void run(Device& dev, const LaunchPlan& plan, const Program& prog);
+  int buffer_of(int tensor) const;
+
+  const graph::Graph& g_;
+  Lowered low_;
+  std::vector<LaunchPlan> plans_;
+  std::vector<std::unique_ptr<Device>> devices_;
+  int steps_ = 0;
+};
+
+}  // namespace tilewise::exec::cuda

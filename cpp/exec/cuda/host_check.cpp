@@ -1,0 +1,98 @@
+#include "exec/cuda/host_check.h"
+
+#include <cmath>
+#include <limits>
+#include <random>
+
+#include "exec/cuda/host_reference.h"
+#include "exec/cuda/kernel_select.h"
+#include "exec/kernel_call.h"
+
+namespace tilewise::exec::cuda {
+
+namespace {
+
+int64_t volume(const std::vector<kernels::Span>& box) {
+  int64_t v = 1;
+  for (const auto& s : box) v *= s.size();
+  return v;
+}
+
+// Work of the reference per output element (GEMM k, a convolution's window): bounds the loop.
+int64_t reference_work(const std::vector<Step>& steps) {
+  int64_t work = 0;
+  for (const Step& s : steps) {
+    if (s.kind == Step::kGemm) work += s.gemm.m * s.gemm.n * s.gemm.k * s.gemm.batch;
+    else if (s.kind == Step::kConv) work += s.conv.n * s.conv.k * s.conv.c * s.conv.r * s.conv.s * s.conv.p * s.conv.q;
+    else if (s.kind == Step::kReduce) work += s.reduce.outputs * s.reduce.folded;
+    else work += s.map.elements;
+  }
+  return work;
+}
+
+}  // namespace
+
+std::vector<CheckRow> host_check(const graph::Graph& g, const Lowered& low, uint64_t seed, int64_t max_elements) {
+  std::vector<CheckRow> rows;
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  for (const OpPlan& op : low.ops) {
+    for (int d = 0; d < low.devices; ++d) {
+      if (!op.devices[d].active) continue;
+      CheckRow row;
+      row.op = op.op, row.device = d, row.name = g.op(op.op).name;
+      kernels::TileCall call = kernel_call(g, op, d);
+      row.kernel = call.kernel;
+      const Selection sel = select_kernel(call);
+      row.library = sel.library;
+      if (!sel.ok()) {
+        row.note = sel.why_not;
+        rows.push_back(row);
+        continue;
+      }
+      int64_t out_n = 1;
+      for (int v : call.output_vars) out_n *= call.vars[v].size();
+      row.elements = out_n;
+      if (reference_work(sel.steps) > max_elements * 64) {
+        row.note = "skipped: larger than the check's budget";
+        rows.push_back(row);
+        continue;
+      }
+      std::vector<std::vector<float>> data(call.inputs.size());
+      for (size_t j = 0; j < call.inputs.size(); ++j) {
+        const auto& in = call.inputs[j];
+        const int64_t n = in.region.empty() ? 1 : volume(in.region);
+        data[j].resize(static_cast<size_t>(std::max<int64_t>(n, 0)));
+        for (float& x : data[j]) x = uniform(rng);
+        call.inputs[j].data = data[j].data();
+      }
+      std::vector<float> cpu(static_cast<size_t>(out_n)), gpu(static_cast<size_t>(out_n),
+                                                             std::numeric_limits<float>::quiet_NaN());
+      call.out = cpu.data();
+      call.scratch = nullptr, call.scratch_size = 0;
+      if (!kernels::run_native(call)) {
+        row.note = "the CPU kernel declined this call (the CPU runtime interprets it)";
+        rows.push_back(row);
+        continue;
+      }
+      call.out = gpu.data();
+      run_steps_on_host(sel.steps, call);
+      double scale = 0, err = 0;
+      for (float c : cpu)
+        if (std::isfinite(c)) scale = std::max(scale, static_cast<double>(std::fabs(c)));
+      for (int64_t i = 0; i < out_n; ++i) {
+        const float c = cpu[i], x = gpu[i];
+        if (std::isnan(c) && std::isnan(x)) continue;
+        if (c == x) continue;  // equal infinities
+        const double e = std::fabs(static_cast<double>(c) - x);
+        err = std::max(err, std::isnan(e) ? std::numeric_limits<double>::infinity() : e);
+      }
+      row.max_error = err / std::max(scale, 1e-30);
+      row.checked = true;
+      rows.push_back(row);
+    }
+  }
+  return rows;
+}
+
+}  // namespace tilewise::exec::cuda

@@ -1,0 +1,848 @@
+#include "exec/cuda/kernel_select.h"
+
+#include <algorithm>
+#include <climits>
+#include <functional>
+#include <map>
+#include <utility>
+
+namespace tilewise::exec::cuda {
+
+namespace {
+
+using kernels::DType;
+using kernels::Span;
+using kernels::TileCall;
+using kernels::TileIn;
+
+constexpr int kNone = -1;         // a GEMM dimension no variable plays (size 1)
+constexpr int kMaxGemmCalls = 4096;  // calls one instruction may issue (loops enumerated on the host)
+
+// ---- attributes -----------------------------------------------------------------------------
+
+struct Attr {
+  const kernels::OpAttrs& a;
+  bool ok = true;
+  double num(const char* key, double fallback) {
+    const auto* v = a.find(key);
+    if (!v) return fallback;
+    if (!v->numeric || v->list || v->nums.size() != 1) ok = false;
+    return ok ? v->nums[0] : fallback;
+  }
+  long long integer(const char* key, long long fallback) {
+    const double x = num(key, static_cast<double>(fallback));
+    if (x != static_cast<double>(static_cast<long long>(x))) ok = false;
+    return static_cast<long long>(x);
+  }
+  std::vector<long long> ints(const char* key) {
+    std::vector<long long> out;
+    const auto* v = a.find(key);
+    if (!v) return out;
+    if (!v->numeric || v->inner != 0) ok = false;
+    for (double x : v->nums) out.push_back(static_cast<long long>(x));
+    return out;
+  }
+};
+
+// ---- geometry of the call's buffers --------------------------------------------------------
+
+std::vector<long long> region_strides(const TileIn& in) {
+  std::vector<long long> s(in.region.size(), 1);
+  for (int d = static_cast<int>(in.region.size()) - 2; d >= 0; --d) s[d] = s[d + 1] * in.region[d + 1].size();
+  return s;
+}
+
+// Row-major strides of the output block per variable (0 for variables not in the output).
+std::vector<long long> output_strides(const TileCall& call) {
+  std::vector<long long> s(call.vars.size(), 0);
+  long long step = 1;
+  for (int p = static_cast<int>(call.output_vars.size()) - 1; p >= 0; --p) {
+    s[call.output_vars[p]] = step;
+    step *= call.vars[call.output_vars[p]].size();
+  }
+  return s;
+}
+
+long long output_size(const TileCall& call) {
+  long long n = 1;
+  for (int v : call.output_vars) n *= call.vars[v].size();
+  return n;
+}
+
+bool outputs_are(const TileCall& call, std::vector<int> vars) { return call.output_vars == vars; }
+
+bool outputs_first(const TileCall& call, int r) {
+  if (static_cast<int>(call.output_vars.size()) != r) return false;
+  for (int t = 0; t < r; ++t)
+    if (call.output_vars[t] != t) return false;
+  return true;
+}
+
+bool all_float(const TileCall& call) {
+  return std::all_of(call.inputs.begin(), call.inputs.end(), [](const TileIn& in) { return in.dtype == DType::kFloat32; });
+}
+
+/// Input `input` read with dimension d at variable dims[d] (kNone: index `fixed[d]`): the floats
+/// from the region's start to the block's corner and the stride of every variable. False when the
+/// region does not hold the block (the CPU kernel declines those too).
+bool view(const TileCall& call, int input, const std::vector<int>& dims, long long* base,
+          std::vector<long long>* strides, const std::vector<long long>& fixed = {}) {
+  if (input < 0 || input >= static_cast<int>(call.inputs.size())) return false;
+  const TileIn& in = call.inputs[input];
+  if (in.region.size() != dims.size() || in.shape.size() != dims.size()) return false;
+  const std::vector<long long> rs = region_strides(in);
+  strides->assign(call.vars.size(), 0);
+  *base = 0;
+  for (size_t d = 0; d < dims.size(); ++d) {
+    Span want = dims[d] == kNone ? Span{fixed.at(d), fixed.at(d)} : call.vars[dims[d]];
+    if (want.lo < in.region[d].lo || want.hi > in.region[d].hi) return false;
+    *base += (want.lo - in.region[d].lo) * rs[d];
+    if (dims[d] != kNone) (*strides)[dims[d]] += rs[d];
+  }
+  return true;
+}
+
+// ---- GEMMs -------------------------------------------------------------------------------
+
+struct Operand {
+  int input = 0;
+  std::vector<int> dims;
+};
+
+/// out[loops.., m, n] = sum_k A[.., m, k] B[.., k, n] in the roles each kernel gives its variables.
+struct Contraction {
+  Operand a, b;
+  int m = kNone, n = kNone, k = kNone;
+  std::vector<int> loops;
+};
+
+/// How a row-major rows x cols matrix with element (r, c) at r * row_stride + c * col_stride reads
+/// as a BLAS operand: as stored (ld = row stride) or transposed (ld = column stride).
+struct Layout {
+  bool trans = false;
+  long long ld = 1;
+};
+
+bool blas_layout(long long rows, long long cols, long long rs, long long cs, Layout* out) {
+  if ((cols <= 1 || cs == 1) && (rows <= 1 || rs >= std::max(cols, 1LL))) {
+    *out = {false, rows <= 1 ? std::max(cols, 1LL) : rs};
+    return true;
+  }
+  if ((rows <= 1 || rs == 1) && (cols <= 1 || cs >= std::max(rows, 1LL))) {
+    *out = {true, cols <= 1 ? std::max(rows, 1LL) : cs};
+    return true;
+  }
+  return false;
+}
+
+long long size_of(const TileCall& call, int v) { return v == kNone ? 1 : call.vars[v].size(); }
+long long at(const std::vector<long long>& s, int v) { return v == kNone ? 0 : s[v]; }
+
+/// The GEMM calls of a contraction, appended to `steps`; `accumulate`: add onto the output (a bias
+/// already written). "" or why not.
+std::string add_gemms(const TileCall& call, const Contraction& c, bool accumulate, std::vector<Step>* steps) {
+  long long base_a = 0, base_b = 0;
+  std::vector<long long> sa, sb;
+  if (!view(call, c.a.input, c.a.dims, &base_a, &sa) || !view(call, c.b.input, c.b.dims, &base_b, &sb))
+    return "an operand's region does not hold the block";
+  const std::vector<long long> sc = output_strides(call);
+  const long long m = size_of(call, c.m), n = size_of(call, c.n), k = size_of(call, c.k);
+  Layout la, lb, lc;
+  if (!blas_layout(m, k, at(sa, c.m), at(sa, c.k), &la) || !blas_layout(k, n, at(sb, c.k), at(sb, c.n), &lb) ||
+      !blas_layout(m, n, at(sc, c.m), at(sc, c.n), &lc) || lc.trans)
+    return "an operand has no unit stride (not a BLAS matrix)";
+  for (long long x : {m, n, k, la.ld, lb.ld, lc.ld})
+    if (x > INT_MAX) return "a GEMM dimension past cuBLAS's int range";
+  // Loops: a reducing loop (the output does not move along it) accumulates, so it is enumerated; the
+  // last non-reducing loop becomes cuBLAS's batch; the others are enumerated too.
+  bool reduces = false;
+  int batch_loop = kNone;
+  for (int v : c.loops) {
+    if (sc[v] == 0) reduces = true;
+    else batch_loop = v;
+  }
+  if (reduces && !accumulate) {
+    Step zero;
+    zero.kind = Step::kMap;
+    zero.map.fn = static_cast<int>(MapFn::kFill);
+    zero.map.dims = 1;
+    zero.map.size[0] = zero.map.elements = output_size(call);
+    steps->push_back(zero);
+    accumulate = true;
+  }
+  GemmCall g;
+  // Row-major C (m x n) = A B is column-major C^T (n x m) = B^T A^T: cuBLAS's A is our B.
+  g.transa = lb.trans, g.transb = la.trans;
+  g.m = n, g.n = m, g.k = k;
+  g.a = c.b.input, g.b = c.a.input;
+  g.lda = lb.ld, g.ldb = la.ld, g.ldc = lc.ld;
+  g.beta = accumulate ? 1.0f : 0.0f;
+  if (batch_loop != kNone) {
+    g.batch = call.vars[batch_loop].size();
+    g.stride_a = sb[batch_loop], g.stride_b = sa[batch_loop], g.stride_c = sc[batch_loop];
+  }
+  std::vector<int> outer;
+  long long calls = 1;
+  for (int v : c.loops)
+    if (v != batch_loop) outer.push_back(v), calls *= call.vars[v].size();
+  if (calls > kMaxGemmCalls) return "more than " + std::to_string(kMaxGemmCalls) + " GEMM calls for one instruction";
+  for (long long t = 0; t < calls; ++t) {
+    long long oa = base_b, ob = base_a, oc = 0, rest = t;
+    for (int l = static_cast<int>(outer.size()) - 1; l >= 0; --l) {
+      const int v = outer[l];
+      const long long idx = rest % call.vars[v].size();
+      rest /= call.vars[v].size();
+      oa += idx * sb[v], ob += idx * sa[v], oc += idx * sc[v];
+    }
+    Step s;
+    s.kind = Step::kGemm;
+    s.gemm = g;
+    s.gemm.a_offset = oa, s.gemm.b_offset = ob, s.gemm.c_offset = oc;
+    steps->push_back(s);
+  }
+  return "";
+}
+
+/// A map over the output block: out = fn(reads); each read is (input or kOutput, dims: per input
+/// dimension the output position that indexes it, kNone for a fixed index 0).
+struct Read {
+  int input = 0;
+  std::vector<int> at;  ///< per input dimension: output position, or kNone (index 0)
+};
+
+std::string add_map(const TileCall& call, MapFn fn, std::vector<float> p, const std::vector<Read>& reads,
+                    std::vector<Step>* steps) {
+  const int rank = static_cast<int>(call.output_vars.size());
+  if (rank > kMaxDims) return "more than " + std::to_string(kMaxDims) + " output dimensions";
+  if (static_cast<int>(reads.size()) > kMaxReads) return "more than " + std::to_string(kMaxReads) + " reads";
+  Step s;
+  s.kind = Step::kMap;
+  MapArgs& m = s.map;
+  m.fn = static_cast<int>(fn);
+  m.dims = rank;
+  m.reads = static_cast<int>(reads.size());
+  for (size_t i = 0; i < p.size() && i < 4; ++i) m.p[i] = p[i];
+  m.elements = output_size(call);
+  for (int d = 0; d < rank; ++d) m.size[d] = call.vars[call.output_vars[d]].size();
+  const std::vector<long long> os = output_strides(call);
+  for (size_t r = 0; r < reads.size(); ++r) {
+    s.map_inputs[r] = reads[r].input;
+    if (reads[r].input == kOutput) {  // the output itself, read in place (an epilogue, add_n's running sum)
+      for (int d = 0; d < rank; ++d) m.stride[r][d] = os[call.output_vars[d]];
+      continue;
+    }
+    std::vector<int> dims;
+    std::vector<long long> fixed;
+    for (int a : reads[r].at) dims.push_back(a == kNone ? kNone : call.output_vars[a]), fixed.push_back(0);
+    long long base = 0;
+    std::vector<long long> st;
+    if (!view(call, reads[r].input, dims, &base, &st, fixed)) return "an input's region does not hold the block";
+    m.base[r] = base;
+    for (int d = 0; d < rank; ++d) m.stride[r][d] = st[call.output_vars[d]];
+  }
+  steps->push_back(s);
+  return "";
+}
+
+Read aligned(const TileCall& call, int input) {
+  Read r{input, {}};
+  for (size_t d = 0; d < call.output_vars.size(); ++d) r.at.push_back(static_cast<int>(d));
+  return r;
+}
+
+bool pure_map(const TileCall& call, size_t inputs) {
+  if (call.inputs.size() != inputs || call.output_vars.size() != call.vars.size()) return false;
+  for (size_t p = 0; p < call.output_vars.size(); ++p)
+    if (call.output_vars[p] != static_cast<int>(p)) return false;
+  return true;
+}
+
+std::string aligned_map(const TileCall& call, size_t n, MapFn fn, std::vector<float> p, std::vector<Step>* steps) {
+  if (!pure_map(call, n)) return "not an element-wise map of " + std::to_string(n) + " inputs";
+  std::vector<Read> reads;
+  for (size_t i = 0; i < n; ++i) reads.push_back(aligned(call, static_cast<int>(i)));
+  return add_map(call, fn, std::move(p), reads, steps);
+}
+
+// Sum of bias inputs (rank 1, indexed by output position `pos`) written onto the output.
+std::string bias_fill(const TileCall& call, const std::vector<int>& biases, int pos, std::vector<Step>* steps) {
+  std::vector<Read> reads;
+  for (int b : biases) {
+    if (call.inputs[b].shape.size() != 1) return "a bias of rank other than 1";
+    reads.push_back({b, {pos}});
+  }
+  const MapFn fn = reads.size() == 1 ? MapFn::kCopy : MapFn::kAdd;
+  return add_map(call, fn, {}, reads, steps);
+}
+
+bool full(const TileCall& call, int v) { return call.vars[v].lo == 0 && call.vars[v].size() == call.extents[v]; }
+
+// ---- the kernels ---------------------------------------------------------------------------
+
+using Builder = std::function<std::string(const TileCall&, Attr&, std::vector<Step>*)>;
+
+std::string mat(const TileCall& call, std::vector<int> a, std::vector<int> b, std::vector<Step>* s) {
+  if (!outputs_are(call, {0, 1}) || call.inputs.size() != 2 || call.vars.size() != 3) return "not a matrix product";
+  return add_gemms(call, {{0, std::move(a)}, {1, std::move(b)}, 0, 1, 2, {}}, false, s);
+}
+
+std::string batch_mat(const TileCall& call, std::vector<int> a, std::vector<int> b, std::vector<Step>* s) {
+  if (!outputs_are(call, {0, 1, 2}) || call.inputs.size() != 2 || call.vars.size() != 4) return "not a batched product";
+  return add_gemms(call, {{0, std::move(a)}, {1, std::move(b)}, 1, 2, 3, {0}}, false, s);
+}
+
+std::string batched(const TileCall& call, std::vector<int> a_tail, std::vector<int> b_tail, bool b_batched,
+                    std::vector<Step>* s) {
+  const int r = static_cast<int>(call.vars.size()) - 1;
+  if (r < 2 || call.inputs.size() != 2 || !outputs_first(call, r)) return "not a batched product";
+  const int role[3] = {r - 2, r - 1, r};
+  Contraction c;
+  c.a.input = 0, c.b.input = 1;
+  for (int t = 0; t < r - 2; ++t) {
+    c.loops.push_back(t);
+    c.a.dims.push_back(t);
+    if (b_batched) c.b.dims.push_back(t);
+  }
+  for (int x : a_tail) c.a.dims.push_back(role[x]);
+  for (int x : b_tail) c.b.dims.push_back(role[x]);
+  c.m = role[0], c.n = role[1], c.k = role[2];
+  return add_gemms(call, c, false, s);
+}
+
+// linear's layout: output i0..i{r-1}, then the reduction k; rows m = i{r-2}, looping over the rest.
+bool linear_like(const TileCall& call, Contraction* c, int* r_out) {
+  const int r = static_cast<int>(call.vars.size()) - 1;
+  if (r < 1 || !outputs_first(call, r)) return false;
+  c->m = r >= 2 ? r - 2 : kNone;
+  c->n = r - 1;
+  c->k = r;
+  for (int t = 0; t + 2 < r; ++t) c->loops.push_back(t);
+  *r_out = r;
+  return true;
+}
+
+std::string linear(const TileCall& call, bool bias, std::vector<Step>* s) {
+  Contraction c;
+  int r = 0;
+  if (call.inputs.size() != (bias ? 3u : 2u) || !linear_like(call, &c, &r)) return "not linear's layout";
+  c.a.input = 0;
+  for (int t = 0; t + 1 < r; ++t) c.a.dims.push_back(t);
+  c.a.dims.push_back(r);
+  c.b = {1, {r - 1, r}};
+  if (!bias) return add_gemms(call, c, false, s);
+  if (!full(call, r)) return "a split reduction under a bias";
+  std::string why = bias_fill(call, {2}, r - 1, s);
+  return why.empty() ? add_gemms(call, c, true, s) : why;
+}
+
+std::string linear_grad_input(const TileCall& call, std::vector<Step>* s) {
+  Contraction c;
+  int r = 0;
+  if (call.inputs.size() != 2 || !linear_like(call, &c, &r)) return "not linear's layout";
+  c.a.input = 0;
+  for (int t = 0; t + 1 < r; ++t) c.a.dims.push_back(t);
+  c.a.dims.push_back(r);
+  c.b = {1, {r, r - 1}};
+  return add_gemms(call, c, false, s);
+}
+
+std::string linear_grad_weight(const TileCall& call, std::vector<Step>* s) {
+  const int nr = static_cast<int>(call.vars.size()) - 2;
+  if (nr < 1 || call.inputs.size() != 2 || !outputs_are(call, {0, 1})) return "not linear_grad_weight's layout";
+  Contraction c;
+  c.a.input = 0, c.b.input = 1;
+  for (int t = 0; t < nr; ++t) c.a.dims.push_back(2 + t), c.b.dims.push_back(2 + t);
+  c.a.dims.push_back(0);
+  c.b.dims.push_back(1);
+  c.m = 0, c.n = 1, c.k = 2 + nr - 1;
+  for (int t = 0; t + 1 < nr; ++t) c.loops.push_back(2 + t);
+  return add_gemms(call, c, false, s);
+}
+
+// x W^T + h U^T onto the summed biases (lstm_gates, rnn_tanh_cell): vars rows 0, j 1, k 2, k' 3.
+std::string two_gemms(const TileCall& call, const std::vector<int>& biases, std::vector<Step>* s) {
+  if (!outputs_are(call, {0, 1}) || call.vars.size() != 4 || call.inputs.size() != 4 + biases.size())
+    return "not lstm_gates' layout";
+  if (!full(call, 2) || !full(call, 3)) return "a split reduction under a bias";
+  std::string why = bias_fill(call, biases, 1, s);
+  if (why.empty()) why = add_gemms(call, {{0, {0, 2}}, {2, {1, 2}}, 0, 1, 2, {}}, true, s);
+  if (why.empty()) why = add_gemms(call, {{1, {0, 3}}, {3, {1, 3}}, 0, 1, 3, {}}, true, s);
+  return why;
+}
+
+// ---- convolutions ---------------------------------------------------------------------------
+
+struct ConvAttrs {
+  long long s = 1, p = 0, d = 1;
+};
+
+bool conv_attrs(Attr& a, ConvAttrs* c) {
+  c->s = a.integer("stride", 1), c->p = a.integer("padding", 0), c->d = a.integer("dilation", 1);
+  return a.ok && c->s >= 1 && c->p >= 0 && c->d >= 1;
+}
+
+// The rows of a spatial axis x reads for outputs `o` with kernel extent `kk` over an input of `size`:
+// the first row read, the rows held and the padding, which cuDNN takes on both sides alike. With
+// top padding pt and bottom padding pb (rows read past the tensor), cuDNN's output size
+// floor((rows + 2 pt - d (kk - 1) - 1) / s) + 1 is |o| exactly when 0 <= pt - pb < s (a strided
+// convolution that never reads the last rows pads less at the bottom).
+std::string window(Span o, long long kk, long long size, const ConvAttrs& g, long long* first, long long* rows,
+                   long long* pad) {
+  const long long top = g.s * o.lo - g.p, last = g.s * o.hi - g.p + g.d * (kk - 1);
+  const long long pt = std::max(0LL, -top), pb = std::max(0LL, last - (size - 1));
+  if (pt < pb || pt - pb >= g.s)
+    return "a spatially split convolution with an asymmetric halo (cuDNN pads both sides alike)";
+  *first = std::max(top, 0LL);
+  *rows = std::min(last, size - 1) - *first + 1;
+  *pad = pt;
+  return "";
+}
+
+// A 4-D input as a strided cuDNN tensor: the block box starting at `lo`, strides of its region.
+bool tensor4(const TileCall& call, int input, const long long lo[4], const long long size[4], long long* offset,
+             long long stride[4]) {
+  const TileIn& in = call.inputs[input];
+  if (in.shape.size() != 4) return false;
+  const std::vector<long long> rs = region_strides(in);
+  *offset = 0;
+  for (int d = 0; d < 4; ++d) {
+    if (lo[d] < in.region[d].lo || lo[d] + size[d] - 1 > in.region[d].hi) return false;
+    *offset += (lo[d] - in.region[d].lo) * rs[d];
+    stride[d] = rs[d];
+  }
+  return true;
+}
+
+// The filter (k, c, r, s) packed: its region must be exactly the channels used and whole kernels.
+std::string packed_filter(const TileCall& call, int input, Span co, Span ci, ConvCall* c) {
+  const TileIn& in = call.inputs[input];
+  if (in.shape.size() != 4) return "a filter of rank other than 4";
+  if (in.region[1].lo != ci.lo || in.region[1].size() != ci.size() || in.region[2].lo != 0 ||
+      in.region[2].size() != in.shape[2] || in.region[3].lo != 0 || in.region[3].size() != in.shape[3] ||
+      co.lo < in.region[0].lo || co.hi > in.region[0].hi)
+    return "a filter region that is not packed for cuDNN (a pack into scratch is the next step)";
+  c->w_input = input;
+  c->w_offset = (co.lo - in.region[0].lo) * ci.size() * in.shape[2] * in.shape[3];
+  c->k = co.size(), c->c = ci.size(), c->r = in.shape[2], c->s = in.shape[3];
+  return "";
+}
+
+std::string conv2d(const TileCall& call, Attr& a, std::vector<Step>* steps) {
+  ConvAttrs g;
+  if (!conv_attrs(a, &g) || call.inputs.size() != 2 || call.vars.size() != 7 || !outputs_are(call, {0, 1, 2, 3}))
+    return "not conv2d's layout";
+  const Span b = call.vars[0], co = call.vars[1], y = call.vars[2], x = call.vars[3], ci = call.vars[4];
+  if (!full(call, 5) || !full(call, 6)) return "a split kernel window";
+  ConvCall c;
+  c.mode = ConvCall::kForward;
+  std::string why = packed_filter(call, 1, co, ci, &c);
+  if (!why.empty()) return why;
+  const TileIn& in = call.inputs[0];
+  if (in.shape.size() != 4) return "data of rank other than 4";
+  long long h0 = 0, w0 = 0;
+  if (!(why = window(y, c.r, in.shape[2], g, &h0, &c.h, &c.pad_h)).empty()) return why;
+  if (!(why = window(x, c.s, in.shape[3], g, &w0, &c.w, &c.pad_w)).empty()) return why;
+  c.n = b.size();
+  const long long lo[4] = {b.lo, ci.lo, h0, w0}, size[4] = {c.n, c.c, c.h, c.w};
+  c.x_input = 0;
+  if (!tensor4(call, 0, lo, size, &c.x_offset, c.x_stride)) return "the data region does not hold the window";
+  c.p = y.size(), c.q = x.size();
+  c.stride_h = c.stride_w = g.s, c.dil_h = c.dil_w = g.d;
+  c.y_stride[0] = co.size() * c.p * c.q, c.y_stride[1] = c.p * c.q, c.y_stride[2] = c.q, c.y_stride[3] = 1;
+  Step s;
+  s.kind = Step::kConv;
+  s.conv = c;
+  steps->push_back(s);
+  return "";
+}
+
+std::string conv2d_backward_data(const TileCall& call, Attr& a, std::vector<Step>* steps) {
+  ConvAttrs g;
+  if (!conv_attrs(a, &g) || call.inputs.size() != 2 || call.vars.size() != 7 || !outputs_are(call, {0, 1, 2, 3}))
+    return "not conv2d_backward_data's layout";
+  const Span b = call.vars[0], ci = call.vars[1], co = call.vars[4];
+  if (!full(call, 2) || !full(call, 3) || !full(call, 5) || !full(call, 6))
+    return "a spatially split data gradient (cuDNN computes whole planes)";
+  ConvCall c;
+  c.mode = ConvCall::kBackwardData;
+  std::string why = packed_filter(call, 1, co, ci, &c);
+  if (!why.empty()) return why;
+  const TileIn& dy = call.inputs[0];
+  if (dy.shape.size() != 4) return "dy of rank other than 4";
+  c.n = b.size(), c.h = call.extents[2], c.w = call.extents[3], c.p = dy.shape[2], c.q = dy.shape[3];
+  c.pad_h = c.pad_w = g.p, c.stride_h = c.stride_w = g.s, c.dil_h = c.dil_w = g.d;
+  if ((c.h + 2 * g.p - g.d * (c.r - 1) - 1) / g.s + 1 != c.p || (c.w + 2 * g.p - g.d * (c.s - 1) - 1) / g.s + 1 != c.q)
+    return "dy's spatial size is not the convolution's output size";
+  const long long lo[4] = {b.lo, co.lo, 0, 0}, size[4] = {c.n, c.k, c.p, c.q};
+  c.y_input = 0;
+  if (!tensor4(call, 0, lo, size, &c.y_offset, c.y_stride)) return "dy's region does not hold whole planes";
+  c.x_stride[0] = c.c * c.h * c.w, c.x_stride[1] = c.h * c.w, c.x_stride[2] = c.w, c.x_stride[3] = 1;
+  Step s;
+  s.kind = Step::kConv;
+  s.conv = c;
+  steps->push_back(s);
+  return "";
+}
+
+std::string conv2d_backward_filter(const TileCall& call, Attr& a, std::vector<Step>* steps) {
+  ConvAttrs g;
+  if (!conv_attrs(a, &g) || call.inputs.size() != 2 || call.vars.size() != 7 || !outputs_are(call, {0, 1, 2, 3}))
+    return "not conv2d_backward_filter's layout";
+  const Span co = call.vars[0], ci = call.vars[1], b = call.vars[4];
+  if (!full(call, 2) || !full(call, 3) || !full(call, 5) || !full(call, 6))
+    return "a split kernel window or split output positions (cuDNN sums whole planes)";
+  const TileIn &x = call.inputs[0], &dy = call.inputs[1];
+  if (x.shape.size() != 4 || dy.shape.size() != 4) return "data or dy of rank other than 4";
+  ConvCall c;
+  c.mode = ConvCall::kBackwardFilter;
+  c.n = b.size(), c.c = ci.size(), c.k = co.size(), c.r = call.extents[2], c.s = call.extents[3];
+  c.h = x.shape[2], c.w = x.shape[3], c.p = dy.shape[2], c.q = dy.shape[3];
+  c.pad_h = c.pad_w = g.p, c.stride_h = c.stride_w = g.s, c.dil_h = c.dil_w = g.d;
+  if ((c.h + 2 * g.p - g.d * (c.r - 1) - 1) / g.s + 1 != c.p || (c.w + 2 * g.p - g.d * (c.s - 1) - 1) / g.s + 1 != c.q)
+    return "dy's spatial size is not the convolution's output size";
+  // x's rows as the forward convolution reads them over whole output planes.
+  long long h0 = 0, w0 = 0;
+  std::string why = window({0, c.p - 1}, c.r, x.shape[2], g, &h0, &c.h, &c.pad_h);
+  if (why.empty()) why = window({0, c.q - 1}, c.s, x.shape[3], g, &w0, &c.w, &c.pad_w);
+  if (!why.empty()) return why;
+  const long long xlo[4] = {b.lo, ci.lo, h0, w0}, xsize[4] = {c.n, c.c, c.h, c.w};
+  const long long ylo[4] = {b.lo, co.lo, 0, 0}, ysize[4] = {c.n, c.k, c.p, c.q};
+  c.x_input = 0, c.y_input = 1;
+  if (!tensor4(call, 0, xlo, xsize, &c.x_offset, c.x_stride) || !tensor4(call, 1, ylo, ysize, &c.y_offset, c.y_stride))
+    return "a region does not hold whole planes";
+  Step s;
+  s.kind = Step::kConv;
+  s.conv = c;
+  steps->push_back(s);
+  return "";
+}
+
+// ---- reductions ------------------------------------------------------------------------------
+
+// lambda out..: fold(r..: x[dim_var..]) scaled: input dimension d read by variable dim_var[d].
+std::string reduce(const TileCall& call, const std::vector<int>& dim_var, ReduceFn fn, double scale,
+                   std::vector<Step>* steps) {
+  if (call.inputs.size() != 1 || dim_var.size() != call.inputs[0].shape.size()) return "not a reduction's layout";
+  long long base = 0;
+  std::vector<long long> st;
+  if (!view(call, 0, dim_var, &base, &st)) return "the input's region does not hold the block";
+  Step s;
+  s.kind = Step::kReduce;
+  ReduceArgs& r = s.reduce;
+  r.fn = static_cast<int>(fn), r.scale = scale, r.base = base;
+  std::vector<bool> is_out(call.vars.size(), false);
+  for (int v : call.output_vars) is_out[v] = true;
+  if (call.output_vars.size() > static_cast<size_t>(kMaxDims) || call.vars.size() - call.output_vars.size() > static_cast<size_t>(kMaxDims))
+    return "more than " + std::to_string(kMaxDims) + " kept or folded dimensions";
+  for (int v : call.output_vars) {
+    r.keep_size[r.keep] = call.vars[v].size(), r.keep_stride[r.keep++] = st[v];
+    r.outputs *= call.vars[v].size();
+  }
+  for (size_t v = 0; v < call.vars.size(); ++v) {
+    if (is_out[v]) continue;
+    r.fold_size[r.fold] = call.vars[v].size(), r.fold_stride[r.fold++] = st[v];
+    r.folded *= call.vars[v].size();
+  }
+  steps->push_back(s);
+  return "";
+}
+
+bool along_axis(const TileCall& call, Attr& a, std::vector<int>* dim_var, long long* extent) {
+  if (call.inputs.size() != 1) return false;
+  const int nd = static_cast<int>(call.inputs[0].shape.size());
+  const long long axis = a.integer("axis", -1);
+  if (!a.ok || axis < -nd || axis >= nd || static_cast<int>(call.vars.size()) != nd) return false;
+  const int ax = static_cast<int>(axis < 0 ? axis + nd : axis);
+  for (int d = 0; d < nd; ++d) dim_var->push_back(d < ax ? d : (d == ax ? nd - 1 : d - 1));
+  *extent = call.inputs[0].shape[ax];
+  return true;
+}
+
+std::string axis_reduce(const TileCall& call, Attr& a, ReduceFn fn, bool mean, std::vector<Step>* s) {
+  std::vector<int> dim_var;
+  long long n = 0;
+  if (!along_axis(call, a, &dim_var, &n)) return "not a reduction along an axis";
+  return reduce(call, dim_var, fn, mean ? 1.0 / static_cast<double>(n) : 1.0, s);
+}
+
+std::string sum_axes(const TileCall& call, Attr& a, std::vector<Step>* s) {
+  if (call.inputs.size() != 1) return "not sum_axes' layout";
+  const int nd = static_cast<int>(call.inputs[0].shape.size());
+  std::vector<bool> reduced(nd, false);
+  for (long long ax : a.ints("axes")) {
+    if (ax < -nd || ax >= nd) return "an axis out of range";
+    reduced[ax < 0 ? ax + nd : ax] = true;
+  }
+  if (!a.ok || static_cast<int>(call.vars.size()) != nd) return "not sum_axes' layout";
+  const int kept = static_cast<int>(std::count(reduced.begin(), reduced.end(), false));
+  if (kept == nd) return "no axis summed";
+  std::vector<int> dim_var(nd);
+  for (int d = 0, ki = 0, ri = kept; d < nd; ++d) dim_var[d] = reduced[d] ? ri++ : ki++;
+  return reduce(call, dim_var, ReduceFn::kSum, 1.0, s);
+}
+
+std::string sum_to(const TileCall& call, Attr& a, std::vector<Step>* s) {
+  if (call.inputs.size() != 1) return "not sum_to's layout";
+  const int rank = static_cast<int>(call.output_vars.size());
+  const int lead = static_cast<int>(call.inputs[0].shape.size()) - rank;
+  std::vector<bool> bcast(rank, false);
+  for (long long ax : a.ints("bcast")) {
+    if (ax < 0 || ax >= rank) return "a broadcast axis out of range";
+    bcast[ax] = true;
+  }
+  if (!a.ok || lead < 0) return "not sum_to's layout";
+  std::vector<int> dim_var;
+  int next = rank;
+  for (int d = 0; d < lead; ++d) dim_var.push_back(next++);
+  for (int d = 0; d < rank; ++d) dim_var.push_back(bcast[d] ? next++ : d);
+  return reduce(call, dim_var, ReduceFn::kSum, 1.0, s);
+}
+
+std::string sum_leading(const TileCall& call, Attr& a, std::vector<Step>* s) {
+  const long long lead = a.integer("lead", 1);
+  if (!a.ok || call.inputs.size() != 1) return "not sum_leading's layout";
+  const int nd = static_cast<int>(call.inputs[0].shape.size()), rank = static_cast<int>(call.output_vars.size());
+  if (lead < 0 || lead != nd - rank) return "not sum_leading's layout";
+  std::vector<int> dim_var;
+  for (int d = 0; d < nd; ++d) dim_var.push_back(d < lead ? rank + d : d - static_cast<int>(lead));
+  return reduce(call, dim_var, ReduceFn::kSum, 1.0, s);
+}
+
+// ---- the table -------------------------------------------------------------------------------
+
+struct Entry {
+  const char* library;
+  Builder build;
+};
+
+Builder unary(MapFn fn) {
+  return [fn](const TileCall& c, Attr&, std::vector<Step>* s) { return aligned_map(c, 1, fn, {}, s); };
+}
+Builder binary(MapFn fn) {
+  return [fn](const TileCall& c, Attr&, std::vector<Step>* s) { return aligned_map(c, 2, fn, {}, s); };
+}
+Builder broadcast(int dim_from_end, MapFn fn, bool from_end) {
+  return [=](const TileCall& c, Attr&, std::vector<Step>* s) -> std::string {
+    const int rank = static_cast<int>(c.output_vars.size());
+    const int dim = from_end ? rank - dim_from_end : dim_from_end;
+    if (!pure_map(c, 2) || dim < 0 || dim >= rank) return "not a broadcast's layout";
+    return add_map(c, fn, {}, {aligned(c, 0), Read{1, {dim}}}, s);
+  };
+}
+
+const std::map<std::string, Entry>& table() {
+  static const std::map<std::string, Entry> t = {
+      // cuBLAS
+      {"matmul", {"cublas", [](const TileCall& c, Attr&, std::vector<Step>* s) { return mat(c, {0, 2}, {2, 1}, s); }}},
+      {"matmul_tn", {"cublas", [](const TileCall& c, Attr&, std::vector<Step>* s) { return mat(c, {2, 0}, {2, 1}, s); }}},
+      {"matmul_nt", {"cublas", [](const TileCall& c, Attr&, std::vector<Step>* s) { return mat(c, {0, 2}, {1, 2}, s); }}},
+      {"matmul_tt", {"cublas", [](const TileCall& c, Attr&, std::vector<Step>* s) { return mat(c, {2, 0}, {1, 2}, s); }}},
+      {"batch_matmul",
+       {"cublas", [](const TileCall& c, Attr&, std::vector<Step>* s) { return batch_mat(c, {0, 1, 3}, {0, 3, 2}, s); }}},
+      {"batch_matmul_nt",
+       {"cublas", [](const TileCall& c, Attr&, std::vector<Step>* s) { return batch_mat(c, {0, 1, 3}, {0, 2, 3}, s); }}},
+      {"batch_matmul_tn",
+       {"cublas", [](const TileCall& c, Attr&, std::vector<Step>* s) { return batch_mat(c, {0, 3, 1}, {0, 3, 2}, s); }}},
+      {"bmatmul", {"cublas", [](const TileCall& c, Attr&, std::vector<Step>* s) { return batched(c, {0, 2}, {2, 1}, true, s); }}},
+      {"bmatmul_nt", {"cublas", [](const TileCall& c, Attr&, std::vector<Step>* s) { return batched(c, {0, 2}, {1, 2}, true, s); }}},
+      {"bmatmul_tn", {"cublas", [](const TileCall& c, Attr&, std::vector<Step>* s) { return batched(c, {2, 0}, {2, 1}, true, s); }}},
+      {"matmul_nd", {"cublas", [](const TileCall& c, Attr&, std::vector<Step>* s) { return batched(c, {0, 2}, {2, 1}, false, s); }}},
+      {"linear", {"cublas", [](const TileCall& c, Attr&, std::vector<Step>* s) { return linear(c, true, s); }}},
+      {"linear_nobias", {"cublas", [](const TileCall& c, Attr&, std::vector<Step>* s) { return linear(c, false, s); }}},
+      {"linear_grad_input", {"cublas", [](const TileCall& c, Attr&, std::vector<Step>* s) { return linear_grad_input(c, s); }}},
+      {"linear_grad_weight", {"cublas", [](const TileCall& c, Attr&, std::vector<Step>* s) { return linear_grad_weight(c, s); }}},
+      {"matvec",
+       {"cublas", [](const TileCall& c, Attr&, std::vector<Step>* s) -> std::string {
+          if (!outputs_are(c, {0}) || c.inputs.size() != 2) return "not matvec's layout";
+          return add_gemms(c, {{0, {0, 1}}, {1, {1}}, 0, kNone, 1, {}}, false, s);
+        }}},
+      {"vecmat",
+       {"cublas", [](const TileCall& c, Attr&, std::vector<Step>* s) -> std::string {
+          if (!outputs_are(c, {0}) || c.inputs.size() != 2) return "not vecmat's layout";
+          return add_gemms(c, {{0, {1}}, {1, {1, 0}}, kNone, 0, 1, {}}, false, s);
+        }}},
+      {"outer",
+       {"cublas", [](const TileCall& c, Attr&, std::vector<Step>* s) -> std::string {
+          if (!outputs_are(c, {0, 1}) || c.inputs.size() != 2) return "not outer's layout";
+          return add_gemms(c, {{0, {0}}, {1, {1}}, 0, 1, kNone, {}}, false, s);
+        }}},
+      {"lstm_gates", {"cublas", [](const TileCall& c, Attr&, std::vector<Step>* s) { return two_gemms(c, {4, 5}, s); }}},
+      {"rnn_tanh_cell",
+       {"cublas", [](const TileCall& c, Attr&, std::vector<Step>* s) {
+          std::string why = two_gemms(c, {4}, s);
+          if (why.empty()) why = add_map(c, MapFn::kTanhOf, {}, {Read{kOutput, {}}}, s);
+          return why;
+        }}},
+      // cuDNN
+      {"conv2d", {"cudnn", conv2d}},
+      {"conv2d_backward_data", {"cudnn", conv2d_backward_data}},
+      {"conv2d_backward_filter", {"cudnn", conv2d_backward_filter}},
+      // own kernels: maps
+      {"identity", {"kernel", unary(MapFn::kCopy)}},
+      {"neg", {"kernel", unary(MapFn::kNeg)}},
+      {"relu", {"kernel", unary(MapFn::kRelu)}},
+      {"relu_grad", {"kernel", binary(MapFn::kReluGrad)}},
+      {"add", {"kernel", binary(MapFn::kAdd)}},
+      {"sub", {"kernel", binary(MapFn::kSub)}},
+      {"mul", {"kernel", binary(MapFn::kMul)}},
+      {"div", {"kernel", binary(MapFn::kDiv)}},
+      {"exp", {"kernel", unary(MapFn::kExp)}},
+      {"log", {"kernel", unary(MapFn::kLog)}},
+      {"sqrt", {"kernel", unary(MapFn::kSqrt)}},
+      {"rsqrt", {"kernel", unary(MapFn::kRsqrt)}},
+      {"reciprocal", {"kernel", unary(MapFn::kReciprocal)}},
+      {"abs", {"kernel", unary(MapFn::kAbs)}},
+      {"square", {"kernel", unary(MapFn::kSquare)}},
+      {"sigmoid", {"kernel", unary(MapFn::kSigmoid)}},
+      {"tanh", {"kernel", unary(MapFn::kTanh)}},
+      {"silu", {"kernel", unary(MapFn::kSilu)}},
+      {"gelu", {"kernel", unary(MapFn::kGelu)}},
+      {"gelu_tanh", {"kernel", unary(MapFn::kGeluTanh)}},
+      {"sqrt_grad", {"kernel", binary(MapFn::kSqrtGrad)}},
+      {"rsqrt_grad", {"kernel", binary(MapFn::kRsqrtGrad)}},
+      {"reciprocal_grad", {"kernel", binary(MapFn::kReciprocalGrad)}},
+      {"square_grad", {"kernel", binary(MapFn::kSquareGrad)}},
+      {"sigmoid_grad", {"kernel", binary(MapFn::kSigmoidGrad)}},
+      {"tanh_grad", {"kernel", binary(MapFn::kTanhGrad)}},
+      {"silu_grad", {"kernel", binary(MapFn::kSiluGrad)}},
+      {"gelu_grad", {"kernel", binary(MapFn::kGeluGrad)}},
+      {"maximum", {"kernel", binary(MapFn::kMaximum)}},
+      {"minimum", {"kernel", binary(MapFn::kMinimum)}},
+      {"squared_difference", {"kernel", binary(MapFn::kSquaredDifference)}},
+      {"bias_add", {"kernel", broadcast(1, MapFn::kAdd, true)}},
+      {"bias_add_channel", {"kernel", broadcast(1, MapFn::kAdd, false)}},
+      {"add_row", {"kernel", broadcast(1, MapFn::kAdd, false)}},
+      {"add_col", {"kernel", broadcast(0, MapFn::kAdd, false)}},
+      {"mul_row", {"kernel", broadcast(1, MapFn::kMul, false)}},
+      {"mul_col", {"kernel", broadcast(0, MapFn::kMul, false)}},
+      {"scale",
+       {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) {
+          const float al = static_cast<float>(a.num("alpha", 1.0)), be = static_cast<float>(a.num("beta", 0.0));
+          return a.ok ? aligned_map(c, 1, MapFn::kScale, {al, be}, s) : std::string("unreadable attributes");
+        }}},
+      {"axpy",
+       {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) {
+          const float al = static_cast<float>(a.num("alpha", 1.0));
+          return a.ok ? aligned_map(c, 2, MapFn::kAxpy, {al}, s) : std::string("unreadable attributes");
+        }}},
+      {"sgd",
+       {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) {
+          const float lr = static_cast<float>(a.num("lr", 0.01)), wd = static_cast<float>(a.num("weight_decay", 0.0));
+          return a.ok ? aligned_map(c, 2, MapFn::kSgd, {lr, wd}, s) : std::string("unreadable attributes");
+        }}},
+      {"momentum_velocity",
+       {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) {
+          const float m = static_cast<float>(a.num("momentum", 0.9));
+          const float keep = static_cast<float>(1.0 - a.num("dampening", 0.0));
+          return a.ok ? aligned_map(c, 2, MapFn::kMomentumVelocity, {m, keep}, s) : std::string("unreadable attributes");
+        }}},
+      {"momentum_weight",
+       {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) {
+          const float lr = static_cast<float>(a.num("lr", 0.01));
+          return a.ok ? aligned_map(c, 2, MapFn::kMomentumWeight, {lr}, s) : std::string("unreadable attributes");
+        }}},
+      {"adam_m",
+       {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) {
+          const double b = a.num("beta1", 0.9);
+          return a.ok ? aligned_map(c, 2, MapFn::kAdamM, {static_cast<float>(b), static_cast<float>(1.0 - b)}, s)
+                      : std::string("unreadable attributes");
+        }}},
+      {"adam_v",
+       {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) {
+          const double b = a.num("beta2", 0.999);
+          return a.ok ? aligned_map(c, 2, MapFn::kAdamV, {static_cast<float>(b), static_cast<float>(1.0 - b)}, s)
+                      : std::string("unreadable attributes");
+        }}},
+      {"dropout",
+       {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) {
+          const double p = a.num("p", 0.5);
+          if (!a.ok || p >= 1.0) return std::string("unreadable attributes or p >= 1");
+          return aligned_map(c, 2, MapFn::kDropout, {static_cast<float>(1.0 / (1.0 - p))}, s);
+        }}},
+      {"fill_like",
+       {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) -> std::string {
+          const float v = static_cast<float>(a.num("value", 1.0));
+          if (!a.ok || !pure_map(c, 1)) return "not fill_like's layout";
+          return add_map(c, MapFn::kFill, {v}, {}, s);
+        }}},
+      {"add_n",
+       {"kernel", [](const TileCall& c, Attr&, std::vector<Step>* s) -> std::string {
+          // The first up to 4 inputs, then 3 at a time onto the running sum in the output.
+          const size_t n = c.inputs.size();
+          if (n == 0 || !pure_map(c, n)) return "not add_n's layout";
+          static const MapFn sums[] = {MapFn::kCopy, MapFn::kAdd, MapFn::kAdd3, MapFn::kAdd4};
+          size_t done = std::min<size_t>(n, 4);
+          std::vector<Read> reads;
+          for (size_t i = 0; i < done; ++i) reads.push_back(aligned(c, static_cast<int>(i)));
+          std::string why = add_map(c, sums[done - 1], {}, reads, s);
+          while (why.empty() && done < n) {
+            const size_t take = std::min<size_t>(n - done, 3);
+            reads = {Read{kOutput, {}}};
+            for (size_t i = 0; i < take; ++i) reads.push_back(aligned(c, static_cast<int>(done + i)));
+            why = add_map(c, sums[take], {}, reads, s);
+            done += take;
+          }
+          return why;
+        }}},
+      {"mse_loss_backward",
+       {"kernel", [](const TileCall& c, Attr&, std::vector<Step>* s) -> std::string {
+          if (!pure_map(c, 3) || !c.inputs[2].shape.empty()) return "not mse_loss_backward's layout";
+          double numel = 1;
+          for (long long e : c.inputs[0].shape) numel *= static_cast<double>(e);
+          return add_map(c, MapFn::kMseLossBackward, {static_cast<float>(1.0 / numel)},
+                         {aligned(c, 0), aligned(c, 1), Read{2, {}}}, s);
+        }}},
+      // own kernels: reductions
+      {"sum_axes", {"kernel", sum_axes}},
+      {"sum_to", {"kernel", sum_to}},
+      {"sum_leading", {"kernel", sum_leading}},
+      {"reduce_sum", {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) { return axis_reduce(c, a, ReduceFn::kSum, false, s); }}},
+      {"reduce_mean", {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) { return axis_reduce(c, a, ReduceFn::kSum, true, s); }}},
+      {"reduce_max", {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) { return axis_reduce(c, a, ReduceFn::kMax, false, s); }}},
+      {"reduce_min", {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) { return axis_reduce(c, a, ReduceFn::kMin, false, s); }}},
+      {"conv2d_bias_grad", {"kernel", [](const TileCall& c, Attr&, std::vector<Step>* s) { return reduce(c, {1, 0, 2, 3}, ReduceFn::kSum, 1.0, s); }}},
+      {"sum_rows", {"kernel", [](const TileCall& c, Attr&, std::vector<Step>* s) { return reduce(c, {1, 0}, ReduceFn::kSum, 1.0, s); }}},
+  };
+  return t;
+}
+
+}  // namespace
+
+Selection select_kernel(const kernels::TileCall& call) {
+  Selection out;
+  if (call.kernel.empty()) {
+    out.why_not = "op '" + call.type + "' declares no native kernel (the CPU runs it in the TDL interpreter)";
+    return out;
+  }
+  const auto& t = table();
+  auto it = t.find(call.kernel);
+  if (it == t.end()) {
+    out.why_not = "kernel '" + call.kernel + "' has no CUDA implementation yet";
+    return out;
+  }
+  if (!all_float(call)) {
+    out.why_not = "kernel '" + call.kernel + "' with an integer or bool input (the float32 conversion kernel is not written)";
+    return out;
+  }
+  for (const Span& v : call.vars)
+    if (v.size() <= 0) {
+      out.why_not = "an empty block";
+      return out;
+    }
+  out.library = it->second.library;
+  Attr attrs{call.attrs};
+  std::string why = it->second.build(call, attrs, &out.steps);
+  if (!why.empty()) {
+    out.steps.clear();
+    out.why_not = "kernel '" + call.kernel + "': " + why;
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> cuda_kernels() {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& [name, e] : table()) out.emplace_back(name, e.library);
+  return out;
+}
+
+}  // namespace tilewise::exec::cuda

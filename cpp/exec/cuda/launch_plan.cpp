@@ -1,0 +1,140 @@
+#include "exec/cuda/launch_plan.h"
+
+#include <map>
+#include <unordered_map>
+
+#include "exec/arena.h"
+#include "exec/kernel_call.h"
+
+namespace tilewise::exec::cuda {
+
+int stream_index(const std::string& name) {
+  if (name == "compute") return 0;
+  if (name == "comm" || name == "swap-in") return 1;
+  if (name == "swap-out") return 2;
+  throw ExecError("a program stream '" + name + "' the CUDA backend does not know (compute, comm, swap-in, swap-out)");
+}
+
+namespace {
+
+// The arena's clock (arena.h): one tick per Alloc or Free in program order; buffers not freed in the
+// step (results kept for reading) live to its end. The same lives sim::program_peak_memory plans.
+void plan_offsets(const Program& prog, LaunchPlan* out) {
+  std::vector<BufferLife> lives;
+  std::vector<int> buffer_of;
+  std::unordered_map<int, size_t> live;
+  int64_t clock = 0;
+  for (const auto& in : prog.instrs) {
+    if (in.kind == InstrKind::kAlloc) {
+      live[in.buffer] = lives.size();
+      buffer_of.push_back(in.buffer);
+      lives.push_back({prog.buffers[in.buffer].bytes(), clock++, -1});
+    } else if (in.kind == InstrKind::kFree) {
+      auto it = live.find(in.buffer);
+      if (it != live.end()) lives[it->second].dies = clock++, live.erase(it);
+    }
+  }
+  for (auto& l : lives)
+    if (l.dies < 0) l.dies = clock;
+  std::vector<int64_t> offsets;
+  out->block_bytes = plan_block(lives, &offsets);
+  out->offset.assign(prog.buffers.size(), -1);
+  for (size_t i = 0; i < lives.size(); ++i) out->offset[buffer_of[i]] = offsets[i];
+  for (const auto& b : prog.buffers)
+    if (b.resident) out->resident_bytes += b.bytes();
+}
+
+std::string op_line(const graph::Graph& g, int op, const std::string& why) {
+  return "  " + g.op(op).name + " (" + g.op(op).type + "): " + why;
+}
+
+}  // namespace
+
+LaunchPlan translate(const graph::Graph& g, const Lowered& low, int device) {
+  if (device < 0 || device >= static_cast<int>(low.programs.size()))
+    throw ExecError("no program for device " + std::to_string(device) + " (the plan has " +
+                    std::to_string(low.programs.size()) + ")");
+  const Program& prog = low.programs[device];
+  LaunchPlan plan;
+  plan.device = device;
+  plan_offsets(prog, &plan);
+  std::map<int, std::string> refused;  // op -> why, each op once
+  for (const Instr& in : prog.instrs) {
+    Launch l;
+    l.kind = in.kind;
+    l.stream = stream_index(prog.streams.at(static_cast<size_t>(in.stream)));
+    l.op = in.op;
+    switch (in.kind) {
+      case InstrKind::kAlloc:
+      case InstrKind::kFree: l.library = "memory"; break;
+      case InstrKind::kRecord:
+      case InstrKind::kWait:
+        l.library = "event";
+        l.event = in.event;
+        plan.events = std::max(plan.events, in.event + 1);
+        break;
+      case InstrKind::kSend:
+      case InstrKind::kRecv: l.library = "comm"; break;
+      case InstrKind::kSwapIn:
+      case InstrKind::kSwapOut: l.library = "swap"; break;
+      case InstrKind::kCopy:
+      case InstrKind::kCombine: {
+        const BufferDesc &dst = prog.buffers[in.buffer], &src = prog.buffers[in.src];
+        if (dst.dtype != "float32" || src.dtype != "float32") {
+          refused.emplace(in.op, "a box copy of " + dst.dtype + " elements (the copy kernel moves float32)");
+        } else if (in.kind == InstrKind::kCombine && in.reducer != tdl::Reducer::kSum) {
+          refused.emplace(in.op, "combining partials with a reducer other than a sum");
+        }
+        l.library = "copy";
+        l.copy = plan_copy(src.box, dst.box, in.box);
+        break;
+      }
+      case InstrKind::kCompute: {
+        const kernels::TileCall call = kernel_call(g, low.ops[in.op], device);
+        Selection s = select_kernel(call);
+        if (!s.ok()) refused.emplace(in.op, s.why_not);
+        l.library = s.library;
+        l.steps = std::move(s.steps);
+        break;
+      }
+    }
+    plan.launches.push_back(std::move(l));
+  }
+  if (!refused.empty()) {
+    std::string lines;
+    int shown = 0;
+    for (const auto& [op, why] : refused) {
+      if (++shown > 20) {
+        lines += "  ... and " + std::to_string(refused.size() - 20) + " more\n";
+        break;
+      }
+      lines += op_line(g, op, why) + "\n";
+    }
+    throw Untranslatable(lines);
+  }
+  return plan;
+}
+
+std::vector<CoverageRow> coverage(const graph::Graph& g, const Lowered& low) {
+  std::vector<CoverageRow> rows;
+  for (const OpPlan& op : low.ops) {
+    CoverageRow row;
+    row.op = op.op;
+    row.name = g.op(op.op).name;
+    row.type = g.op(op.op).type;
+    bool any = false;
+    for (int d = 0; d < low.devices; ++d) {
+      if (!op.devices[d].active) continue;
+      const kernels::TileCall call = kernel_call(g, op, d);
+      row.kernel = call.kernel;
+      const Selection s = select_kernel(call);
+      if (!any || !s.ok()) row.library = s.library;
+      if (!s.ok() && row.why_not.empty()) row.why_not = s.why_not;
+      any = true;
+    }
+    if (any) rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+}  // namespace tilewise::exec::cuda

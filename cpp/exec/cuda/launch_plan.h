@@ -1,0 +1,67 @@
+// Program translation for the CUDA backend (host code, no CUDA dependency): one device's program,
+// as lowering builds it for the CPU runtime (program.h), becomes a launch plan — every buffer's
+// offset in the device arena (exec::plan_block, the CPU arena's planner, over the same allocation
+// clock the CPU arena and the simulator use), and per instruction the stream it runs on, the kernels
+// it launches (kernel_select.h), the region pack/unpack of box copies (copy_plan.h) and the events
+// between streams. The CUDA executor (executor.h) only follows the plan.
+//
+// Streams are SwapAdvisor's three: 0 compute, 1 copy-in (the program's "comm" and "swap-in"
+// streams), 2 copy-out ("swap-out"). An op whose kernel has no CUDA implementation is an error here,
+// at translation time, naming the op and why (never skipped).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "exec/copy_plan.h"
+#include "exec/cuda/kernel_select.h"
+#include "exec/errors.h"
+#include "exec/lowering.h"
+#include "graph/graph.h"
+
+namespace tilewise::exec::cuda {
+
+/// Ops with no CUDA kernel (yet): `ops` names each with its reason, one per line.
+struct Untranslatable : ExecError {
+  explicit Untranslatable(const std::string& ops)
+      : ExecError("the CUDA backend cannot run these ops (no CUDA kernel for their calls yet):\n" + ops), ops(ops) {}
+  std::string ops;
+};
+
+/// One instruction, translated.
+struct Launch {
+  InstrKind kind = InstrKind::kCompute;
+  int stream = 0;  ///< 0 compute, 1 copy-in, 2 copy-out
+  int op = -1;
+  std::string library;     ///< "cublas", "cudnn", "kernel", "copy", "event", "memory", "comm", "swap"
+  std::vector<Step> steps;  ///< Compute: in order, on the compute stream
+  CopyPlan copy;            ///< Copy and Combine: the region geometry (floats)
+  int event = -1;           ///< Record / Wait
+};
+
+/// One device's program, translated.
+struct LaunchPlan {
+  int device = 0;
+  std::vector<int64_t> offset;     ///< per buffer: bytes into the arena block; -1: resident (own cudaMalloc)
+  int64_t block_bytes = 0;         ///< the arena block (plan_block)
+  int64_t resident_bytes = 0;      ///< bytes of resident buffers (parameters, inputs)
+  std::vector<Launch> launches;    ///< per instruction of the program
+  int events = 0;                  ///< events the program records
+};
+
+/// Translates `device`'s program of `low` (lowered for `g`). Throws Untranslatable naming every op
+/// whose call has no CUDA kernel.
+LaunchPlan translate(const graph::Graph& g, const Lowered& low, int device);
+
+/// Per op of the graph that some device computes: its kernel and the CUDA library chosen for it, or
+/// why none (the coverage report; translate throws for any row with a reason).
+struct CoverageRow {
+  int op = -1;
+  std::string name, type, kernel, library, why_not;
+};
+std::vector<CoverageRow> coverage(const graph::Graph& g, const Lowered& low);
+
+/// The stream index of a program stream name ("compute" 0; "comm", "swap-in" 1; "swap-out" 2).
+int stream_index(const std::string& name);
+
+}  // namespace tilewise::exec::cuda

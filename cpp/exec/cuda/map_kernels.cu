@@ -1,0 +1,54 @@
+#include <cuda_runtime_api.h>
+
+#include <string>
+
+#include "exec/cuda/device.h"
+#include "exec/cuda/map_kernels.h"
+
+namespace tilewise::exec::cuda {
+
+namespace {
+
+struct Reads {
+  const float* p[kMaxReads];
+};
+
+__global__ void map_kernel(MapArgs a, Reads in, float* out) {
+  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < a.elements;
+       i += static_cast<long long>(gridDim.x) * blockDim.x)
+    out[i] = map_element(a, in.p, i);
+}
+
+__global__ void reduce_kernel(ReduceArgs a, const float* __restrict__ x, float* __restrict__ out) {
+  for (long long o = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; o < a.outputs;
+       o += static_cast<long long>(gridDim.x) * blockDim.x)
+    out[o] = reduce_element(a, x, o);
+}
+
+unsigned grid_for(long long n, int threads) {
+  const long long blocks = (n + threads - 1) / threads;
+  return static_cast<unsigned>(blocks < 65535 ? blocks : 65535);
+}
+
+}  // namespace
+
+void launch_map(const MapArgs& args, const float* const* in, float* out, void* stream) {
+  if (args.elements == 0) return;
+  Reads r{};
+  for (int i = 0; i < args.reads; ++i) r.p[i] = in[i];
+  constexpr int threads = 256;
+  const unsigned grid = grid_for(args.elements, threads);
+  map_kernel<<<grid, threads, 0, static_cast<cudaStream_t>(stream)>>>(args, r, out);
+  check(cudaGetLastError(), "map_kernel<<<" + std::to_string(grid) + ", " + std::to_string(threads) + ">>> (fn " +
+                                std::to_string(args.fn) + ")");
+}
+
+void launch_reduce(const ReduceArgs& args, const float* x, float* out, void* stream) {
+  if (args.outputs == 0) return;
+  constexpr int threads = 128;
+  const unsigned grid = grid_for(args.outputs, threads);
+  reduce_kernel<<<grid, threads, 0, static_cast<cudaStream_t>(stream)>>>(args, x, out);
+  check(cudaGetLastError(), "reduce_kernel<<<" + std::to_string(grid) + ", " + std::to_string(threads) + ">>>");
+}
+
+}  // namespace tilewise::exec::cuda

@@ -1,0 +1,16 @@
+// The CUDA backend's own kernels for element-wise maps and reductions: launch wrappers around the
+// __host__ __device__ functions of device_math.h (one thread per output element, grid-stride), so
+// what runs on the GPU is what the host tests ran. Compiled by nvcc; not run on a GPU yet.
+#pragma once
+#include "exec/cuda/device_math.h"
+
+namespace tilewise::exec::cuda {
+
+/// Enqueues out[i] = map_element(args, in, i) for every output element on `stream` (a
+/// cudaStream_t). `in[r]`: read r's device buffer. Throws CudaError when the launch fails.
+void launch_map(const MapArgs& args, const float* const* in, float* out, void* stream);
+
+/// Enqueues out[o] = reduce_element(args, x, o) for every output element on `stream`.
+void launch_reduce(const ReduceArgs& args, const float* x, float* out, void* stream);
+
+}  // namespace tilewise::exec::cuda

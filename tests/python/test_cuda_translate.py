@@ -1,0 +1,97 @@
+"""The CUDA backend's program translation, checked without a GPU (tilewise._cuda; docs/CUDA.md):
+which ops of the zoo's programs translate, the launch plan's arena (the CPU planner's block), and
+the host reference of every translated call (cuBLAS's column-major sgemm, cuDNN's convolutions, the
+device functors) against the CPU kernel on the same call, for plans on one and several devices."""
+import importlib.util
+
+import pytest
+
+import tilewise as tw
+
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("tilewise._cuda") is None,
+                                reason="tilewise._cuda was not built (needs nvcc and the nvidia wheels)")
+
+# Largest relative difference allowed between the CUDA plan run on the host and the CPU kernel: both
+# float32; the GEMMs sum in a different order (double in the reference, blocked float32 in BLAS).
+TOLERANCE = 1e-5
+
+MODELS = {
+    "mlp": lambda: tw.models.mlp(layers=2, hidden=64, batch=8),
+    "transformer": lambda: tw.models.transformer(layers=1, hidden=64, heads=2, batch=2, seq=16, vocab=128),
+    "lstm": lambda: tw.models.rnn(layers=1, hidden=64, batch=4, steps=5, in_features=32),
+    "wrn": lambda: tw.models.wresnet(depth=50, width=1, batch=2, image=32, classes=10),
+}
+
+
+def _model(name):
+    return MODELS[name]()
+
+
+@pytest.fixture(scope="module")
+def cuda():
+    from tilewise import _cuda
+    return _cuda
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+@pytest.mark.parametrize("devices", [1, 2])
+def test_translated_calls_match_the_cpu_kernels(cuda, name, devices):
+    g = _model(name)
+    plan = tw.partition(g, devices=devices)
+    # The reference is plain loops: the Wide ResNet's large convolutions are skipped (its small ones checked).
+    rows = cuda.host_check(g._g, plan._core, seed=7, max_elements=1 << (14 if name == "wrn" else 16))
+    checked = [r for r in rows if r["checked"]]
+    assert checked, "no call was checked"
+    bad = [(r["op"], r["kernel"], r["max_error"]) for r in checked if not r["max_error"] <= TOLERANCE]
+    assert not bad, bad
+    # Every GEMM of the model is translated and checked (the parameter derivation is what breaks).
+    gemms = [r for r in rows if r["library"] == "cublas"]
+    assert gemms and all(r["checked"] or r["note"].startswith("skipped") for r in gemms)
+    if name == "wrn":  # convolutions of every kind checked through the cuDNN reference
+        assert {r["kernel"] for r in checked if r["library"] == "cudnn"} == {
+            "conv2d", "conv2d_backward_data", "conv2d_backward_filter"}
+
+
+def test_coverage_of_the_zoo(cuda):
+    """What translates today (docs/CUDA.md keeps the table): the MLP's layers and updates, the GEMMs and
+    convolutions everywhere; refusals name the kernel and why."""
+    for name in MODELS:
+        g = _model(name)
+        rows = cuda.coverage(g._g, tw.partition(g, devices=1)._core)
+        for r in rows:
+            assert r["why_not"] or r["library"] in ("cublas", "cudnn", "kernel")
+            if r["why_not"]:
+                assert r["kernel"] in r["why_not"] or "native kernel" in r["why_not"], r
+            if r["kernel"] in ("linear", "matmul", "matmul_tn", "conv2d", "conv2d_backward_data",
+                               "conv2d_backward_filter", "relu", "sgd", "sum_axes"):
+                assert not r["why_not"], r
+
+
+def test_launch_plan_uses_the_cpu_arena_planner(cuda):
+    g = tw.models.mlp(layers=2, hidden=16, batch=8, train=False)
+    plan = tw.partition(g, devices=1)
+    lp = cuda.translate(g._g, plan._core, 0)
+    exe = tw.compile(g, plan)
+    exe.initialize(seed=0)
+    exe.step({"x": [[0.5] * 16] * 8})
+    # The CPU arena after its first (recorded) step holds resident tensors plus the planned block.
+    assert lp["block_bytes"] + lp["resident_bytes"] == exe.stats.peak_memory_per_device[0]
+    assert lp["block_bytes"] + lp["resident_bytes"] == exe.stats.predicted_memory_per_device[0]
+    kinds = {k for k, *_ in lp["launches"]}
+    assert "compute" in kinds and all(s == 0 for _, s, *_ in lp["launches"])
+    # linear: the bias written first, then one GEMM accumulating onto it (beta 1), m/n swapped.
+    gemm = lp["gemms"][0]
+    assert (gemm["m"], gemm["n"], gemm["k"], gemm["beta"]) == (16, 8, 16, 1.0)
+    assert gemm["transa"] and not gemm["transb"]
+
+
+def test_untranslatable_plans_name_every_op(cuda):
+    g = tw.models.mlp(layers=2, hidden=16, batch=8)
+    with pytest.raises(tw.CudaError, match="mse_loss") as e:
+        cuda.translate(g._g, tw.partition(g, devices=1)._core, 0)
+    assert e.value.call == "translate"
+
+
+def test_kernel_table_names_libraries(cuda):
+    table = dict(cuda.kernels())
+    assert table["matmul"] == "cublas" and table["conv2d"] == "cudnn" and table["relu"] == "kernel"
