@@ -53,10 +53,11 @@ void buffer_lifetimes(const graph::Graph& g, const std::vector<int>& keep,
 
 // In-place sums must be safe to run in place: the tensor is computed by an op that reads `total`
 // at exactly its output index (an element-wise add), `total` is computed, read by that op alone,
-// of the tensor's shape and dtype, and not itself stored elsewhere twice.
-void check_in_place(const graph::Graph& g, const std::vector<std::pair<int, int>>& in_place) {
+// of the tensor's shape and dtype, not asked to be kept, and not the storage of two sums.
+void check_in_place(const graph::Graph& g, const std::vector<int>& keep,
+                    const std::vector<std::pair<int, int>>& in_place) {
   const int nt = static_cast<int>(g.tensors().size());
-  std::vector<char> taken(nt, 0);
+  std::vector<char> taken(nt, 0), stored(nt, 0);
   for (const auto& [t, total] : in_place) {
     if (t < 0 || t >= nt || total < 0 || total >= nt)
       throw ExecError("in-place sum (" + std::to_string(t) + ", " + std::to_string(total) + "): tensor id out of range");
@@ -64,6 +65,8 @@ void check_in_place(const graph::Graph& g, const std::vector<std::pair<int, int>
     const std::string what = "'" + out.name + "' cannot be stored in place of '" + into.name + "': ";
     if (out.producer < 0 || into.producer < 0) throw ExecError(what + "both must be computed by an op");
     if (out.shape != into.shape || out.dtype != into.dtype) throw ExecError(what + "shapes or dtypes differ");
+    if (std::find(keep.begin(), keep.end(), total) != keep.end())
+      throw ExecError(what + "'" + into.name + "' is kept after the step, the sum would overwrite it");
     if (into.consumers.size() != 1 || into.consumers[0] != out.producer)
       throw ExecError(what + "'" + into.name + "' must be read by '" + g.op(out.producer).name + "' alone");
     const auto& op = g.op(out.producer);
@@ -72,6 +75,7 @@ void check_in_place(const graph::Graph& g, const std::vector<std::pair<int, int>
     for (size_t j = 0; j < op.inputs.size(); ++j) reads_aligned = reads_aligned || (op.inputs[j] == total && aligned[j]);
     if (!reads_aligned) throw ExecError(what + "'" + op.name + "' does not read it at exactly its output index");
     if (taken[total]++) throw ExecError(what + "another tensor is already stored there");
+    if (stored[t]++) throw ExecError(what + "it is given twice");
   }
 }
 
@@ -380,7 +384,7 @@ Lowered lower(const graph::Graph& g, const cost::Placement& plan, const std::vec
               const std::vector<std::pair<int, int>>& in_place) {
   std::string misfit = cost::placement_misfit(g, plan);
   if (!misfit.empty()) throw ExecError(misfit);
-  check_in_place(g, in_place);
+  check_in_place(g, keep, in_place);
   Lowered low;
   low.parts = plan.parts;
   const int steps = static_cast<int>(plan.parts.size());
