@@ -8,10 +8,12 @@
 // tensor are the zero padding; im2col writes them as zeros.
 // Depthwise 2-D and 1-D convolutions are direct loops at the end of the file.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <vector>
 
 #include "kernels/cpu/blas.h"
+#include "kernels/cpu/conv_direct.h"
 #include "kernels/cpu/tile_kernel_util.h"
 
 namespace tilewise::kernels::tile {
@@ -153,6 +155,89 @@ void col2im(const float* col, Span ci, Span kh, Span kw, Span y, Span x, Span h_
   }
 }
 
+// The window image of a call (conv_direct.h): output rows i < oh and columns j < ow read the source
+// at (h0 + s i + d t, w0 + s j + d u) for taps t < th, u < tw. The source's rows (columns) are split
+// by their residue mod s into phases, so each tap reads its phase at a whole-row (column) shift:
+// tap t reads phase (d t) % s at row i + (d t) / s. Only the residues some tap reads are stored.
+// Image: channel, row phase, column phase, then a hq x wq plane; position q = i wq + j.
+struct WindowLayout {
+  int64_t h0 = 0, w0 = 0, oh = 0, ow = 0, s = 1, d = 1, th = 1, tw = 1, channels = 0;
+  std::vector<int> phase_h, phase_w;  // per residue: its phase's index, -1 when no tap reads it
+  int64_t nph = 0, npw = 0, hq = 0, wq = 0;
+
+  WindowLayout(int64_t h0_, int64_t w0_, int64_t oh_, int64_t ow_, int64_t s_, int64_t d_, int64_t th_, int64_t tw_,
+               int64_t channels_)
+      : h0(h0_), w0(w0_), oh(oh_), ow(ow_), s(s_), d(d_), th(th_), tw(tw_), channels(channels_),
+        phase_h(s_, -1), phase_w(s_, -1) {
+    for (int64_t t = 0; t < th; ++t) {
+      if (phase_h[d * t % s] < 0) phase_h[d * t % s] = static_cast<int>(nph++);
+    }
+    for (int64_t u = 0; u < tw; ++u) {
+      if (phase_w[d * u % s] < 0) phase_w[d * u % s] = static_cast<int>(npw++);
+    }
+    hq = oh + d * (th - 1) / s, wq = ow + d * (tw - 1) / s;
+  }
+  int64_t plane() const { return hq * wq; }
+  int64_t positions() const { return oh * wq; }
+  int64_t padded_positions() const { return (positions() + kDirectLanes - 1) / kDirectLanes * kDirectLanes; }
+  int64_t taps() const { return channels * th * tw; }
+  int64_t offset(int64_t c, int64_t t, int64_t u) const {
+    return ((c * nph + phase_h[d * t % s]) * npw + phase_w[d * u % s]) * plane() + d * t / s * wq + d * u / s;
+  }
+  /// Floats of the image: its planes, and room for the last tap's run of padded_positions().
+  int64_t floats() const {
+    const int64_t last = (channels * nph * npw - 1) * plane() + d * (th - 1) / s * wq + d * (tw - 1) / s;
+    return std::max(channels * nph * npw * plane(), last + padded_positions());
+  }
+  void offsets(int64_t* off) const {
+    for (int64_t c = 0; c < channels; ++c) {
+      for (int64_t t = 0; t < th; ++t) {
+        for (int64_t u = 0; u < tw; ++u) *off++ = offset(c, t, u);
+      }
+    }
+  }
+  /// Fills the image from channels ch of batch element b of `src`: zero outside the tensor and the
+  /// region (what the region lacks no kept position reads).
+  void fill(const Region4& src, int64_t b, Span ch, float* image) const {
+    const int64_t rlo = std::max<int64_t>(src.lo[2], 0), rhi = std::min(src.lo[2] + src.size[2], src.shape[2]) - 1;
+    const int64_t clo = std::max<int64_t>(src.lo[3], 0), chi = std::min(src.lo[3] + src.size[3], src.shape[3]) - 1;
+    float* dst = image;
+    for (int64_t c = ch.lo; c <= ch.hi; ++c) {
+      for (int64_t ph = 0; ph < s; ++ph) {
+        if (phase_h[ph] < 0) continue;
+        for (int64_t pw = 0; pw < s; ++pw) {
+          if (phase_w[pw] < 0) continue;
+          // the plane's columns j whose source column w0 + s j + pw lies in [clo, chi]
+          const int64_t jlo = std::max<int64_t>(ceil_div(clo - w0 - pw, s), 0);
+          const int64_t jhi = std::min<int64_t>(floor_div(chi - w0 - pw, s), wq - 1);
+          for (int64_t r = 0; r < hq; ++r, dst += wq) {
+            const int64_t h = h0 + s * r + ph;
+            if (h < rlo || h > rhi || jlo > jhi) {
+              std::fill(dst, dst + wq, 0.0f);
+              continue;
+            }
+            std::fill(dst, dst + jlo, 0.0f);
+            std::fill(dst + jhi + 1, dst + wq, 0.0f);
+            const float* from = src.at(b, c, h, w0 + s * jlo + pw);
+            if (s == 1) {
+              std::memcpy(dst + jlo, from, sizeof(float) * (jhi - jlo + 1));
+            } else {
+              for (int64_t j = jlo; j <= jhi; ++j) dst[j] = from[(j - jlo) * s];
+            }
+          }
+        }
+      }
+    }
+    std::fill(dst, image + floats(), 0.0f);
+  }
+  /// Copies the kept positions (j < ow) of `rows` rows of C (ldc apart) into `out`, rows of oh x ow.
+  void compact(const float* c, int64_t ldc, int64_t rows, float* out) const {
+    for (int64_t r = 0; r < rows; ++r, c += ldc) {
+      for (int64_t i = 0; i < oh; ++i, out += ow) std::memcpy(out, c + i * wq, sizeof(float) * ow);
+    }
+  }
+};
+
 // One call of a convolution GEMM kernel, as decided from the call alone: its variables, the views
 // of its inputs and the floats of scratch each piece needs (0: read in place). The kernel and its
 // scratch size come from the same setup, so the size is what the kernel takes.
@@ -165,10 +250,40 @@ struct ConvSetup {
   int64_t packed_filter = 0, packed_dy = 0, col = 0;  // scratch floats per piece
   bool direct = false;           // forward: a 1x1 stride-1 conv reads its data block as the col matrix
   bool zero = false;             // backward data: no kernel offset reaches the block (writes zeros)
+  // The window kernels (conv_direct.h) in place of im2col + BLAS, and their scratch: packed A,
+  // images and C in floats, offsets in int64s, lane masks in uint16s; `groups` batch elements at a
+  // time (filter gradient).
+  bool windows = false;
+  int64_t w_pack = 0, w_off = 0, w_image = 0, w_out = 0, w_dy = 0, w_mask = 0, groups = 1;
 };
 
 int64_t scratch_of(const ConvSetup& c) {
-  return scratch_piece(c.packed_filter * 4) + scratch_piece(c.packed_dy * 4) + scratch_piece(c.col * 4);
+  return scratch_piece(c.packed_filter * 4) + scratch_piece(c.packed_dy * 4) + scratch_piece(c.col * 4) +
+         scratch_piece(c.w_pack * 4) + scratch_piece(c.w_off * 8) + scratch_piece(c.w_image * 4) +
+         scratch_piece(c.w_out * 4) + scratch_piece(c.w_dy * 4) + scratch_piece(c.w_mask * 2);
+}
+
+// The window images: of the data for the forward conv and the filter gradient (output positions y,
+// x; taps kh, kw; channels ci), of dy for the data gradient at stride 1 (positions h, w of dx; tap
+// t reads kernel offset kh.hi - t, so the image is dy correlated with the flipped filters).
+WindowLayout data_windows(const ConvSetup& c) {
+  const Window& g = c.g;
+  return WindowLayout(g.in(c.y.lo, c.kh.lo), g.in(c.x.lo, c.kw.lo), c.y.size(), c.x.size(), g.s, g.d, c.kh.size(),
+                      c.kw.size(), c.ci.size());
+}
+
+WindowLayout dy_windows(const ConvSetup& c) {
+  const Window& g = c.g;
+  return WindowLayout(c.h.lo + g.p - g.d * c.kh.hi, c.w.lo + g.p - g.d * c.kw.hi, c.h.size(), c.w.size(), 1, g.d,
+                      c.kh.size(), c.kw.size(), c.co.size());
+}
+
+int64_t round16(int64_t n) { return (n + 15) / 16 * 16; }
+
+// Batch elements per pass of the window kernels, each taking `floats` of scratch: `want`, within
+// about 4 MiB (at least one).
+int64_t window_groups(Span b, int64_t want, int64_t floats) {
+  return std::max<int64_t>(1, std::min({b.size(), want, (int64_t{1} << 20) / std::max<int64_t>(floats, 1)}));
 }
 
 // lambda b, co, y, x: Sum(ci, dy, dx: data[b, ci, s y + d dy - p, s x + d dx - p] filters[co, ci, dy, dx])
@@ -201,7 +316,16 @@ bool conv2d_setup(const TileCall& call, const Attrs& attrs, bool need_data, Conv
   c->h = hs, c->w = ws;
   c->direct = c->kh.size() == 1 && c->kw.size() == 1 && g.s == 1 && hs.lo >= 0 && hs.hi < data.shape[2] &&
               ws.lo >= 0 && ws.hi < data.shape[3] && data.exactly(2, hs) && data.exactly(3, ws);
-  if (!c->direct) c->col = c->k * c->n;
+  if (c->direct) return true;
+  if (direct_available()) {
+    // four elements at a time: small planes' positions fill the tiles of four vectors
+    const WindowLayout l = data_windows(*c);
+    const int64_t per = round16(l.floats()) + c->co.size() * l.padded_positions();
+    c->windows = true, c->groups = window_groups(c->b, 4, per), c->w_pack = c->co.size() * c->k, c->w_off = c->k,
+    c->w_image = c->groups * round16(l.floats()), c->w_out = c->groups * c->co.size() * l.padded_positions();
+  } else {
+    c->col = c->k * c->n;
+  }
   return true;
 }
 
@@ -237,6 +361,13 @@ bool conv2d_backward_data_setup(const TileCall& call, const Attrs& attrs, bool n
   if (!filter_in_place(filt, c->ci, c->kh, c->kw)) c->packed_filter = c->co.size() * c->m;
   if (!matrix_in_place(dy, c->y, c->x)) c->packed_dy = c->co.size() * c->n;
   c->col = c->m * c->n;
+  if (g.s == 1 && direct_available()) {  // the im2col path's pieces stay: non-finite filters take it
+    const WindowLayout l = dy_windows(*c);
+    const int64_t per = round16(l.floats()) + c->ci.size() * l.padded_positions();
+    c->windows = true, c->groups = window_groups(c->b, 4, per), c->w_pack = c->ci.size() * l.taps(),
+    c->w_off = l.taps(), c->w_image = c->groups * round16(l.floats()),
+    c->w_out = c->groups * c->ci.size() * l.padded_positions();
+  }
   return true;
 }
 
@@ -261,6 +392,16 @@ bool conv2d_backward_filter_setup(const TileCall& call, const Attrs& attrs, bool
   }
   c->k = c->y.size() * c->x.size(), c->n = c->ci.size() * c->kh.size() * c->kw.size();
   if (!fits_blas({c->co.size(), c->n, c->k, dy.st[1]})) return false;
+  if (direct_available()) {
+    // enough elements that each sum runs over 256 vectors of positions before it is added up
+    const WindowLayout l = data_windows(*c);
+    const int64_t per = round16(l.floats()) + c->co.size() * l.padded_positions();
+    c->windows = true, c->groups = window_groups(c->b, ceil_div(256 * 16, l.padded_positions()), per),
+    c->w_off = c->n,
+    c->w_image = c->groups * round16(l.floats()), c->w_dy = c->groups * c->co.size() * l.padded_positions(),
+    c->w_mask = l.padded_positions() / 16;
+    return true;
+  }
   c->col = c->n * c->k;
   if (!matrix_in_place(dy, c->y, c->x)) c->packed_dy = c->co.size() * c->k;
   return true;
@@ -283,9 +424,118 @@ int64_t conv2d_backward_filter_scratch(const TileCall& call, const Attrs& attrs)
   return conv2d_backward_filter_setup(call, attrs, false, &c) ? scratch_of(c) : 0;
 }
 
+namespace {
+
+// out[b, i, kept positions] = Sum_k A[i, k] windows_b[k, positions] over the batch, c.groups elements
+// a pass: the source's images (channels ch), windows_gemm into cbuf, the kept positions into out.
+void windows_in_groups(const TileCall& call, const ConvSetup& c, const WindowLayout& l, const Region4& src, Span ch,
+                       int64_t m, int64_t k, const float* packed, const int64_t* off, float* image, float* cbuf) {
+  const int64_t np = l.padded_positions(), image_floats = round16(l.floats()), block = m * l.oh * l.ow;
+  for (int64_t b0 = c.b.lo; b0 <= c.b.hi; b0 += c.groups) {
+    const int64_t groups = std::min(c.groups, c.b.hi - b0 + 1);
+    for (int64_t gi = 0; gi < groups; ++gi) l.fill(src, b0 + gi, ch, image + gi * image_floats);
+    windows_gemm(m, l.positions(), k, groups, packed, image, image_floats, off, cbuf, np, m * np);
+    for (int64_t gi = 0; gi < groups; ++gi) {
+      l.compact(cbuf + gi * m * np, np, m, call.out + (b0 + gi - c.b.lo) * block);
+    }
+  }
+}
+
+// The forward conv by windows_gemm: per batch element, the data's window image, C = W x windows,
+// and C's kept positions into the output.
+void conv2d_windows(const TileCall& call, const ConvSetup& c) {
+  const WindowLayout l = data_windows(c);
+  Scratch scratch(call);
+  float* packed = scratch.floats(c.w_pack);
+  int64_t* off = scratch.ints(c.w_off);
+  float* image = scratch.floats(c.w_image);
+  float* cbuf = scratch.floats(c.w_out);
+  const int64_t nkh = c.kh.size(), nkw = c.kw.size();
+  pack_a(c.co.size(), c.k, [&](int64_t i, int64_t k) {
+    return *c.filt.at(c.co.lo + i, c.ci.lo + k / (nkh * nkw), c.kh.lo + k / nkw % nkh, c.kw.lo + k % nkw);
+  }, packed);
+  l.offsets(off);
+  windows_in_groups(call, c, l, c.data, c.ci, c.co.size(), c.k, packed, off, image, cbuf);
+}
+
+// The data gradient at stride 1 by windows_gemm: dx = dy correlated with the flipped, transposed
+// filters, over dy's window image (zero where dy has no position).
+void conv2d_backward_data_windows(const TileCall& call, const ConvSetup& c) {
+  const WindowLayout l = dy_windows(c);
+  Scratch scratch(call);
+  float* packed = scratch.floats(c.w_pack);
+  int64_t* off = scratch.ints(c.w_off);
+  float* image = scratch.floats(c.w_image);
+  float* cbuf = scratch.floats(c.w_out);
+  const int64_t nkh = c.kh.size(), nkw = c.kw.size();
+  pack_a(c.ci.size(), l.taps(), [&](int64_t i, int64_t k) {
+    return *c.filt.at(c.co.lo + k / (nkh * nkw), c.ci.lo + i, c.kh.hi - k / nkw % nkh, c.kw.hi - k % nkw);
+  }, packed);
+  l.offsets(off);
+  windows_in_groups(call, c, l, c.dy, c.co, c.ci.size(), l.taps(), packed, off, image, cbuf);
+}
+
+// The filter gradient by windows_reduce: groups of batch elements, each its data's window image and
+// dy laid out on the image's positions (zero at the positions past a row's end, which are masked).
+void conv2d_backward_filter_windows(const TileCall& call, const ConvSetup& c) {
+  const WindowLayout l = data_windows(c);
+  Scratch scratch(call);
+  int64_t* off = scratch.ints(c.w_off);
+  float* images = scratch.floats(c.w_image);
+  float* dys = scratch.floats(c.w_dy);
+  auto* mask = static_cast<uint16_t*>(scratch.take(c.w_mask * 2));
+  l.offsets(off);
+  const int64_t np = l.padded_positions(), image_floats = round16(l.floats()), nco = c.co.size();
+  for (int64_t v = 0; v < np / 16; ++v) {
+    uint16_t bits = 0;
+    for (int64_t q = 16 * v; q < 16 * v + 16; ++q) {
+      if (q < l.positions() && q % l.wq < l.ow) bits = static_cast<uint16_t>(bits | (1u << (q - 16 * v)));
+    }
+    mask[v] = bits;
+  }
+  for (int64_t b0 = c.b.lo; b0 <= c.b.hi; b0 += c.groups) {
+    const int64_t groups = std::min(c.groups, c.b.hi - b0 + 1);
+    for (int64_t gi = 0; gi < groups; ++gi) {
+      l.fill(c.data, b0 + gi, c.ci, images + gi * image_floats);
+      float* dst = dys + gi * nco * np;
+      std::fill(dst, dst + nco * np, 0.0f);
+      for (int64_t o = 0; o < nco; ++o) {
+        for (int64_t i = 0; i < l.oh; ++i) {
+          std::memcpy(dst + o * np + i * l.wq, c.dy.at(b0 + gi, c.co.lo + o, c.y.lo + i, c.x.lo),
+                      sizeof(float) * l.ow);
+        }
+      }
+    }
+    windows_reduce(nco, c.n, l.positions(), groups, dys, np, nco * np, images, image_floats, off, mask, call.out,
+                   c.n, b0 == c.b.lo);
+  }
+}
+
+// Whether every filter the data gradient reads is finite: the window image multiplies dy's padding
+// by them (0 x Inf = NaN), where the im2col path skips those terms as torch does.
+bool filters_finite(const ConvSetup& c) {
+  for (int64_t o = c.co.lo; o <= c.co.hi; ++o) {
+    for (int64_t i = c.ci.lo; i <= c.ci.hi; ++i) {
+      for (int64_t a = c.kh.lo; a <= c.kh.hi; ++a) {
+        const float* f = c.filt.at(o, i, a, c.kw.lo);
+        for (int64_t e = 0; e < c.kw.size(); ++e) {
+          if (!std::isfinite(f[e])) return false;
+        }
+      }
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
 bool conv2d(const TileCall& call, const Attrs& attrs) {
   ConvSetup c;
   if (!conv2d_setup(call, attrs, true, &c)) return false;
+  if (c.windows) {
+    conv2d_windows(call, c);
+    return true;
+  }
   Scratch scratch(call);
   float* wbuf = c.packed_filter ? scratch.floats(c.packed_filter) : nullptr;
   float* col = c.col ? scratch.floats(c.col) : nullptr;
@@ -307,6 +557,10 @@ bool conv2d(const TileCall& call, const Attrs& attrs) {
 bool conv2d_backward_data(const TileCall& call, const Attrs& attrs) {
   ConvSetup c;
   if (!conv2d_backward_data_setup(call, attrs, true, &c)) return false;
+  if (!c.zero && c.windows && filters_finite(c)) {  // writes every element
+    conv2d_backward_data_windows(call, c);
+    return true;
+  }
   const int64_t plane = c.ci.size() * c.h.size() * c.w.size();
   std::fill(call.out, call.out + c.b.size() * plane, 0.0f);
   if (c.zero) return true;
@@ -326,6 +580,10 @@ bool conv2d_backward_data(const TileCall& call, const Attrs& attrs) {
 bool conv2d_backward_filter(const TileCall& call, const Attrs& attrs) {
   ConvSetup c;
   if (!conv2d_backward_filter_setup(call, attrs, true, &c)) return false;
+  if (c.windows) {
+    conv2d_backward_filter_windows(call, c);
+    return true;
+  }
   Scratch scratch(call);
   float* dybuf = c.packed_dy ? scratch.floats(c.packed_dy) : nullptr;
   float* col = scratch.floats(c.col);
