@@ -39,20 +39,27 @@ void pack_a(int64_t m, int64_t k, At a, float* packed) {
   }
 }
 
+/// Each kernel offset kk's reads come with lane masks tap_mask[4 kk + phase] (a lane whose bit is
+/// clear reads 0): where an image keeps no padding columns, the lanes of a tap that fall off the row.
+/// A row of positions spans row_vectors (1, 2 or 4) vectors, whose masks differ; `phase` is a vector's
+/// place in its row. The callers keep every part's positions a whole number of rows and of vectors.
+
 /// For each of `groups` parts g (a batch element each): C_g[i, q] = Sum_k A[i, k] image_g[off[k] + q] for
 /// i < m and q < round_up(n, 16), where image_g = image + g * image_group and C_g = c + g * c_group
 /// (rows ldc apart), A packed by pack_a. Reads image_g up to off[k] + round_up(n, 16) and writes C_g's
-/// rows that far. The parts' positions are tiled together, so small planes fill whole tiles.
+/// rows that far. The parts' positions are tiled together, so small planes fill whole tiles; a tile's
+/// p-th vector (tiles start at multiples of 4 vectors) reads with tap_mask[4 kk + p].
 void windows_gemm(int64_t m, int64_t n, int64_t k, int64_t groups, const float* packed_a, const float* image,
-                  int64_t image_group, const int64_t* off, float* c, int64_t ldc, int64_t c_group);
+                  int64_t image_group, const int64_t* off, const uint16_t* tap_mask, float* c, int64_t ldc,
+                  int64_t c_group);
 
 /// For each of `groups` parts g (a batch element each): C[i, kk] += Sum_{q < n} B_g[i, q] image_g[off[kk] + q],
 /// where B_g = b + g * b_group (rows ldb apart) and image_g = image + g * image_group, and the image
-/// term is read as 0 where bit (q % 16) of mask[q / 16] is clear (B_g must be finite there,
-/// its rows readable up to round_up(n, 16)). C is m x k with rows ldc apart; `overwrite` stores the
-/// sum instead of adding it.
+/// term is read as 0 where bit (q % 16) of mask[q / 16] & tap_mask[4 kk + (q / 16) % row_vectors] is
+/// clear (B_g must be finite there, its rows readable up to round_up(n, 16)). C is m x k with rows ldc
+/// apart; `overwrite` stores the sum instead of adding it.
 void windows_reduce(int64_t m, int64_t k, int64_t n, int64_t groups, const float* b, int64_t ldb, int64_t b_group,
-                    const float* image, int64_t image_group, const int64_t* off, const uint16_t* mask, float* c,
-                    int64_t ldc, bool overwrite);
+                    const float* image, int64_t image_group, const int64_t* off, const uint16_t* tap_mask,
+                    int64_t row_vectors, const uint16_t* mask, float* c, int64_t ldc, bool overwrite);
 
 }  // namespace tilewise::kernels::tile

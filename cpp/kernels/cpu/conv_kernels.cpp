@@ -160,34 +160,53 @@ void col2im(const float* col, Span ci, Span kh, Span kw, Span y, Span x, Span h_
 // by their residue mod s into phases, so each tap reads its phase at a whole-row (column) shift:
 // tap t reads phase (d t) % s at row i + (d t) / s. Only the residues some tap reads are stored.
 // Image: channel, row phase, column phase, then a hq x wq plane; position q = i wq + j.
+// Padded rows: wq = ow + (d (tw - 1)) / s, the positions j >= ow unused (computed and dropped).
+// Masked rows, at stride 1 over whole source rows whose width suits the vectors (a multiple of 16 up
+// to 64, or a divisor of 16 with planes of whole vectors): wq = ow, the image keeps the source's
+// columns only, every position is used, and each tap masks the lanes whose column is off the row.
 struct WindowLayout {
   int64_t h0 = 0, w0 = 0, oh = 0, ow = 0, s = 1, d = 1, th = 1, tw = 1, channels = 0;
   std::vector<int> phase_h, phase_w;  // per residue: its phase's index, -1 when no tap reads it
   int64_t nph = 0, npw = 0, hq = 0, wq = 0;
+  bool masked = false;
+  int64_t margin = 0;       // masked: zeros before the planes (a tap reading left of column 0)
+  int64_t row_vectors = 1;  // masked: vectors per row of positions (each its own masks)
 
+  // x_lo, width: the first output column and the source's width (masked rows need ow == width).
   WindowLayout(int64_t h0_, int64_t w0_, int64_t oh_, int64_t ow_, int64_t s_, int64_t d_, int64_t th_, int64_t tw_,
-               int64_t channels_)
+               int64_t channels_, int64_t x_lo, int64_t width)
       : h0(h0_), w0(w0_), oh(oh_), ow(ow_), s(s_), d(d_), th(th_), tw(tw_), channels(channels_),
         phase_h(s_, -1), phase_w(s_, -1) {
-    for (int64_t t = 0; t < th; ++t) {
-      if (phase_h[d * t % s] < 0) phase_h[d * t % s] = static_cast<int>(nph++);
-    }
-    for (int64_t u = 0; u < tw; ++u) {
-      if (phase_w[d * u % s] < 0) phase_w[d * u % s] = static_cast<int>(npw++);
+    // phases numbered in residue order, the order fill() writes them
+    for (int64_t t = 0; t < th; ++t) phase_h[d * t % s] = 0;
+    for (int64_t u = 0; u < tw; ++u) phase_w[d * u % s] = 0;
+    for (int64_t r = 0; r < s; ++r) {
+      if (phase_h[r] == 0) phase_h[r] = static_cast<int>(nph++);
+      if (phase_w[r] == 0) phase_w[r] = static_cast<int>(npw++);
     }
     hq = oh + d * (th - 1) / s, wq = ow + d * (tw - 1) / s;
+    masked = s == 1 && x_lo == 0 && ow == width &&
+             ((ow == 16 || ow == 32 || ow == 64) || (16 % ow == 0 && oh * ow % 16 == 0));
+    if (masked) {
+      wq = ow, row_vectors = std::max<int64_t>(ow / 16, 1);
+      margin = round_up16(std::max<int64_t>(-w0, 0));
+    }
   }
+  static int64_t round_up16(int64_t n) { return (n + 15) / 16 * 16; }
   int64_t plane() const { return hq * wq; }
   int64_t positions() const { return oh * wq; }
-  int64_t padded_positions() const { return (positions() + kDirectLanes - 1) / kDirectLanes * kDirectLanes; }
+  int64_t padded_positions() const { return round_up16(positions()); }
   int64_t taps() const { return channels * th * tw; }
+  // The image column tap u reads for position column 0, past the row's start.
+  int64_t column(int64_t u) const { return masked ? w0 + d * u : d * u / s; }
   int64_t offset(int64_t c, int64_t t, int64_t u) const {
-    return ((c * nph + phase_h[d * t % s]) * npw + phase_w[d * u % s]) * plane() + d * t / s * wq + d * u / s;
+    return margin + ((c * nph + phase_h[d * t % s]) * npw + phase_w[d * u % s]) * plane() + d * t / s * wq +
+           column(u);
   }
   /// Floats of the image: its planes, and room for the last tap's run of padded_positions().
   int64_t floats() const {
-    const int64_t last = (channels * nph * npw - 1) * plane() + d * (th - 1) / s * wq + d * (tw - 1) / s;
-    return std::max(channels * nph * npw * plane(), last + padded_positions());
+    const int64_t last = margin + (channels * nph * npw - 1) * plane() + d * (th - 1) / s * wq + column(tw - 1);
+    return std::max(margin + channels * nph * npw * plane(), last + padded_positions());
   }
   void offsets(int64_t* off) const {
     for (int64_t c = 0; c < channels; ++c) {
@@ -196,20 +215,40 @@ struct WindowLayout {
       }
     }
   }
+  /// Per tap, the lane masks of the vectors at each place p < 4 of a tile (conv_direct.h): all lanes
+  /// with padded rows; with masked rows those whose column j + column(u) lies on the row.
+  void masks(uint16_t* mask) const {
+    for (int64_t k = 0; k < taps(); ++k) {
+      const int64_t u = k % tw;
+      for (int64_t p = 0; p < 4; ++p) {
+        uint16_t bits = 0xFFFF;
+        if (masked) {
+          bits = 0;
+          for (int64_t lane = 0; lane < 16; ++lane) {
+            const int64_t j = (16 * (p % row_vectors) + lane) % ow, col = j + column(u);
+            if (col >= 0 && col < ow) bits = static_cast<uint16_t>(bits | (1u << lane));
+          }
+        }
+        *mask++ = bits;
+      }
+    }
+  }
   /// Fills the image from channels ch of batch element b of `src`: zero outside the tensor and the
   /// region (what the region lacks no kept position reads).
   void fill(const Region4& src, int64_t b, Span ch, float* image) const {
     const int64_t rlo = std::max<int64_t>(src.lo[2], 0), rhi = std::min(src.lo[2] + src.size[2], src.shape[2]) - 1;
     const int64_t clo = std::max<int64_t>(src.lo[3], 0), chi = std::min(src.lo[3] + src.size[3], src.shape[3]) - 1;
-    float* dst = image;
+    const int64_t col0 = masked ? 0 : w0;  // the source column of the plane's column 0 (phase 0)
+    std::fill(image, image + margin, 0.0f);
+    float* dst = image + margin;
     for (int64_t c = ch.lo; c <= ch.hi; ++c) {
       for (int64_t ph = 0; ph < s; ++ph) {
         if (phase_h[ph] < 0) continue;
         for (int64_t pw = 0; pw < s; ++pw) {
           if (phase_w[pw] < 0) continue;
-          // the plane's columns j whose source column w0 + s j + pw lies in [clo, chi]
-          const int64_t jlo = std::max<int64_t>(ceil_div(clo - w0 - pw, s), 0);
-          const int64_t jhi = std::min<int64_t>(floor_div(chi - w0 - pw, s), wq - 1);
+          // the plane's columns j whose source column col0 + s j + pw lies in [clo, chi]
+          const int64_t jlo = std::max<int64_t>(ceil_div(clo - col0 - pw, s), 0);
+          const int64_t jhi = std::min<int64_t>(floor_div(chi - col0 - pw, s), wq - 1);
           for (int64_t r = 0; r < hq; ++r, dst += wq) {
             const int64_t h = h0 + s * r + ph;
             if (h < rlo || h > rhi || jlo > jhi) {
@@ -218,7 +257,7 @@ struct WindowLayout {
             }
             std::fill(dst, dst + jlo, 0.0f);
             std::fill(dst + jhi + 1, dst + wq, 0.0f);
-            const float* from = src.at(b, c, h, w0 + s * jlo + pw);
+            const float* from = src.at(b, c, h, col0 + s * jlo + pw);
             if (s == 1) {
               std::memcpy(dst + jlo, from, sizeof(float) * (jhi - jlo + 1));
             } else {
@@ -269,13 +308,13 @@ int64_t scratch_of(const ConvSetup& c) {
 WindowLayout data_windows(const ConvSetup& c) {
   const Window& g = c.g;
   return WindowLayout(g.in(c.y.lo, c.kh.lo), g.in(c.x.lo, c.kw.lo), c.y.size(), c.x.size(), g.s, g.d, c.kh.size(),
-                      c.kw.size(), c.ci.size());
+                      c.kw.size(), c.ci.size(), c.x.lo, c.data.shape[3]);
 }
 
 WindowLayout dy_windows(const ConvSetup& c) {
   const Window& g = c.g;
   return WindowLayout(c.h.lo + g.p - g.d * c.kh.hi, c.w.lo + g.p - g.d * c.kw.hi, c.h.size(), c.w.size(), 1, g.d,
-                      c.kh.size(), c.kw.size(), c.co.size());
+                      c.kh.size(), c.kw.size(), c.co.size(), c.w.lo, c.dy.shape[3]);
 }
 
 int64_t round16(int64_t n) { return (n + 15) / 16 * 16; }
@@ -320,9 +359,10 @@ bool conv2d_setup(const TileCall& call, const Attrs& attrs, bool need_data, Conv
   if (direct_available()) {
     // four elements at a time: small planes' positions fill the tiles of four vectors
     const WindowLayout l = data_windows(*c);
-    const int64_t per = round16(l.floats()) + c->co.size() * l.padded_positions();
-    c->windows = true, c->groups = window_groups(c->b, 4, per), c->w_pack = c->co.size() * c->k, c->w_off = c->k,
-    c->w_image = c->groups * round16(l.floats()), c->w_out = c->groups * c->co.size() * l.padded_positions();
+    const int64_t out = l.masked ? 0 : c->co.size() * l.padded_positions();  // masked: C is the output
+    c->windows = true, c->groups = window_groups(c->b, 4, round16(l.floats()) + out),
+    c->w_pack = c->co.size() * c->k, c->w_off = c->k, c->w_mask = 4 * c->k,
+    c->w_image = c->groups * round16(l.floats()), c->w_out = c->groups * out, c->packed_filter = 0;
   } else {
     c->col = c->k * c->n;
   }
@@ -363,10 +403,10 @@ bool conv2d_backward_data_setup(const TileCall& call, const Attrs& attrs, bool n
   c->col = c->m * c->n;
   if (g.s == 1 && direct_available()) {  // the im2col path's pieces stay: non-finite filters take it
     const WindowLayout l = dy_windows(*c);
-    const int64_t per = round16(l.floats()) + c->ci.size() * l.padded_positions();
-    c->windows = true, c->groups = window_groups(c->b, 4, per), c->w_pack = c->ci.size() * l.taps(),
-    c->w_off = l.taps(), c->w_image = c->groups * round16(l.floats()),
-    c->w_out = c->groups * c->ci.size() * l.padded_positions();
+    const int64_t out = l.masked ? 0 : c->ci.size() * l.padded_positions();  // masked: C is the output
+    c->windows = true, c->groups = window_groups(c->b, 4, round16(l.floats()) + out),
+    c->w_pack = c->ci.size() * l.taps(), c->w_off = l.taps(), c->w_mask = 4 * l.taps(),
+    c->w_image = c->groups * round16(l.floats()), c->w_out = c->groups * out;
   }
   return true;
 }
@@ -399,7 +439,7 @@ bool conv2d_backward_filter_setup(const TileCall& call, const Attrs& attrs, bool
     c->windows = true, c->groups = window_groups(c->b, ceil_div(256 * 16, l.padded_positions()), per),
     c->w_off = c->n,
     c->w_image = c->groups * round16(l.floats()), c->w_dy = c->groups * c->co.size() * l.padded_positions(),
-    c->w_mask = l.padded_positions() / 16;
+    c->w_mask = 4 * c->n + l.padded_positions() / 16;
     return true;
   }
   c->col = c->n * c->k;
@@ -429,33 +469,40 @@ namespace {
 // out[b, i, kept positions] = Sum_k A[i, k] windows_b[k, positions] over the batch, c.groups elements
 // a pass: the source's images (channels ch), windows_gemm into cbuf, the kept positions into out.
 void windows_in_groups(const TileCall& call, const ConvSetup& c, const WindowLayout& l, const Region4& src, Span ch,
-                       int64_t m, int64_t k, const float* packed, const int64_t* off, float* image, float* cbuf) {
+                       int64_t m, int64_t k, const float* packed, const int64_t* off, const uint16_t* tap_mask,
+                       float* image, float* cbuf) {
   const int64_t np = l.padded_positions(), image_floats = round16(l.floats()), block = m * l.oh * l.ow;
   for (int64_t b0 = c.b.lo; b0 <= c.b.hi; b0 += c.groups) {
     const int64_t groups = std::min(c.groups, c.b.hi - b0 + 1);
     for (int64_t gi = 0; gi < groups; ++gi) l.fill(src, b0 + gi, ch, image + gi * image_floats);
-    windows_gemm(m, l.positions(), k, groups, packed, image, image_floats, off, cbuf, np, m * np);
+    if (l.masked) {  // every position kept, planes of whole vectors: C is the output block
+      windows_gemm(m, l.positions(), k, groups, packed, image, image_floats, off, tap_mask,
+                   call.out + (b0 - c.b.lo) * block, np, block);
+      continue;
+    }
+    windows_gemm(m, l.positions(), k, groups, packed, image, image_floats, off, tap_mask, cbuf, np, m * np);
     for (int64_t gi = 0; gi < groups; ++gi) {
       l.compact(cbuf + gi * m * np, np, m, call.out + (b0 + gi - c.b.lo) * block);
     }
   }
 }
 
-// The forward conv by windows_gemm: per batch element, the data's window image, C = W x windows,
-// and C's kept positions into the output.
+// The forward conv by windows_gemm: C = W x the data's windows.
 void conv2d_windows(const TileCall& call, const ConvSetup& c) {
   const WindowLayout l = data_windows(c);
   Scratch scratch(call);
   float* packed = scratch.floats(c.w_pack);
   int64_t* off = scratch.ints(c.w_off);
+  auto* tap_mask = static_cast<uint16_t*>(scratch.take(c.w_mask * 2));
   float* image = scratch.floats(c.w_image);
-  float* cbuf = scratch.floats(c.w_out);
+  float* cbuf = c.w_out ? scratch.floats(c.w_out) : nullptr;
   const int64_t nkh = c.kh.size(), nkw = c.kw.size();
   pack_a(c.co.size(), c.k, [&](int64_t i, int64_t k) {
     return *c.filt.at(c.co.lo + i, c.ci.lo + k / (nkh * nkw), c.kh.lo + k / nkw % nkh, c.kw.lo + k % nkw);
   }, packed);
   l.offsets(off);
-  windows_in_groups(call, c, l, c.data, c.ci, c.co.size(), c.k, packed, off, image, cbuf);
+  l.masks(tap_mask);
+  windows_in_groups(call, c, l, c.data, c.ci, c.co.size(), c.k, packed, off, tap_mask, image, cbuf);
 }
 
 // The data gradient at stride 1 by windows_gemm: dx = dy correlated with the flipped, transposed
@@ -465,26 +512,30 @@ void conv2d_backward_data_windows(const TileCall& call, const ConvSetup& c) {
   Scratch scratch(call);
   float* packed = scratch.floats(c.w_pack);
   int64_t* off = scratch.ints(c.w_off);
+  auto* tap_mask = static_cast<uint16_t*>(scratch.take(c.w_mask * 2));
   float* image = scratch.floats(c.w_image);
-  float* cbuf = scratch.floats(c.w_out);
+  float* cbuf = c.w_out ? scratch.floats(c.w_out) : nullptr;
   const int64_t nkh = c.kh.size(), nkw = c.kw.size();
   pack_a(c.ci.size(), l.taps(), [&](int64_t i, int64_t k) {
     return *c.filt.at(c.co.lo + k / (nkh * nkw), c.ci.lo + i, c.kh.hi - k / nkw % nkh, c.kw.hi - k % nkw);
   }, packed);
   l.offsets(off);
-  windows_in_groups(call, c, l, c.dy, c.co, c.ci.size(), l.taps(), packed, off, image, cbuf);
+  l.masks(tap_mask);
+  windows_in_groups(call, c, l, c.dy, c.co, c.ci.size(), l.taps(), packed, off, tap_mask, image, cbuf);
 }
 
 // The filter gradient by windows_reduce: groups of batch elements, each its data's window image and
-// dy laid out on the image's positions (zero at the positions past a row's end, which are masked).
+// dy laid out on the image's positions (zero at unused positions, where the image reads are masked).
 void conv2d_backward_filter_windows(const TileCall& call, const ConvSetup& c) {
   const WindowLayout l = data_windows(c);
   Scratch scratch(call);
   int64_t* off = scratch.ints(c.w_off);
   float* images = scratch.floats(c.w_image);
   float* dys = scratch.floats(c.w_dy);
-  auto* mask = static_cast<uint16_t*>(scratch.take(c.w_mask * 2));
+  auto* tap_mask = static_cast<uint16_t*>(scratch.take(c.w_mask * 2));
+  uint16_t* mask = tap_mask + 4 * c.n;  // per vector of positions: those kept
   l.offsets(off);
+  l.masks(tap_mask);
   const int64_t np = l.padded_positions(), image_floats = round16(l.floats()), nco = c.co.size();
   for (int64_t v = 0; v < np / 16; ++v) {
     uint16_t bits = 0;
@@ -506,8 +557,8 @@ void conv2d_backward_filter_windows(const TileCall& call, const ConvSetup& c) {
         }
       }
     }
-    windows_reduce(nco, c.n, l.positions(), groups, dys, np, nco * np, images, image_floats, off, mask, call.out,
-                   c.n, b0 == c.b.lo);
+    windows_reduce(nco, c.n, l.positions(), groups, dys, np, nco * np, images, image_floats, off, tap_mask,
+                   l.row_vectors, mask, call.out, c.n, b0 == c.b.lo);
   }
 }
 
