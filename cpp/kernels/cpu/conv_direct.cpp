@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
+#include <cstring>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -22,7 +24,14 @@ bool cpu_has_avx512() {
 #endif
 }
 
-std::atomic<bool> enabled{true};
+// TILEWISE_CONV_IM2COL=1 in the environment (read once) keeps the im2col + BLAS path: A/B timings,
+// or a CPU whose AVX-512 runs slower than its BLAS.
+bool im2col_asked() {
+  const char* v = std::getenv("TILEWISE_CONV_IM2COL");
+  return v != nullptr && *v != '\0' && std::strcmp(v, "0") != 0;
+}
+
+std::atomic<bool> enabled{!im2col_asked()};
 
 }  // namespace
 

@@ -15,7 +15,8 @@
 
 namespace tilewise::kernels::tile {
 
-/// Whether the window kernels may run: the CPU has AVX-512F and they are enabled.
+/// Whether the window kernels may run: the CPU has AVX-512F and they are enabled (they are unless
+/// the environment sets TILEWISE_CONV_IM2COL=1 when the library loads).
 bool direct_available();
 
 /// Turns the window kernels off (or back on, where the CPU has them): tests run both paths.

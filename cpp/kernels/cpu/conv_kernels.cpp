@@ -6,6 +6,9 @@
 // The kernel-offset variables and the input channels may be sub-ranges (a partial reduction of the
 // forward conv), as may the batch and output positions of the filter gradient. Reads outside the
 // tensor are the zero padding; im2col writes them as zeros.
+// Where the CPU has AVX-512F (conv_direct.h) the three run without im2col: the data (dy for the
+// data gradient at stride 1) is copied once into a zero-padded window image and the products read
+// each kernel offset's run of it in place; the padding terms are the same products as im2col's.
 // Depthwise 2-D and 1-D convolutions are direct loops at the end of the file.
 #include <algorithm>
 #include <cmath>
@@ -319,6 +322,12 @@ WindowLayout dy_windows(const ConvSetup& c) {
 
 int64_t round16(int64_t n) { return (n + 15) / 16 * 16; }
 
+// Whether the window kernels suit a stride: at stride 1, or windows that overlap (a stride as large
+// as the window, e.g. a ViT's patches, makes im2col a mere reshuffle and BLAS the better product).
+bool windows_suit(const Window& g, int64_t kh, int64_t kw) {
+  return direct_available() && (g.s == 1 || g.s < g.d * (kh - 1) + 1 || g.s < g.d * (kw - 1) + 1);
+}
+
 // Batch elements per pass of the window kernels, each taking `floats` of scratch: `want`, within
 // about 4 MiB (at least one).
 int64_t window_groups(Span b, int64_t want, int64_t floats) {
@@ -356,7 +365,7 @@ bool conv2d_setup(const TileCall& call, const Attrs& attrs, bool need_data, Conv
   c->direct = c->kh.size() == 1 && c->kw.size() == 1 && g.s == 1 && hs.lo >= 0 && hs.hi < data.shape[2] &&
               ws.lo >= 0 && ws.hi < data.shape[3] && data.exactly(2, hs) && data.exactly(3, ws);
   if (c->direct) return true;
-  if (direct_available()) {
+  if (windows_suit(g, call.extents[5], call.extents[6])) {
     // four elements at a time: small planes' positions fill the tiles of four vectors
     const WindowLayout l = data_windows(*c);
     const int64_t out = l.masked ? 0 : c->co.size() * l.padded_positions();  // masked: C is the output
@@ -432,9 +441,10 @@ bool conv2d_backward_filter_setup(const TileCall& call, const Attrs& attrs, bool
   }
   c->k = c->y.size() * c->x.size(), c->n = c->ci.size() * c->kh.size() * c->kw.size();
   if (!fits_blas({c->co.size(), c->n, c->k, dy.st[1]})) return false;
-  if (direct_available()) {
-    // enough elements that each sum runs over 256 vectors of positions before it is added up
-    const WindowLayout l = data_windows(*c);
+  const WindowLayout l = data_windows(*c);
+  // each sum runs over 256 vectors of positions (when the batch has them) before it is added up;
+  // sums over fewer than 64 are left to BLAS (adding up 16 lanes per output would cost too much)
+  if (windows_suit(g, call.extents[2], call.extents[3]) && c->b.size() * l.padded_positions() >= 64 * 16) {
     const int64_t per = round16(l.floats()) + c->co.size() * l.padded_positions();
     c->windows = true, c->groups = window_groups(c->b, ceil_div(256 * 16, l.padded_positions()), per),
     c->w_off = c->n,
