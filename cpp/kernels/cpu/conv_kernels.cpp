@@ -206,11 +206,13 @@ struct WindowLayout {
     return margin + ((c * nph + phase_h[d * t % s]) * npw + phase_w[d * u % s]) * plane() + d * t / s * wq +
            column(u);
   }
-  /// Floats of the image: its planes, and room for the last tap's run of padded_positions().
-  int64_t floats() const {
+  /// Floats the windows read: the planes, and room for the last tap's run of padded_positions().
+  int64_t data_floats() const {
     const int64_t last = margin + (channels * nph * npw - 1) * plane() + d * (th - 1) / s * wq + column(tw - 1);
     return std::max(margin + channels * nph * npw * plane(), last + padded_positions());
   }
+  /// Floats of the image's scratch: the data, then (strided) one source row that fill() splits.
+  int64_t floats() const { return data_floats() + (s > 1 ? s * wq : 0); }
   void offsets(int64_t* off) const {
     for (int64_t c = 0; c < channels; ++c) {
       for (int64_t t = 0; t < th; ++t) {
@@ -244,34 +246,59 @@ struct WindowLayout {
     const int64_t col0 = masked ? 0 : w0;  // the source column of the plane's column 0 (phase 0)
     std::fill(image, image + margin, 0.0f);
     float* dst = image + margin;
+    if (s > 1) {
+      fill_strided(src, b, ch, rlo, rhi, clo, chi, col0, dst, image + data_floats());
+      dst += channels * nph * npw * plane();
+    }
+    for (int64_t c = ch.lo; c <= ch.hi && s == 1; ++c) {
+      // the plane's columns j whose source column col0 + j lies in [clo, chi]
+      const int64_t jlo = std::max<int64_t>(clo - col0, 0), jhi = std::min<int64_t>(chi - col0, wq - 1);
+      for (int64_t r = 0; r < hq; ++r, dst += wq) {
+        const int64_t h = h0 + r;
+        if (h < rlo || h > rhi || jlo > jhi) {
+          std::fill(dst, dst + wq, 0.0f);
+          continue;
+        }
+        std::fill(dst, dst + jlo, 0.0f);
+        std::fill(dst + jhi + 1, dst + wq, 0.0f);
+        std::memcpy(dst + jlo, src.at(b, c, h, col0 + jlo), sizeof(float) * (jhi - jlo + 1));
+      }
+    }
+    std::fill(dst, image + data_floats(), 0.0f);
+  }
+  /// fill() at stride s > 1: each source row read once into `row` (s wq floats, zero off the tensor
+  /// and the region) and split into its column phases' rows (a loop the compiler vectorises).
+  void fill_strided(const Region4& src, int64_t b, Span ch, int64_t rlo, int64_t rhi, int64_t clo, int64_t chi,
+                    int64_t col0, float* planes, float* row) const {
+    const int64_t tlo = std::max<int64_t>(clo - col0, 0), thi = std::min<int64_t>(chi - col0, s * wq - 1);
     for (int64_t c = ch.lo; c <= ch.hi; ++c) {
       for (int64_t ph = 0; ph < s; ++ph) {
         if (phase_h[ph] < 0) continue;
-        for (int64_t pw = 0; pw < s; ++pw) {
-          if (phase_w[pw] < 0) continue;
-          // the plane's columns j whose source column col0 + s j + pw lies in [clo, chi]
-          const int64_t jlo = std::max<int64_t>(ceil_div(clo - col0 - pw, s), 0);
-          const int64_t jhi = std::min<int64_t>(floor_div(chi - col0 - pw, s), wq - 1);
-          for (int64_t r = 0; r < hq; ++r, dst += wq) {
-            const int64_t h = h0 + s * r + ph;
-            if (h < rlo || h > rhi || jlo > jhi) {
-              std::fill(dst, dst + wq, 0.0f);
-              continue;
-            }
-            std::fill(dst, dst + jlo, 0.0f);
-            std::fill(dst + jhi + 1, dst + wq, 0.0f);
-            const float* from = src.at(b, c, h, col0 + s * jlo + pw);
-            if (s == 1) {
-              std::memcpy(dst + jlo, from, sizeof(float) * (jhi - jlo + 1));
+        float* first = planes + ((c - ch.lo) * nph + phase_h[ph]) * npw * plane();
+        for (int64_t r = 0; r < hq; ++r) {
+          const int64_t h = h0 + s * r + ph;
+          const bool empty = h < rlo || h > rhi || tlo > thi;
+          if (!empty) {
+            std::fill(row, row + tlo, 0.0f);
+            std::fill(row + thi + 1, row + s * wq, 0.0f);
+            std::memcpy(row + tlo, src.at(b, c, h, col0 + tlo), sizeof(float) * (thi - tlo + 1));
+          }
+          for (int64_t pw = 0; pw < s; ++pw) {
+            if (phase_w[pw] < 0) continue;
+            float* out = first + phase_w[pw] * plane() + r * wq;
+            if (empty) {
+              std::fill(out, out + wq, 0.0f);
+            } else if (s == 2) {
+              for (int64_t j = 0; j < wq; ++j) out[j] = row[2 * j + pw];
             } else {
-              for (int64_t j = jlo; j <= jhi; ++j) dst[j] = from[(j - jlo) * s];
+              for (int64_t j = 0; j < wq; ++j) out[j] = row[s * j + pw];
             }
           }
         }
       }
     }
-    std::fill(dst, image + floats(), 0.0f);
   }
+
   /// Copies the kept positions (j < ow) of `rows` rows of C (ldc apart) into `out`, rows of oh x ow.
   void compact(const float* c, int64_t ldc, int64_t rows, float* out) const {
     for (int64_t r = 0; r < rows; ++r, c += ldc) {
