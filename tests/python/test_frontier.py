@@ -23,10 +23,9 @@ def _cluster(devices=4):
     return _resolve("tensoropt", devices)[0]
 
 
-def _enumerate(model):
-    """Every choice of the model's (pruned) problem: the frontier of their additive costs."""
+def _frontier_of(model, idx):
+    """The frontier of the additive costs of the choices in ``idx`` (one row per variable)."""
     nodes = [np.array(n, dtype=float).reshape(-1, 2) for n in model.nodes]
-    idx = np.indices([len(n) for n in nodes]).reshape(len(nodes), -1)
     time = np.zeros(idx.shape[1])
     memory = np.zeros(idx.shape[1])
     for v, n in enumerate(nodes):
@@ -36,6 +35,12 @@ def _enumerate(model):
         time += np.array(table)[idx[u] * len(nodes[v]) + idx[v]]
     pts = list(zip(time.tolist(), memory.tolist()))
     return [pts[i] for i in tw.pareto.reduce(pts)]
+
+
+def _enumerate(model):
+    """Every choice of the model's (pruned) problem: the frontier of their additive costs."""
+    sizes = [len(n) for n in model.nodes]
+    return _frontier_of(model, np.indices(sizes).reshape(len(sizes), -1))
 
 
 @pytest.mark.parametrize("layers, parts", [(1, [2]), (1, [2, 2]), (2, [2])])
@@ -229,23 +234,14 @@ def _restricted_enumeration(model):
     """Every choice of the pruned problem in which each tied op takes the split its group's tensor
     class dictates (the free variables enumerated, the tied ones following): the frontier the
     coarsened search must find."""
-    nodes = [np.array(n, dtype=float).reshape(-1, 2) for n in model.nodes]
     follows = {v: (group[0][0], np.array(follow)) for group in model.ties for v, follow in group[1:]}
-    free = [v for v in range(len(nodes)) if v not in follows]
-    grid = np.indices([len(nodes[v]) for v in free]).reshape(len(free), -1)
-    idx = np.zeros((len(nodes), grid.shape[1]), dtype=np.int64)
+    free = [v for v in range(len(model.nodes)) if v not in follows]
+    grid = np.indices([len(model.nodes[v]) for v in free]).reshape(len(free), -1)
+    idx = np.zeros((len(model.nodes), grid.shape[1]), dtype=np.int64)
     idx[free] = grid
     for v, (tensor, follow) in follows.items():
         idx[v] = follow[idx[tensor]]
-    time = np.zeros(idx.shape[1])
-    memory = np.zeros(idx.shape[1])
-    for v, n in enumerate(nodes):
-        time += n[idx[v], 0]
-        memory += n[idx[v], 1]
-    for u, v, table in model.edges:
-        time += np.array(table)[idx[u] * len(nodes[v]) + idx[v]]
-    pts = list(zip(time.tolist(), memory.tolist()))
-    return [pts[i] for i in tw.pareto.reduce(pts)]
+    return _frontier_of(model, idx)
 
 
 @pytest.mark.parametrize("layers, train", [(2, False), (1, True)])

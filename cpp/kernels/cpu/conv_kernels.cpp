@@ -524,41 +524,39 @@ void windows_in_groups(const TileCall& call, const ConvSetup& c, const WindowLay
   }
 }
 
-// The forward conv by windows_gemm: C = W x the data's windows.
-void conv2d_windows(const TileCall& call, const ConvSetup& c) {
-  const WindowLayout l = data_windows(c);
+// windows_gemm over `l`'s image of `src` (channels `ch`): an m x k filter matrix packed from
+// `filter(i, k)` times the windows, in the scratch the setup stated.
+template <class Filter>
+void windows_product(const TileCall& call, const ConvSetup& c, const WindowLayout& l, const Region4& src, Span ch,
+                     int64_t m, int64_t k, Filter filter) {
   Scratch scratch(call);
   float* packed = scratch.floats(c.w_pack);
   int64_t* off = scratch.ints(c.w_off);
   auto* tap_mask = static_cast<uint16_t*>(scratch.take(c.w_mask * 2));
   float* image = scratch.floats(c.w_image);
   float* cbuf = c.w_out ? scratch.floats(c.w_out) : nullptr;
-  const int64_t nkh = c.kh.size(), nkw = c.kw.size();
-  pack_a(c.co.size(), c.k, [&](int64_t i, int64_t k) {
-    return *c.filt.at(c.co.lo + i, c.ci.lo + k / (nkh * nkw), c.kh.lo + k / nkw % nkh, c.kw.lo + k % nkw);
-  }, packed);
+  pack_a(m, k, filter, packed);
   l.offsets(off);
   l.masks(tap_mask);
-  windows_in_groups(call, c, l, c.data, c.ci, c.co.size(), c.k, packed, off, tap_mask, image, cbuf);
+  windows_in_groups(call, c, l, src, ch, m, k, packed, off, tap_mask, image, cbuf);
+}
+
+// The forward conv by windows_gemm: C = W x the data's windows.
+void conv2d_windows(const TileCall& call, const ConvSetup& c) {
+  const int64_t nkh = c.kh.size(), nkw = c.kw.size();
+  windows_product(call, c, data_windows(c), c.data, c.ci, c.co.size(), c.k, [&](int64_t i, int64_t k) {
+    return *c.filt.at(c.co.lo + i, c.ci.lo + k / (nkh * nkw), c.kh.lo + k / nkw % nkh, c.kw.lo + k % nkw);
+  });
 }
 
 // The data gradient at stride 1 by windows_gemm: dx = dy correlated with the flipped, transposed
 // filters, over dy's window image (zero where dy has no position).
 void conv2d_backward_data_windows(const TileCall& call, const ConvSetup& c) {
   const WindowLayout l = dy_windows(c);
-  Scratch scratch(call);
-  float* packed = scratch.floats(c.w_pack);
-  int64_t* off = scratch.ints(c.w_off);
-  auto* tap_mask = static_cast<uint16_t*>(scratch.take(c.w_mask * 2));
-  float* image = scratch.floats(c.w_image);
-  float* cbuf = c.w_out ? scratch.floats(c.w_out) : nullptr;
   const int64_t nkh = c.kh.size(), nkw = c.kw.size();
-  pack_a(c.ci.size(), l.taps(), [&](int64_t i, int64_t k) {
+  windows_product(call, c, l, c.dy, c.co, c.ci.size(), l.taps(), [&](int64_t i, int64_t k) {
     return *c.filt.at(c.co.lo + k / (nkh * nkw), c.ci.lo + i, c.kh.hi - k / nkw % nkh, c.kw.hi - k % nkw);
-  }, packed);
-  l.offsets(off);
-  l.masks(tap_mask);
-  windows_in_groups(call, c, l, c.dy, c.co, c.ci.size(), l.taps(), packed, off, tap_mask, image, cbuf);
+  });
 }
 
 // The filter gradient by windows_reduce: groups of batch elements, each its data's window image and
