@@ -14,6 +14,12 @@
 namespace tilewise::kernels {
 
 #if TW_SMALL_GEMM_X86
+// GCC 12's avx512fintrin.h warns that its own _mm512_undefined_ps() is uninitialised (GCC bug 105593).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 namespace {
 
 #define TW_AVX512 __attribute__((target("avx512f")))
@@ -190,6 +196,9 @@ void gemm_nn(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64
 }
 
 }  // namespace
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 #endif
 
 bool small_gemm_available() {
