@@ -6,6 +6,8 @@
 
 #include <cblas.h>
 
+#include "kernels/cpu/small_gemm.h"
+
 // cmake/blas.cmake says which BLAS this is. scipy-openblas32 prefixes every exported symbol with
 // scipy_ so that it can share a process with NumPy's or a system OpenBLAS without clashing.
 #ifndef TILEWISE_BLAS_NAME
@@ -78,6 +80,12 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alp
           int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   check_gemm(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc);
   if (m == 0 || n == 0) return;  // nothing to write; some BLAS builds still inspect the pointers
+  // A few rows: no packing (small_gemm.h), where the BLAS would run one thread too (the runtime's
+  // devices); a BLAS given several threads keeps them.
+  if (m * n * k >= kSmallGemmMinWork && blas_threads() == 1 &&
+      small_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)) {
+    return;
+  }
   TILEWISE_CBLAS(sgemm)(CblasRowMajor, to_cblas(trans_a), to_cblas(trans_b), static_cast<int>(m),
                         static_cast<int>(n), static_cast<int>(k), alpha, a, static_cast<int>(lda), b,
                         static_cast<int>(ldb), beta, c, static_cast<int>(ldc));

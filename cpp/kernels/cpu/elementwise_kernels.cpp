@@ -2,7 +2,8 @@
 // of its dimensions (a broadcast bias), at a shifted index (an LSTM gate quarter) or at a constant
 // one (a time step). The block is walked row by row over the last output dimension, dimensions
 // contiguous everywhere merged into longer rows; the per-element function is a lambda inlined into
-// a loop the compiler vectorises when every input advances by one element along the row.
+// a loop the compiler vectorises when every input advances by one element along the row (that loop
+// built for AVX-512, AVX2 and baseline x86-64, the CPU's best chosen at run time: simd_map.h).
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "kernels/cpu/fast_math.h"
+#include "kernels/cpu/simd_map.h"
 #include "kernels/cpu/tile_kernel_util.h"
 
 namespace tilewise::kernels::tile {
@@ -128,7 +130,7 @@ void map_row(float* out, const float* const* p, const int64_t* inner, int64_t n,
   if (unit) {
     // Local copies: the compiler then sees the row pointers do not change inside the loop.
     std::array<const float*, sizeof...(I)> q{p[I]...};
-    for (int64_t t = 0; t < n; ++t) out[t] = f(q[I][t]...);
+    simd::map_row(out, n, f, q[I]...);
   } else {
     for (int64_t t = 0; t < n; ++t) out[t] = f(p[I][t * inner[I]]...);
   }
@@ -653,23 +655,23 @@ bool lstm_cell_grad_gates(const TileCall& call, const Attrs&) {
       const float* d = element(dy, {bb, lo - q * n});
       const float* s = element(gates, {bb, lo});
       if (q == 0) {
-        const float* g = element(gates, {bb, lo + 2 * n});
-        for (int64_t t = 0; t < w; ++t) {
-          const float si = sigmoid(s[t]);
-          out[t] = d[t] * fast::tanh(g[t]) * si * (1.0f - si);
-        }
+        auto f = [](float d, float s, float g) {
+          const float si = sigmoid(s);
+          return d * fast::tanh(g) * si * (1.0f - si);
+        };
+        simd::map_row(out, w, f, d, s, element(gates, {bb, lo + 2 * n}));
       } else if (q == 1) {
-        const float* cc = element(c, {bb, lo - n});
-        for (int64_t t = 0; t < w; ++t) {
-          const float sf = sigmoid(s[t]);
-          out[t] = d[t] * cc[t] * sf * (1.0f - sf);
-        }
+        auto f = [](float d, float s, float cc) {
+          const float sf = sigmoid(s);
+          return d * cc * sf * (1.0f - sf);
+        };
+        simd::map_row(out, w, f, d, s, element(c, {bb, lo - n}));
       } else {
-        const float* i = element(gates, {bb, lo - 2 * n});
-        for (int64_t t = 0; t < w; ++t) {
-          const float th = fast::tanh(s[t]);
-          out[t] = d[t] * sigmoid(i[t]) * (1.0f - th * th);
-        }
+        auto f = [](float d, float s, float i) {
+          const float th = fast::tanh(s);
+          return d * sigmoid(i) * (1.0f - th * th);
+        };
+        simd::map_row(out, w, f, d, s, element(gates, {bb, lo - 2 * n}));
       }
     }
   });
@@ -695,12 +697,12 @@ bool lstm_hidden_grad_gates(const TileCall& call, const Attrs&) {
         std::fill(out, out + (hi - lo + 1), 0.0f);
         continue;
       }
-      const float *d = element(dy, {bb, lo - 3 * n}), *c = element(cn, {bb, lo - 3 * n});
-      const float* o = element(gates, {bb, lo});
-      for (int64_t t = 0; t <= hi - lo; ++t) {
-        const float so = sigmoid(o[t]);
-        out[t] = d[t] * fast::tanh(c[t]) * so * (1.0f - so);
-      }
+      auto f = [](float d, float c, float o) {
+        const float so = sigmoid(o);
+        return d * fast::tanh(c) * so * (1.0f - so);
+      };
+      simd::map_row(out, hi - lo + 1, f, element(dy, {bb, lo - 3 * n}), element(cn, {bb, lo - 3 * n}),
+                    element(gates, {bb, lo}));
     }
   });
   return true;
@@ -987,22 +989,26 @@ bool gru_gate_grads(const TileCall& call, bool times_r) {  // (dy, gi, gh, h)
       const float* hh = q == 1 ? element(h, {bb, k.lo}) : nullptr;
       // One loop per third, without branches inside: each is a plain map that vectorises.
       const int64_t w = k.size();
+      const float *x1 = x + n, *y1 = y + n, *x2 = x + 2 * n, *y2 = y + 2 * n;
       if (q == 0) {
-        for (int64_t t = 0; t < w; ++t) {
-          const GruGates g(x[t], y[t], x[t + n], y[t + n], x[t + 2 * n], y[t + 2 * n]);
-          out[t] = d[t] * (1.0f - g.z) * (1.0f - g.n * g.n) * y[t + 2 * n] * g.r * (1.0f - g.r);
-        }
+        auto f = [](float d, float x, float y, float x1, float y1, float x2, float y2) {
+          const GruGates g(x, y, x1, y1, x2, y2);
+          return d * (1.0f - g.z) * (1.0f - g.n * g.n) * y2 * g.r * (1.0f - g.r);
+        };
+        simd::map_row(out, w, f, d, x, y, x1, y1, x2, y2);
       } else if (q == 1) {
-        for (int64_t t = 0; t < w; ++t) {
-          const GruGates g(x[t], y[t], x[t + n], y[t + n], x[t + 2 * n], y[t + 2 * n]);
-          out[t] = d[t] * (hh[t] - g.n) * g.z * (1.0f - g.z);
-        }
+        auto f = [](float d, float x, float y, float x1, float y1, float x2, float y2, float hh) {
+          const GruGates g(x, y, x1, y1, x2, y2);
+          return d * (hh - g.n) * g.z * (1.0f - g.z);
+        };
+        simd::map_row(out, w, f, d, x, y, x1, y1, x2, y2, hh);
       } else {
-        for (int64_t t = 0; t < w; ++t) {
-          const GruGates g(x[t], y[t], x[t + n], y[t + n], x[t + 2 * n], y[t + 2 * n]);
-          const float dn = d[t] * (1.0f - g.z) * (1.0f - g.n * g.n);
-          out[t] = times_r ? dn * g.r : dn;
-        }
+        auto f = [times_r](float d, float x, float y, float x1, float y1, float x2, float y2) {
+          const GruGates g(x, y, x1, y1, x2, y2);
+          const float dn = d * (1.0f - g.z) * (1.0f - g.n * g.n);
+          return times_r ? dn * g.r : dn;
+        };
+        simd::map_row(out, w, f, d, x, y, x1, y1, x2, y2);
       }
     }
   });

@@ -355,16 +355,19 @@ def _arg_dtype(ctx, value, index):
 # ---------------------------------------------------------------- recurrent
 
 
-def _unrolled(ctx, a, kind, states, cell):
+def _unrolled(ctx, a, kind, states, cell, fold_hh_bias=False):
     """A multi-layer recurrent layer unrolled over time (tagged for coarsening), shared by LSTM and GRU.
 
     ``states``: the initial states, (layers * directions, batch, hidden) each (h first);
     ``cell(layer, p, states, w_hh, b_hh)`` returns the new states of one time step from ``p``, the
     step's input projection x W_ih^T + b_ih. As PyTorch does, a layer projects its whole input
     sequence in one ``linear`` (one GEMM with batch * steps rows, and so are its input and weight
-    gradients) and each step selects its rows. A bidirectional layer runs a second chain over the
-    reversed sequence; its outputs are concatenated with the forward ones at each time step. Returns
-    the output sequence and the final states, each stacked.
+    gradients) and each step selects its rows. ``fold_hh_bias`` (a cell that only adds b_hh to the
+    projection, the LSTM's): the projection's bias is b_ih + b_hh and ``cell`` gets b_hh None, so the
+    steps add no bias and its gradient is one sum over the sequence's rows, not one per step. A
+    bidirectional layer runs a second chain over the reversed sequence; its outputs are concatenated
+    with the forward ones at each time step. Returns the output sequence and the final states, each
+    stacked.
     """
     dirs = 2 if a.bidirectional else 1
     layers = int(a.num_layers)
@@ -391,6 +394,9 @@ def _unrolled(ctx, a, kind, states, cell):
             s = [ctx.emit(T.select, s0, axis=0, index=k) for s0 in states]
             outs = [None] * steps
             suffix = "_reverse" if d else ""
+            if fold_hh_bias:
+                b_ih = ctx.emit(T.add, b_ih, b_hh, name=f"l{layer}{suffix}.bias")
+                b_hh = None
             proj = ctx.emit(T.linear, seq, w_ih, b_ih, name=f"l{layer}{suffix}.input_projection")
             with ctx.g.unroll(ctx.scoped(f"{ctx.node.name}.l{layer}{suffix}")) as u:
                 for n in range(steps):
@@ -409,15 +415,15 @@ def _unrolled(ctx, a, kind, states, cell):
 
 @rule(aten.lstm.input)
 def _lstm(ctx, a):
-    """one input projection per layer; unrolled gates (projection + linear of h), lstm_cell, lstm_hidden
-    per layer and time step (tagged for coarsening), stacked"""
+    """one input projection per layer (onto b_ih + b_hh); unrolled gates (projection + linear_nobias of
+    h), lstm_cell, lstm_hidden per layer and time step (tagged for coarsening), stacked"""
     def cell(layer, p, states, w_hh, b_hh):  # layer: its number, "_reverse" added for the reverse direction
         h, c = states
-        gh = ctx.emit(T.linear, h, w_hh, b_hh, name=f"l{layer}.lstm_hidden_projection")
+        gh = ctx.emit(T.linear_nobias, h, w_hh, name=f"l{layer}.lstm_hidden_projection")
         gates = ctx.emit(T.add, p, gh, name=f"l{layer}.lstm_gates")
         c = ctx.emit(T.lstm_cell, gates, c, name=f"l{layer}.lstm_cell")
         return ctx.emit(T.lstm_hidden, gates, c, name=f"l{layer}.lstm_hidden"), c
-    return _unrolled(ctx, a, "LSTM", list(a.hx), cell)
+    return _unrolled(ctx, a, "LSTM", list(a.hx), cell, fold_hh_bias=True)
 
 
 @rule(aten.gru.input)
