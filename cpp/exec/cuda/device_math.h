@@ -139,28 +139,226 @@ struct ReduceArgs {
   long long keep_size[kMaxDims] = {}, keep_stride[kMaxDims] = {};
   long long fold_size[kMaxDims] = {}, fold_stride[kMaxDims] = {};
   long long outputs = 1, folded = 1;
+  /// A second input y folded pairwise with x (the losses): term(x, y) is summed instead of x.
+  int term = 0;  ///< PairTerm
+  long long base2 = 0, keep_stride2[kMaxDims] = {}, fold_stride2[kMaxDims] = {};
 };
 
+/// What a paired reduction sums (mse_loss, l1_loss, sum_product, nll_loss), in double as the CPU.
+enum class PairTerm : int { kNone, kSquaredDifference, kAbsDifference, kProduct, kBceWithLogits };
+
+TW_HD double pair_term(int term, double x, double y) {
+  switch (static_cast<PairTerm>(term)) {
+    case PairTerm::kNone: return x;
+    case PairTerm::kSquaredDifference: return (x - y) * (x - y);
+    case PairTerm::kAbsDifference: return fabs(x - y);
+    case PairTerm::kProduct: return x * y;
+    case PairTerm::kBceWithLogits: {  // x logits, y targets; max NaN-propagating as nan_max
+      const double relu = x != x ? x : (x > 0.0 ? x : 0.0);
+      return relu - x * y + log(1.0 + exp(-fabs(x)));
+    }
+  }
+  return NAN;
+}
+
 /// Output element `o` of a reduction: one GPU thread folds its whole row (fine for the bias and
-/// loss sums of a step; a tree reduction is the next step for long rows).
-TW_HD float reduce_element(const ReduceArgs& a, const float* x, long long o) {
-  long long at = a.base;
+/// loss sums of a step; a tree reduction is the next step for long rows). `y`: the second input of
+/// a paired reduction (term != kNone), else unread.
+TW_HD float reduce_element(const ReduceArgs& a, const float* x, const float* y, long long o) {
+  long long at = a.base, at2 = a.base2;
   for (int d = a.keep - 1; d >= 0; --d) {
-    at += (o % a.keep_size[d]) * a.keep_stride[d];
+    const long long idx = o % a.keep_size[d];
+    at += idx * a.keep_stride[d], at2 += idx * a.keep_stride2[d];
     o /= a.keep_size[d];
   }
-  double acc = a.fn == static_cast<int>(ReduceFn::kSum) ? 0.0 : (a.fn == static_cast<int>(ReduceFn::kMax) ? -INFINITY : INFINITY);
+  const bool sum = a.fn == static_cast<int>(ReduceFn::kSum), pair = a.term != static_cast<int>(PairTerm::kNone);
+  double acc = sum ? 0.0 : (a.fn == static_cast<int>(ReduceFn::kMax) ? -INFINITY : INFINITY);
   for (long long j = 0; j < a.folded; ++j) {
-    long long off = at, t = j;
+    long long off = at, off2 = at2, t = j;
     for (int d = a.fold - 1; d >= 0; --d) {
-      off += (t % a.fold_size[d]) * a.fold_stride[d];
+      const long long idx = t % a.fold_size[d];
+      off += idx * a.fold_stride[d], off2 += idx * a.fold_stride2[d];
       t /= a.fold_size[d];
     }
-    const double v = x[off];
-    if (a.fn == static_cast<int>(ReduceFn::kSum)) acc += v;
+    const double v = pair ? pair_term(a.term, x[off], y[off2]) : static_cast<double>(x[off]);
+    if (sum) acc += v;
     else if (v != v || (a.fn == static_cast<int>(ReduceFn::kMax) ? v > acc : v < acc)) acc = v;
   }
-  return static_cast<float>(a.fn == static_cast<int>(ReduceFn::kSum) ? acc * a.scale : acc);
+  return static_cast<float>(sum ? acc * a.scale : acc);
+}
+
+// ---- row kernels: softmax, log-softmax, layer/RMS norm and their gradients, cross-entropy --------
+
+/// The row functions (reduction_kernels.cpp's row ops, formula for formula). Inputs per fn:
+/// softmax, log_softmax (x); softmax_grad, log_softmax_grad (dy, y); layer_norm (x, gamma, beta);
+/// layer_norm_grad_input (dy, x, gamma); rms_norm (x, gamma); rms_norm_grad_input (dy, x, gamma);
+/// cross_entropy (logits, target), one thread summing every row; cross_entropy_backward (logits,
+/// target, dy scalar); layer/rms_norm_grad_gamma (dy, x), one thread per column summing every row.
+enum class RowFn : int {
+  kSoftmax, kLogSoftmax, kSoftmaxGrad, kLogSoftmaxGrad, kLayerNorm, kLayerNormGradInput, kRmsNorm,
+  kRmsNormGradInput, kCrossEntropy, kCrossEntropyBackward, kLayerNormGradGamma, kRmsNormGradGamma,
+};
+
+/// A row op over a block: `rows` rows (leading dimensions lead_size, row-major) of `n` columns
+/// each, of which the block's columns [col_lo, col_lo + cols) are written, row after row. Input
+/// r's element (row idx, column c) is at base[r] + sum_d idx[d] * stride[r][d] + c (base: column
+/// 0, which may lie before the region when only the block's columns are held; stride 0 for a
+/// vector indexed by column, or a scalar, read at base).
+struct RowArgs {
+  int fn = 0;
+  int lead = 0;
+  int inputs = 0;
+  double eps = 0, scale = 1;
+  long long n = 1, col_lo = 0, cols = 1, rows = 1;
+  long long lead_size[kMaxDims] = {};
+  long long base[kMaxReads] = {};
+  long long stride[kMaxReads][kMaxDims] = {};
+  long long threads = 1;  ///< rows; 1 for cross_entropy; cols for the gamma gradients
+};
+
+/// Input r's pointer at column 0 of row t.
+TW_HD const float* row_ptr(const RowArgs& a, const float* const* in, int r, long long t) {
+  long long off = a.base[r];
+  for (int d = a.lead - 1; d >= 0; --d) {
+    off += (t % a.lead_size[d]) * a.stride[r][d];
+    t /= a.lead_size[d];
+  }
+  return in[r] + off;
+}
+
+/// Mean and 1 / sqrt(variance + eps) of n values (double, as row_stats).
+TW_HD void row_moments(const float* x, long long n, double eps, double* mu, double* rstd) {
+  double s = 0;
+  for (long long k = 0; k < n; ++k) s += x[k];
+  const double m = s / n;
+  double v = 0;
+  for (long long k = 0; k < n; ++k) v += (x[k] - m) * (x[k] - m);
+  *mu = m;
+  *rstd = 1.0 / sqrt(v / n + eps);
+}
+
+TW_HD double row_rms_inverse(const float* x, long long n, double eps) {
+  double s = 0;
+  for (long long k = 0; k < n; ++k) s += static_cast<double>(x[k]) * x[k];
+  return 1.0 / sqrt(s / n + eps);
+}
+
+/// max and log(sum(exp(x - max))) of a row in double, the max skipping NaN (cross_entropy's row_softmax).
+TW_HD void row_log_sum_exp(const float* x, long long n, double* mx, double* log_sum) {
+  double m = -INFINITY;
+  for (long long k = 0; k < n; ++k)
+    if (m < x[k]) m = x[k];
+  double s = 0;
+  for (long long k = 0; k < n; ++k) s += exp(x[k] - m);
+  *mx = m;
+  *log_sum = log(s);
+}
+
+/// One thread of a row op: thread `t` writes its outputs into `out` (the block, row-major).
+TW_HD void row_thread(const RowArgs& a, const float* const* in, float* out, long long t) {
+  const long long n = a.n, lo = a.col_lo, hi = a.col_lo + a.cols;
+  float* o = out + t * a.cols - lo;  // indexed by column
+  switch (static_cast<RowFn>(a.fn)) {
+    case RowFn::kSoftmax:
+    case RowFn::kLogSoftmax: {
+      const float* x = row_ptr(a, in, 0, t);
+      float m = -INFINITY;  // NaN if any is NaN (row_max)
+      for (long long k = 0; k < n; ++k) {
+        if (x[k] != x[k]) { m = x[k]; break; }
+        m = x[k] > m ? x[k] : m;
+      }
+      double z = 0;
+      for (long long k = 0; k < n; ++k) z += static_cast<double>(expf(x[k] - m));
+      if (static_cast<RowFn>(a.fn) == RowFn::kSoftmax) {
+        const float inv = static_cast<float>(1.0 / z);
+        for (long long c = lo; c < hi; ++c) o[c] = expf(x[c] - m) * inv;
+      } else {
+        const double lz = log(z);
+        for (long long c = lo; c < hi; ++c) o[c] = static_cast<float>(static_cast<double>(x[c]) - m - lz);
+      }
+      return;
+    }
+    case RowFn::kSoftmaxGrad:
+    case RowFn::kLogSoftmaxGrad: {
+      const float *dy = row_ptr(a, in, 0, t), *y = row_ptr(a, in, 1, t);
+      const bool soft = static_cast<RowFn>(a.fn) == RowFn::kSoftmaxGrad;
+      double s = 0;
+      for (long long k = 0; k < n; ++k) s += soft ? static_cast<double>(dy[k]) * y[k] : static_cast<double>(dy[k]);
+      for (long long c = lo; c < hi; ++c)
+        o[c] = soft ? static_cast<float>(y[c] * (dy[c] - s)) : static_cast<float>(dy[c] - exp(static_cast<double>(y[c])) * s);
+      return;
+    }
+    case RowFn::kLayerNorm:
+    case RowFn::kRmsNorm: {
+      const float *x = row_ptr(a, in, 0, t), *gamma = row_ptr(a, in, 1, 0);
+      if (static_cast<RowFn>(a.fn) == RowFn::kLayerNorm) {
+        const float* beta = row_ptr(a, in, 2, 0);
+        double mu, rstd;
+        row_moments(x, n, a.eps, &mu, &rstd);
+        for (long long c = lo; c < hi; ++c) o[c] = static_cast<float>((x[c] - mu) * rstd * gamma[c] + beta[c]);
+      } else {
+        const double inv = row_rms_inverse(x, n, a.eps);
+        for (long long c = lo; c < hi; ++c) o[c] = static_cast<float>(x[c] * inv * gamma[c]);
+      }
+      return;
+    }
+    case RowFn::kLayerNormGradInput:
+    case RowFn::kRmsNormGradInput: {
+      const float *dy = row_ptr(a, in, 0, t), *x = row_ptr(a, in, 1, t), *gamma = row_ptr(a, in, 2, 0);
+      if (static_cast<RowFn>(a.fn) == RowFn::kLayerNormGradInput) {
+        double mu, rstd, m1 = 0, m2 = 0;
+        row_moments(x, n, a.eps, &mu, &rstd);
+        for (long long k = 0; k < n; ++k) m1 += static_cast<double>(dy[k]) * gamma[k];
+        for (long long k = 0; k < n; ++k) m2 += static_cast<double>(dy[k]) * gamma[k] * (x[k] - mu);
+        m1 /= n, m2 /= n;
+        for (long long c = lo; c < hi; ++c)
+          o[c] = static_cast<float>(rstd * (static_cast<double>(dy[c]) * gamma[c] - m1 - (x[c] - mu) * rstd * rstd * m2));
+      } else {
+        const double rr = row_rms_inverse(x, n, a.eps);
+        double m = 0;
+        for (long long k = 0; k < n; ++k) m += static_cast<double>(dy[k]) * gamma[k] * x[k];
+        m /= n;
+        for (long long c = lo; c < hi; ++c) o[c] = static_cast<float>(rr * gamma[c] * dy[c] - x[c] * rr * rr * rr * m);
+      }
+      return;
+    }
+    case RowFn::kCrossEntropy: {  // one thread: -sum over rows and block columns of target * log_softmax
+      double s = 0;
+      for (long long r = 0; r < a.rows; ++r) {
+        const float *x = row_ptr(a, in, 0, r), *tg = row_ptr(a, in, 1, r);
+        double mx, ls;
+        row_log_sum_exp(x, n, &mx, &ls);
+        for (long long c = lo; c < hi; ++c) s += tg[c] * ((x[c] - mx) - ls);
+      }
+      out[0] = static_cast<float>(-s * a.scale);
+      return;
+    }
+    case RowFn::kCrossEntropyBackward: {  // scale: 1 / batch
+      const float *x = row_ptr(a, in, 0, t), *tg = row_ptr(a, in, 1, t);
+      const double scale = static_cast<double>(row_ptr(a, in, 2, 0)[0]) * a.scale;
+      double mx, ls, tsum = 0;
+      row_log_sum_exp(x, n, &mx, &ls);
+      for (long long k = 0; k < n; ++k) tsum += tg[k];
+      const double denom = exp(ls);
+      for (long long c = lo; c < hi; ++c) o[c] = static_cast<float>((exp(x[c] - mx) / denom * tsum - tg[c]) * scale);
+      return;
+    }
+    case RowFn::kLayerNormGradGamma:
+    case RowFn::kRmsNormGradGamma: {  // thread t: column col_lo + t, summed over every row
+      const long long c = lo + t;
+      const bool rms = static_cast<RowFn>(a.fn) == RowFn::kRmsNormGradGamma;
+      double acc = 0;
+      for (long long r = 0; r < a.rows; ++r) {
+        const float *dy = row_ptr(a, in, 0, r), *x = row_ptr(a, in, 1, r);
+        double mu = 0, rstd;
+        if (rms) rstd = row_rms_inverse(x, n, a.eps);
+        else row_moments(x, n, a.eps, &mu, &rstd);
+        acc += static_cast<double>(dy[c]) * (x[c] - mu) * rstd;
+      }
+      out[t] = static_cast<float>(acc);
+      return;
+    }
+  }
 }
 
 }  // namespace tilewise::exec::cuda

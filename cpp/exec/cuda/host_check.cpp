@@ -25,6 +25,7 @@ int64_t reference_work(const std::vector<Step>& steps) {
     if (s.kind == Step::kGemm) work += s.gemm.m * s.gemm.n * s.gemm.k * s.gemm.batch;
     else if (s.kind == Step::kConv) work += s.conv.n * s.conv.k * s.conv.c * s.conv.r * s.conv.s * s.conv.p * s.conv.q;
     else if (s.kind == Step::kReduce) work += s.reduce.outputs * s.reduce.folded;
+    else if (s.kind == Step::kRow) work += s.row.threads * s.row.rows * s.row.n * 4;
     else work += s.map.elements;
   }
   return work;

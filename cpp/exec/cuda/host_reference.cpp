@@ -119,7 +119,14 @@ void run_steps_on_host(const std::vector<Step>& steps, const kernels::TileCall& 
       }
       case Step::kReduce: {
         const float* x = input_data(call, s.reduce_input);
-        for (long long o = 0; o < s.reduce.outputs; ++o) call.out[o] = reduce_element(s.reduce, x, o);
+        const float* y = s.reduce.term != 0 ? input_data(call, s.reduce_input2) : nullptr;
+        for (long long o = 0; o < s.reduce.outputs; ++o) call.out[o] = reduce_element(s.reduce, x, y, o);
+        break;
+      }
+      case Step::kRow: {
+        const float* in[kMaxReads] = {nullptr, nullptr, nullptr, nullptr};
+        for (int r = 0; r < s.row.inputs; ++r) in[r] = input_data(call, s.row_inputs[r]);
+        for (long long t = 0; t < s.row.threads; ++t) row_thread(s.row, in, call.out, t);
         break;
       }
     }

@@ -521,25 +521,32 @@ std::string conv2d_backward_filter(const TileCall& call, Attr& a, std::vector<St
 
 // lambda out..: fold(r..: x[dim_var..]) scaled: input dimension d read by variable dim_var[d].
 std::string reduce(const TileCall& call, const std::vector<int>& dim_var, ReduceFn fn, double scale,
-                   std::vector<Step>* steps) {
-  if (call.inputs.size() != 1 || dim_var.size() != call.inputs[0].shape.size()) return "not a reduction's layout";
-  long long base = 0;
-  std::vector<long long> st;
+                   std::vector<Step>* steps, PairTerm term = PairTerm::kNone) {
+  const size_t inputs = term == PairTerm::kNone ? 1 : 2;
+  if (call.inputs.size() != inputs || dim_var.size() != call.inputs[0].shape.size()) return "not a reduction's layout";
+  long long base = 0, base2 = 0;
+  std::vector<long long> st, st2(call.vars.size(), 0);
   if (!view(call, 0, dim_var, &base, &st)) return "the input's region does not hold the block";
+  if (inputs == 2 && (call.inputs[1].shape != call.inputs[0].shape || !view(call, 1, dim_var, &base2, &st2)))
+    return "the second input's region does not hold the block";
   Step s;
   s.kind = Step::kReduce;
+  s.reduce_input2 = inputs == 2 ? 1 : 0;
   ReduceArgs& r = s.reduce;
   r.fn = static_cast<int>(fn), r.scale = scale, r.base = base;
+  r.term = static_cast<int>(term), r.base2 = base2;
   std::vector<bool> is_out(call.vars.size(), false);
   for (int v : call.output_vars) is_out[v] = true;
   if (call.output_vars.size() > static_cast<size_t>(kMaxDims) || call.vars.size() - call.output_vars.size() > static_cast<size_t>(kMaxDims))
     return "more than " + std::to_string(kMaxDims) + " kept or folded dimensions";
   for (int v : call.output_vars) {
+    r.keep_stride2[r.keep] = st2[v];
     r.keep_size[r.keep] = call.vars[v].size(), r.keep_stride[r.keep++] = st[v];
     r.outputs *= call.vars[v].size();
   }
   for (size_t v = 0; v < call.vars.size(); ++v) {
     if (is_out[v]) continue;
+    r.fold_stride2[r.fold] = st2[v];
     r.fold_size[r.fold] = call.vars[v].size(), r.fold_stride[r.fold++] = st[v];
     r.folded *= call.vars[v].size();
   }
@@ -606,6 +613,147 @@ std::string sum_leading(const TileCall& call, Attr& a, std::vector<Step>* s) {
   std::vector<int> dim_var;
   for (int d = 0; d < nd; ++d) dim_var.push_back(d < lead ? rank + d : d - static_cast<int>(lead));
   return reduce(call, dim_var, ReduceFn::kSum, 1.0, s);
+}
+
+// ---- losses: paired reductions ---------------------------------------------------------------
+
+// Sum(r..: term(a[r..], b[r..])) * scale into one element: `lead` leading output variables of extent
+// 1, then the data's variables (sum_of_pairs' layout).
+std::string pair_loss(const TileCall& call, PairTerm term, double scale, int lead, std::vector<Step>* s) {
+  if (call.inputs.size() != 2 || !outputs_first(call, lead)) return "not a paired loss's layout";
+  const int nd = static_cast<int>(call.inputs[0].shape.size());
+  if (nd < 1 || static_cast<int>(call.vars.size()) != lead + nd) return "not a paired loss's layout";
+  for (int v = 0; v < lead; ++v)
+    if (call.extents[v] != 1) return "not a paired loss's layout";
+  std::vector<int> dim_var;
+  for (int d = 0; d < nd; ++d) dim_var.push_back(lead + d);
+  return reduce(call, dim_var, ReduceFn::kSum, scale, s, term);
+}
+
+double inverse_numel(const TileCall& call) {
+  double n = 1;
+  if (!call.inputs.empty())
+    for (long long e : call.inputs[0].shape) n *= static_cast<double>(e);
+  return 1.0 / n;
+}
+
+// ---- row ops ---------------------------------------------------------------------------------
+
+/// How a row op reads an input: whole last-axis rows of the block's leading indices, only the
+/// block's columns of those rows, a vector indexed by the column (the block's columns, or whole),
+/// or a scalar.
+enum class RowIn { kRows, kBlockCols, kVector, kWholeVector, kScalar };
+
+struct RowShape {
+  std::vector<int> lead;  ///< the variables of the leading dimensions
+  int col = 0;            ///< the column variable
+  long long n = 1;        ///< the row length (the last axis' extent)
+};
+
+std::string row_read(const TileCall& call, int input, RowIn kind, const RowShape& g, RowArgs* a) {
+  const TileIn& in = call.inputs[input];
+  const Span cols = call.vars[g.col];
+  const int lead = static_cast<int>(g.lead.size());
+  if (kind == RowIn::kScalar) {
+    if (!in.shape.empty()) return "a scalar input of rank other than 0";
+    a->base[input] = 0;
+    return "";
+  }
+  const std::vector<long long> rs = region_strides(in);
+  if (kind == RowIn::kVector || kind == RowIn::kWholeVector) {
+    const Span need = kind == RowIn::kVector ? cols : Span{0, g.n - 1};
+    if (in.shape.size() != 1 || in.shape[0] != g.n || need.lo < in.region[0].lo || need.hi > in.region[0].hi)
+      return "a vector input that is not the row's length or does not hold the columns read";
+    a->base[input] = -in.region[0].lo;
+    return "";
+  }
+  if (static_cast<int>(in.shape.size()) != lead + 1 || in.shape[lead] != g.n) return "an input that is not rows of the op's length";
+  const Span need = kind == RowIn::kRows ? Span{0, g.n - 1} : cols;
+  if (need.lo < in.region[lead].lo || need.hi > in.region[lead].hi) return "an input's region does not hold the rows read";
+  long long base = -in.region[lead].lo;
+  for (int d = 0; d < lead; ++d) {
+    const Span v = call.vars[g.lead[d]];
+    if (v.lo < in.region[d].lo || v.hi > in.region[d].hi) return "an input's region does not hold the block's rows";
+    base += (v.lo - in.region[d].lo) * rs[d];
+    a->stride[input][d] = rs[d];
+  }
+  a->base[input] = base;
+  return "";
+}
+
+enum class RowThreads { kPerRow, kOne, kPerColumn };
+
+std::string add_row(const TileCall& call, RowFn fn, const RowShape& g, const std::vector<RowIn>& ins, double eps,
+                    double scale, RowThreads threads, std::vector<Step>* steps) {
+  if (call.inputs.size() != ins.size() || ins.size() > static_cast<size_t>(kMaxReads)) return "not the row op's inputs";
+  if (g.lead.size() > static_cast<size_t>(kMaxDims)) return "more than " + std::to_string(kMaxDims) + " leading dimensions";
+  Step s;
+  s.kind = Step::kRow;
+  RowArgs& a = s.row;
+  a.fn = static_cast<int>(fn), a.lead = static_cast<int>(g.lead.size()), a.inputs = static_cast<int>(ins.size());
+  a.eps = eps, a.scale = scale, a.n = g.n;
+  a.col_lo = call.vars[g.col].lo, a.cols = call.vars[g.col].size();
+  for (size_t d = 0; d < g.lead.size(); ++d) a.lead_size[d] = call.vars[g.lead[d]].size(), a.rows *= a.lead_size[d];
+  for (size_t j = 0; j < ins.size(); ++j) {
+    s.row_inputs[j] = static_cast<int>(j);
+    const std::string why = row_read(call, static_cast<int>(j), ins[j], g, &a);
+    if (!why.empty()) return why;
+  }
+  a.threads = threads == RowThreads::kPerRow ? a.rows : threads == RowThreads::kOne ? 1 : a.cols;
+  steps->push_back(s);
+  return "";
+}
+
+bool nested_full(const TileCall& call, int from) {
+  for (int v = from; v < static_cast<int>(call.vars.size()); ++v)
+    if (!full(call, v)) return false;
+  return true;
+}
+
+// softmax, log-softmax, layer/RMS norm and their input gradients: outputs i0..i{r-1} first (the
+// last the column), the nested reductions over the row whole.
+std::string row_op(const TileCall& call, Attr& a, RowFn fn, const std::vector<RowIn>& ins, double eps_default,
+                   std::vector<Step>* s) {
+  const double eps = a.num("eps", eps_default);
+  const int r = static_cast<int>(call.output_vars.size());
+  if (!a.ok || r < 1 || !outputs_first(call, r) || !nested_full(call, r)) return "not a row op's layout";
+  RowShape g;
+  for (int d = 0; d + 1 < r; ++d) g.lead.push_back(d);
+  g.col = r - 1, g.n = call.extents[r - 1];
+  return add_row(call, fn, g, ins, eps, 1.0, RowThreads::kPerRow, s);
+}
+
+std::string cross_entropy(const TileCall& call, bool backward, std::vector<Step>* s) {
+  const size_t n_in = backward ? 3 : 2;
+  if (call.inputs.size() != n_in || call.inputs[0].shape.size() != 2 || call.inputs[1].shape != call.inputs[0].shape ||
+      (backward ? !outputs_first(call, 2) : !call.output_vars.empty()) || !nested_full(call, 2) || call.vars.size() < 2)
+    return "not cross_entropy's layout";
+  RowShape g{{0}, 1, call.inputs[0].shape[1]};
+  const double inv_batch = 1.0 / static_cast<double>(call.inputs[0].shape[0]);
+  if (backward)
+    return add_row(call, RowFn::kCrossEntropyBackward, g, {RowIn::kRows, RowIn::kRows, RowIn::kScalar}, 0, inv_batch,
+                   RowThreads::kPerRow, s);
+  return add_row(call, RowFn::kCrossEntropy, g, {RowIn::kRows, RowIn::kBlockCols}, 0, inv_batch, RowThreads::kOne, s);
+}
+
+// (dy, x) -> dgamma[j]: j, the leading row variables (a partial sum when split), then the row
+// statistics' variables (whole).
+std::string norm_grad_gamma(const TileCall& call, Attr& a, bool rms, std::vector<Step>* s) {
+  const double eps = a.num("eps", rms ? 1e-6 : 1e-5);
+  if (!a.ok || call.inputs.size() != 2 || !outputs_first(call, 1)) return "not a norm gamma gradient's layout";
+  const int lead = static_cast<int>(call.inputs[1].shape.size()) - 1;
+  if (lead < 1 || call.inputs[0].shape != call.inputs[1].shape || static_cast<int>(call.vars.size()) < 1 + lead ||
+      !nested_full(call, 1 + lead))
+    return "not a norm gamma gradient's layout";
+  RowShape g;
+  for (int d = 0; d < lead; ++d) g.lead.push_back(1 + d);
+  g.col = 0, g.n = call.inputs[1].shape[lead];
+  return add_row(call, rms ? RowFn::kRmsNormGradGamma : RowFn::kLayerNormGradGamma, g,
+                 {RowIn::kBlockCols, RowIn::kRows}, eps, 1.0, RowThreads::kPerColumn, s);
+}
+
+Builder row(RowFn fn, std::vector<RowIn> ins, double eps_default = 0) {
+  return [=](const TileCall& c, Attr& a, std::vector<Step>* s) { return row_op(c, a, fn, ins, eps_default, s); };
 }
 
 // ---- the table -------------------------------------------------------------------------------
@@ -792,6 +940,30 @@ const std::map<std::string, Entry>& table() {
           return add_map(c, MapFn::kMseLossBackward, {static_cast<float>(1.0 / numel)},
                          {aligned(c, 0), aligned(c, 1), Read{2, {}}}, s);
         }}},
+      // own kernels: losses (paired reductions) and row ops
+      {"mse_loss", {"kernel", [](const TileCall& c, Attr&, std::vector<Step>* s) { return pair_loss(c, PairTerm::kSquaredDifference, inverse_numel(c), 0, s); }}},
+      {"l1_loss", {"kernel", [](const TileCall& c, Attr&, std::vector<Step>* s) { return pair_loss(c, PairTerm::kAbsDifference, inverse_numel(c), 0, s); }}},
+      {"bce_with_logits", {"kernel", [](const TileCall& c, Attr&, std::vector<Step>* s) { return pair_loss(c, PairTerm::kBceWithLogits, inverse_numel(c), 0, s); }}},
+      {"sum_product", {"kernel", [](const TileCall& c, Attr&, std::vector<Step>* s) { return pair_loss(c, PairTerm::kProduct, 1.0, 1, s); }}},
+      {"nll_loss",
+       {"kernel", [](const TileCall& c, Attr&, std::vector<Step>* s) -> std::string {
+          if (c.inputs.empty() || c.inputs[0].shape.size() != 2 || c.inputs[0].shape[0] < 1) return "not nll_loss' layout";
+          return pair_loss(c, PairTerm::kProduct, -1.0 / static_cast<double>(c.inputs[0].shape[0]), 0, s);
+        }}},
+      {"cross_entropy", {"kernel", [](const TileCall& c, Attr&, std::vector<Step>* s) { return cross_entropy(c, false, s); }}},
+      {"cross_entropy_backward", {"kernel", [](const TileCall& c, Attr&, std::vector<Step>* s) { return cross_entropy(c, true, s); }}},
+      {"softmax", {"kernel", row(RowFn::kSoftmax, {RowIn::kRows})}},
+      {"log_softmax", {"kernel", row(RowFn::kLogSoftmax, {RowIn::kRows})}},
+      {"softmax_grad", {"kernel", row(RowFn::kSoftmaxGrad, {RowIn::kRows, RowIn::kRows})}},
+      {"log_softmax_grad", {"kernel", row(RowFn::kLogSoftmaxGrad, {RowIn::kRows, RowIn::kRows})}},
+      {"layer_norm", {"kernel", row(RowFn::kLayerNorm, {RowIn::kRows, RowIn::kVector, RowIn::kVector}, 1e-5)}},
+      {"layer_norm_grad_input",
+       {"kernel", row(RowFn::kLayerNormGradInput, {RowIn::kRows, RowIn::kRows, RowIn::kWholeVector}, 1e-5)}},
+      {"rms_norm", {"kernel", row(RowFn::kRmsNorm, {RowIn::kRows, RowIn::kVector}, 1e-6)}},
+      {"rms_norm_grad_input",
+       {"kernel", row(RowFn::kRmsNormGradInput, {RowIn::kRows, RowIn::kRows, RowIn::kWholeVector}, 1e-6)}},
+      {"layer_norm_grad_gamma", {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) { return norm_grad_gamma(c, a, false, s); }}},
+      {"rms_norm_grad_gamma", {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) { return norm_grad_gamma(c, a, true, s); }}},
       // own kernels: reductions
       {"sum_axes", {"kernel", sum_axes}},
       {"sum_to", {"kernel", sum_to}},

@@ -50,7 +50,7 @@ struct ConvCall {
 
 /// One unit of work on the compute stream.
 struct Step {
-  enum Kind { kGemm, kConv, kMap, kReduce };
+  enum Kind { kGemm, kConv, kMap, kReduce, kRow };
   Kind kind = kMap;
   GemmCall gemm;
   ConvCall conv;
@@ -58,6 +58,9 @@ struct Step {
   int map_inputs[kMaxReads] = {kOutput, kOutput, kOutput, kOutput};  ///< per read: call input or kOutput
   ReduceArgs reduce;
   int reduce_input = 0;
+  int reduce_input2 = 0;  ///< y of a paired reduction (reduce.term != kNone)
+  RowArgs row;
+  int row_inputs[kMaxReads] = {kOutput, kOutput, kOutput, kOutput};
 };
 
 /// The kernel choice of one call: `library` "cublas", "cudnn" or "kernel" (the backend's own), the
