@@ -29,6 +29,10 @@ enum class MapFn : int {
   kMaximum, kMinimum, kSquaredDifference, kDropout /*1 / (1 - p)*/, kAdamM /*beta1, 1 - beta1*/,
   kAdamV /*beta2, 1 - beta2*/, kMseLossBackward /*1 / numel*/, kTanhOf /*tanh(a): an epilogue*/,
   kAdd3, kAdd4,
+  // the LSTM cell (gates read at their quarter's columns; sigmoid and tanh as the CPU's, libm's here)
+  kLstmCell /*(f, c, i, g): s(f) c + s(i) tanh(g)*/, kLstmHidden /*(o, c): s(o) tanh(c)*/,
+  kMulSigmoid /*(dy, f): dy s(f)*/, kLstmGradTanhSig /*(d, s, t): d tanh(t) s(s) (1 - s(s))*/,
+  kLstmGradMulSig /*(d, s, c): d c s(s) (1 - s(s))*/, kLstmGradSigTanh /*(d, s, i): d s(i) (1 - tanh(s)^2)*/,
 };
 
 /// out[i] = fn(reads...) over an output block of `dims` dimensions (row-major, sizes `size`); read r
@@ -42,7 +46,23 @@ struct MapArgs {
   long long base[kMaxReads] = {};
   long long stride[kMaxReads][kMaxDims] = {};
   long long elements = 0;
+  /// Where element i is written: out[i] (out_strided 0), or out_base + sum_d idx[d] out_stride[d]
+  /// (a box inside the block: one quarter of the LSTM gates, a slab of a stack).
+  int out_strided = 0;
+  long long out_base = 0;
+  long long out_stride[kMaxDims] = {};
 };
+
+/// The output offset of flat element `i` of a map.
+TW_HD long long map_out_offset(const MapArgs& a, long long i) {
+  if (!a.out_strided) return i;
+  long long off = a.out_base;
+  for (int d = a.dims - 1; d >= 0; --d) {
+    off += (i % a.size[d]) * a.out_stride[d];
+    i /= a.size[d];
+  }
+  return off;
+}
 
 /// The offsets of flat output element `i` in each read (one thread's index arithmetic).
 TW_HD void map_offsets(const MapArgs& a, long long i, long long* off) {
@@ -111,6 +131,21 @@ TW_HD float map_apply(int fn, const float* p, const float* v) {
     case MapFn::kMseLossBackward: return 2.0f * (a - b) * c * p[0];  // (a, b, dy)
     case MapFn::kAdd3: return a + b + c;
     case MapFn::kAdd4: return a + b + c + v[3];
+    case MapFn::kLstmCell: return tw_logistic(a) * b + tw_logistic(c) * tanhf(v[3]);
+    case MapFn::kLstmHidden: return tw_logistic(a) * tanhf(b);
+    case MapFn::kMulSigmoid: return a * tw_logistic(b);
+    case MapFn::kLstmGradTanhSig: {
+      const float s = tw_logistic(b);
+      return a * tanhf(c) * s * (1.0f - s);
+    }
+    case MapFn::kLstmGradMulSig: {
+      const float s = tw_logistic(b);
+      return a * c * s * (1.0f - s);
+    }
+    case MapFn::kLstmGradSigTanh: {
+      const float t = tanhf(b);
+      return a * tw_logistic(c) * (1.0f - t * t);
+    }
   }
   return NAN;
 }

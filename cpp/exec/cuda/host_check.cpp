@@ -33,10 +33,14 @@ int64_t reference_work(const std::vector<Step>& steps) {
 
 }  // namespace
 
-std::vector<CheckRow> host_check(const graph::Graph& g, const Lowered& low, uint64_t seed, int64_t max_elements) {
+std::vector<CheckRow> host_check(const graph::Graph& g, const Lowered& low, uint64_t seed, int64_t max_elements,
+                                 bool nonfinite) {
   std::vector<CheckRow> rows;
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  std::uniform_int_distribution<int> pick(0, 47);
+  const float specials[3] = {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
+                             -std::numeric_limits<float>::infinity()};
   for (const OpPlan& op : low.ops) {
     for (int d = 0; d < low.devices; ++d) {
       if (!op.devices[d].active) continue;
@@ -64,7 +68,13 @@ std::vector<CheckRow> host_check(const graph::Graph& g, const Lowered& low, uint
         const auto& in = call.inputs[j];
         const int64_t n = in.region.empty() ? 1 : volume(in.region);
         data[j].resize(static_cast<size_t>(std::max<int64_t>(n, 0)));
-        for (float& x : data[j]) x = uniform(rng);
+        for (float& x : data[j]) {
+          x = uniform(rng);
+          if (nonfinite) {
+            const int k = pick(rng);
+            if (k < 3) x = specials[k];
+          }
+        }
         call.inputs[j].data = data[j].data();
       }
       std::vector<float> cpu(static_cast<size_t>(out_n)), gpu(static_cast<size_t>(out_n),

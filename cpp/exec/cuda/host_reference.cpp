@@ -114,7 +114,7 @@ void run_steps_on_host(const std::vector<Step>& steps, const kernels::TileCall& 
         // each element once, in the thread that writes it, so the order does not matter).
         const float* in[kMaxReads] = {nullptr, nullptr, nullptr, nullptr};
         for (int r = 0; r < s.map.reads; ++r) in[r] = input_data(call, s.map_inputs[r]);
-        for (long long i = 0; i < s.map.elements; ++i) call.out[i] = map_element(s.map, in, i);
+        for (long long i = 0; i < s.map.elements; ++i) call.out[map_out_offset(s.map, i)] = map_element(s.map, in, i);
         break;
       }
       case Step::kReduce: {

@@ -94,7 +94,9 @@ bool view(const TileCall& call, int input, const std::vector<int>& dims, long lo
   strides->assign(call.vars.size(), 0);
   *base = 0;
   for (size_t d = 0; d < dims.size(); ++d) {
-    Span want = dims[d] == kNone ? Span{fixed.at(d), fixed.at(d)} : call.vars[dims[d]];
+    // fixed[d]: the index of a kNone dimension, else a shift added to the variable's span.
+    const long long sh = d < fixed.size() ? fixed[d] : 0;
+    Span want = dims[d] == kNone ? Span{sh, sh} : Span{call.vars[dims[d]].lo + sh, call.vars[dims[d]].hi + sh};
     if (want.lo < in.region[d].lo || want.hi > in.region[d].hi) return false;
     *base += (want.lo - in.region[d].lo) * rs[d];
     if (dims[d] != kNone) (*strides)[dims[d]] += rs[d];
@@ -208,6 +210,7 @@ std::string add_gemms(const TileCall& call, const Contraction& c, bool accumulat
 struct Read {
   int input = 0;
   std::vector<int> at;  ///< per input dimension: output position, or kNone (index 0)
+  std::vector<long long> shift = {};  ///< per input dimension: added to the index (kNone: the index); empty: 0
 };
 
 std::string add_map(const TileCall& call, MapFn fn, std::vector<float> p, const std::vector<Read>& reads,
@@ -233,7 +236,11 @@ std::string add_map(const TileCall& call, MapFn fn, std::vector<float> p, const 
     }
     std::vector<int> dims;
     std::vector<long long> fixed;
-    for (int a : reads[r].at) dims.push_back(a == kNone ? kNone : call.output_vars[a]), fixed.push_back(0);
+    for (size_t d = 0; d < reads[r].at.size(); ++d) {
+      const int a = reads[r].at[d];
+      dims.push_back(a == kNone ? kNone : call.output_vars[a]);
+      fixed.push_back(d < reads[r].shift.size() ? reads[r].shift[d] : 0);
+    }
     long long base = 0;
     std::vector<long long> st;
     if (!view(call, reads[r].input, dims, &base, &st, fixed)) return "an input's region does not hold the block";
@@ -242,6 +249,38 @@ std::string add_map(const TileCall& call, MapFn fn, std::vector<float> p, const 
   }
   steps->push_back(s);
   return "";
+}
+
+/// A map over the box `box` (per output position) inside the block, written in place there.
+std::string add_map_box(const TileCall& call, const std::vector<Span>& box, MapFn fn, std::vector<float> p,
+                        const std::vector<Read>& reads, std::vector<Step>* steps) {
+  const int rank = static_cast<int>(call.output_vars.size());
+  if (static_cast<int>(box.size()) != rank) return "a box of the wrong rank";
+  TileCall sub = call;
+  const std::vector<long long> os = output_strides(call);
+  long long base = 0;
+  for (int d = 0; d < rank; ++d) {
+    const Span v = call.vars[call.output_vars[d]];
+    if (box[d].lo < v.lo || box[d].hi > v.hi || box[d].size() <= 0) return "a box outside the block";
+    base += (box[d].lo - v.lo) * os[call.output_vars[d]];
+    sub.vars[call.output_vars[d]] = box[d];
+  }
+  for (const Read& r : reads)
+    if (r.input == kOutput) return "a box map reading the output";
+  const std::string why = add_map(sub, fn, std::move(p), reads, steps);
+  if (!why.empty()) return why;
+  MapArgs& m = steps->back().map;
+  m.out_strided = 1, m.out_base = base;
+  for (int d = 0; d < rank; ++d) m.out_stride[d] = os[call.output_vars[d]];
+  return "";
+}
+
+std::string zero_fill(const TileCall& call, std::vector<Step>* steps) { return add_map(call, MapFn::kFill, {0.0f}, {}, steps); }
+
+std::vector<Span> output_box(const TileCall& call) {
+  std::vector<Span> box;
+  for (int v : call.output_vars) box.push_back(call.vars[v]);
+  return box;
 }
 
 Read aligned(const TileCall& call, int input) {
@@ -756,6 +795,201 @@ Builder row(RowFn fn, std::vector<RowIn> ins, double eps_default = 0) {
   return [=](const TileCall& c, Attr& a, std::vector<Step>* s) { return row_op(c, a, fn, ins, eps_default, s); };
 }
 
+// ---- LSTM cell maps: (batch, hidden) outputs reading the gates' quarters [i | f | g | o] ---------------
+
+Read shifted(int input, long long col_shift) { return Read{input, {0, 1}, {0, col_shift}}; }
+
+// hidden = the second extent of input `hidden_of`; the gates (input `gates`) 4 hidden wide.
+bool lstm_layout(const TileCall& call, size_t inputs, int gates, int hidden_of, long long* hidden) {
+  if (!pure_map(call, inputs) || call.vars.size() != 2) return false;
+  const TileIn &g = call.inputs[gates], &h = call.inputs[hidden_of];
+  if (g.shape.size() != 2 || h.shape.size() != 2) return false;
+  *hidden = h.shape[1];
+  return g.shape[1] == 4 * *hidden;
+}
+
+std::string lstm_map(const TileCall& call, const char* kernel, std::vector<Step>* s) {
+  long long n = 0;
+  const std::string k = kernel;
+  if (k == "lstm_cell" && lstm_layout(call, 2, 0, 1, &n))
+    return add_map(call, MapFn::kLstmCell, {}, {shifted(0, n), aligned(call, 1), shifted(0, 0), shifted(0, 2 * n)}, s);
+  if (k == "lstm_hidden" && lstm_layout(call, 2, 0, 1, &n))
+    return add_map(call, MapFn::kLstmHidden, {}, {shifted(0, 3 * n), aligned(call, 1)}, s);
+  if (k == "lstm_cell_grad_c" && lstm_layout(call, 2, 1, 0, &n))
+    return add_map(call, MapFn::kMulSigmoid, {}, {aligned(call, 0), shifted(1, n)}, s);
+  if (k == "lstm_hidden_grad_c" && lstm_layout(call, 3, 1, 2, &n))
+    return add_map(call, MapFn::kLstmGradSigTanh, {}, {aligned(call, 0), aligned(call, 2), shifted(1, 3 * n)}, s);
+  return "not the LSTM cell's layout";
+}
+
+// The gate gradients (batch, 4 hidden): one box map per quarter the block meets, zeros where the
+// formula has none (lstm_cell_grad_gates: [dy tanh(g) si' | dy c sf' | dy si (1 - tanh(g)^2) | 0];
+// lstm_hidden_grad_gates: [0 | 0 | 0 | dy tanh(c') so']).
+std::string lstm_gate_grad(const TileCall& call, bool hidden, std::vector<Step>* s) {
+  if (call.inputs.size() != 3 || call.vars.size() != 2 || !outputs_are(call, {0, 1})) return "not the gate gradients' layout";
+  const TileIn& g = call.inputs[1];
+  if (g.shape.size() != 2 || call.inputs[0].shape.size() != 2 || g.shape[1] % 4 != 0) return "not the gate gradients' layout";
+  const long long n = g.shape[1] / 4;
+  if (call.inputs[0].shape[1] != n || call.inputs[2].shape.size() != 2 || call.inputs[2].shape[1] != n)
+    return "not the gate gradients' layout";
+  const Span b = call.vars[0], j = call.vars[1];
+  for (long long q = 0; q < 4; ++q) {
+    const Span cols{std::max<int64_t>(j.lo, q * n), std::min<int64_t>(j.hi, q * n + n - 1)};
+    if (cols.lo > cols.hi) continue;
+    const std::vector<Span> box{b, cols};
+    std::string why;
+    if (hidden ? q != 3 : q == 3) why = add_map_box(call, box, MapFn::kFill, {0.0f}, {}, s);
+    else if (hidden) why = add_map_box(call, box, MapFn::kLstmGradTanhSig, {}, {shifted(0, -3 * n), shifted(1, 0), shifted(2, -3 * n)}, s);
+    else if (q == 0) why = add_map_box(call, box, MapFn::kLstmGradTanhSig, {}, {shifted(0, 0), shifted(1, 0), shifted(1, 2 * n)}, s);
+    else if (q == 1) why = add_map_box(call, box, MapFn::kLstmGradMulSig, {}, {shifted(0, -n), shifted(1, 0), shifted(2, -n)}, s);
+    else why = add_map_box(call, box, MapFn::kLstmGradSigTanh, {}, {shifted(0, -2 * n), shifted(1, 0), shifted(1, -2 * n)}, s);
+    if (!why.empty()) return why;
+  }
+  return "";
+}
+
+// ---- layout ops as copies (maps of kCopy over boxes) ------------------------------------------
+
+bool in_order(const TileCall& call, size_t inputs) { return pure_map(call, inputs); }
+
+bool axis_attr(Attr& a, int rank, int* axis, bool negative = true) {
+  const long long x = a.integer("axis", 0);
+  if (!a.ok || x < (negative ? -rank : 0) || x >= rank) return false;
+  *axis = static_cast<int>(x < 0 ? x + rank : x);
+  return true;
+}
+
+// The read of an input that lacks output axis `ax` (stack, unselect): the other positions in order.
+Read without_axis(const TileCall& call, int input, int ax) {
+  Read r{input, {}, {}};
+  for (int d = 0; d < static_cast<int>(call.output_vars.size()); ++d)
+    if (d != ax) r.at.push_back(d);
+  return r;
+}
+
+// The box of the block at index t of output position `ax`.
+std::vector<Span> slab(const TileCall& call, int ax, long long t) {
+  std::vector<Span> box = output_box(call);
+  box[ax] = {t, t};
+  return box;
+}
+
+std::string select_op(const TileCall& call, Attr& a, std::vector<Step>* s) {
+  const long long axis = a.integer("axis", 0), index = a.integer("index", 0);
+  if (!a.ok || !pure_map(call, 1)) return "not select's layout";
+  const int nd = static_cast<int>(call.inputs[0].shape.size());
+  const int ax = static_cast<int>(axis < 0 ? axis + nd : axis);
+  if (ax < 0 || ax >= nd || nd != static_cast<int>(call.output_vars.size()) + 1) return "not select's layout";
+  Read r{0, {}, std::vector<long long>(nd, 0)};
+  for (int d = 0; d < nd; ++d) r.at.push_back(d == ax ? kNone : (d < ax ? d : d - 1));
+  r.shift[ax] = index;
+  return add_map(call, MapFn::kCopy, {}, {r}, s);
+}
+
+std::string stack_op(const TileCall& call, Attr& a, std::vector<Step>* s) {
+  const size_t n = call.inputs.size();
+  const int rank = static_cast<int>(call.output_vars.size());
+  int ax = 0;
+  if (n == 0 || !in_order(call, n) || !axis_attr(a, rank, &ax) || call.output_shape[ax] != static_cast<long long>(n))
+    return "not stack's layout";
+  const Span t = call.vars[call.output_vars[ax]];
+  for (long long i = t.lo; i <= t.hi; ++i) {
+    const std::string why = add_map_box(call, slab(call, ax, i), MapFn::kCopy, {}, {without_axis(call, static_cast<int>(i), ax)}, s);
+    if (!why.empty()) return why;
+  }
+  return "";
+}
+
+std::string unselect_op(const TileCall& call, Attr& a, std::vector<Step>* s) {
+  const int rank = static_cast<int>(call.output_vars.size());
+  const long long index = a.integer("index", 0);
+  int ax = 0;
+  if (!in_order(call, 1) || !axis_attr(a, rank, &ax)) return "not unselect's layout";
+  std::string why = zero_fill(call, s);
+  const Span t = call.vars[call.output_vars[ax]];
+  if (why.empty() && t.lo <= index && index <= t.hi)
+    why = add_map_box(call, slab(call, ax, index), MapFn::kCopy, {}, {without_axis(call, 0, ax)}, s);
+  return why;
+}
+
+std::string slice_op(const TileCall& call, Attr& a, bool grad, std::vector<Step>* s) {
+  const int rank = static_cast<int>(call.output_vars.size());
+  const long long start = a.integer("start", 0), step = a.integer("step", 1);
+  int ax = 0;
+  if (!in_order(call, 1) || !axis_attr(a, rank, &ax, !grad) || start < 0 || step < 1 ||
+      static_cast<int>(call.inputs[0].shape.size()) != rank)
+    return "not slice_axis' layout";
+  if (step != 1) return "a strided slice (step > 1)";
+  Read r = aligned(call, 0);
+  r.shift.assign(rank, 0);
+  if (!grad) {
+    r.shift[ax] = start;
+    return add_map(call, MapFn::kCopy, {}, {r}, s);
+  }
+  // dy's position k lands at start + k, zeros elsewhere.
+  r.shift[ax] = -start;
+  std::string why = zero_fill(call, s);
+  std::vector<Span> box = output_box(call);
+  box[ax] = Span{std::max<int64_t>(box[ax].lo, start), std::min<int64_t>(box[ax].hi, start + call.inputs[0].shape[ax] - 1)};
+  if (why.empty() && box[ax].lo <= box[ax].hi) why = add_map_box(call, box, MapFn::kCopy, {}, {r}, s);
+  return why;
+}
+
+struct HeadAttrs {
+  long long heads = 1, dh = 1, piece = 0, pieces = 1;
+};
+
+bool head_attrs(Attr& a, HeadAttrs* h) {
+  h->heads = a.integer("heads", 1), h->dh = a.integer("dim_head", 1);
+  h->piece = a.integer("piece", 0), h->pieces = a.integer("pieces", 1);
+  return a.ok && h->heads > 0 && h->dh > 0 && h->pieces > 0 && h->piece >= 0 && h->piece < h->pieces;
+}
+
+bool rank3(const TileCall& call) {
+  return call.inputs.size() == 1 && call.vars.size() == 3 && outputs_are(call, {0, 1, 2}) && call.inputs[0].shape.size() == 3;
+}
+
+// out[n, s, d] = x[n / heads, s, off + (n % heads) dh + d]: one copy per n of the block.
+std::string split_heads(const TileCall& call, Attr& a, std::vector<Step>* s) {
+  HeadAttrs h;
+  if (!head_attrs(a, &h) || !rank3(call)) return "not split_heads' layout";
+  const Span n = call.vars[0], d = call.vars[2];
+  const long long off = h.piece * h.heads * h.dh;
+  if (d.hi >= h.dh || call.inputs[0].shape[2] != h.pieces * h.heads * h.dh) return "not split_heads' layout";
+  if (n.size() > kMaxGemmCalls) return "too many heads in one block";
+  for (long long nn = n.lo; nn <= n.hi; ++nn) {
+    const Read r{0, {kNone, 1, 2}, {nn / h.heads, 0, off + (nn % h.heads) * h.dh}};
+    const std::string why = add_map_box(call, {{nn, nn}, call.vars[1], d}, MapFn::kCopy, {}, {r}, s);
+    if (!why.empty()) return why;
+  }
+  return "";
+}
+
+// out[b, s, c] = x[b heads + (c - off) / dh, s, (c - off) % dh] in this piece's columns, else 0:
+// one copy per (b, head) the block meets.
+std::string merge_heads(const TileCall& call, Attr& a, std::vector<Step>* s) {
+  HeadAttrs h;
+  if (!head_attrs(a, &h) || !rank3(call)) return "not merge_heads' layout";
+  const Span b = call.vars[0], c = call.vars[2];
+  const long long e = h.heads * h.dh, off = h.piece * e;
+  if (call.inputs[0].shape[2] != h.dh || call.inputs[0].shape[0] % h.heads != 0) return "not merge_heads' layout";
+  if (c.lo < off || c.hi >= off + e) {
+    const std::string why = zero_fill(call, s);
+    if (!why.empty()) return why;
+  }
+  if (b.size() * h.heads > kMaxGemmCalls) return "too many heads in one block";
+  for (long long bb = b.lo; bb <= b.hi; ++bb)
+    for (long long hd = 0; hd < h.heads; ++hd) {
+      const long long c0 = off + hd * h.dh;
+      const Span cols{std::max<int64_t>(c.lo, c0), std::min<int64_t>(c.hi, c0 + h.dh - 1)};
+      if (cols.lo > cols.hi) continue;
+      const Read r{0, {kNone, 1, 2}, {bb * h.heads + hd, 0, -c0}};
+      const std::string why = add_map_box(call, {{bb, bb}, call.vars[1], cols}, MapFn::kCopy, {}, {r}, s);
+      if (!why.empty()) return why;
+    }
+  return "";
+}
+
 // ---- the table -------------------------------------------------------------------------------
 
 struct Entry {
@@ -964,6 +1198,30 @@ const std::map<std::string, Entry>& table() {
        {"kernel", row(RowFn::kRmsNormGradInput, {RowIn::kRows, RowIn::kRows, RowIn::kWholeVector}, 1e-6)}},
       {"layer_norm_grad_gamma", {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) { return norm_grad_gamma(c, a, false, s); }}},
       {"rms_norm_grad_gamma", {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) { return norm_grad_gamma(c, a, true, s); }}},
+      // own kernels: the LSTM cell
+      {"lstm_cell", {"kernel", [](const TileCall& c, Attr&, std::vector<Step>* s) { return lstm_map(c, "lstm_cell", s); }}},
+      {"lstm_hidden", {"kernel", [](const TileCall& c, Attr&, std::vector<Step>* s) { return lstm_map(c, "lstm_hidden", s); }}},
+      {"lstm_cell_grad_c", {"kernel", [](const TileCall& c, Attr&, std::vector<Step>* s) { return lstm_map(c, "lstm_cell_grad_c", s); }}},
+      {"lstm_hidden_grad_c", {"kernel", [](const TileCall& c, Attr&, std::vector<Step>* s) { return lstm_map(c, "lstm_hidden_grad_c", s); }}},
+      {"lstm_cell_grad_gates", {"kernel", [](const TileCall& c, Attr&, std::vector<Step>* s) { return lstm_gate_grad(c, false, s); }}},
+      {"lstm_hidden_grad_gates", {"kernel", [](const TileCall& c, Attr&, std::vector<Step>* s) { return lstm_gate_grad(c, true, s); }}},
+      // own kernels: layouts (copies over boxes of the block)
+      {"select", {"kernel", select_op}},
+      {"stack", {"kernel", stack_op}},
+      {"unselect", {"kernel", unselect_op}},
+      {"slice_axis", {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) { return slice_op(c, a, false, s); }}},
+      {"slice_axis_grad", {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) { return slice_op(c, a, true, s); }}},
+      {"split_heads", {"kernel", split_heads}},
+      {"merge_heads", {"kernel", merge_heads}},
+      {"add_broadcast",
+       {"kernel", [](const TileCall& c, Attr&, std::vector<Step>* s) -> std::string {
+          if (!pure_map(c, 2)) return "not add_broadcast's layout";
+          const int rank = static_cast<int>(c.output_vars.size()), nd = static_cast<int>(c.inputs[1].shape.size());
+          if (nd > rank) return "not add_broadcast's layout";
+          Read y{1, {}, {}};
+          for (int d = rank - nd; d < rank; ++d) y.at.push_back(d);
+          return add_map(c, MapFn::kAdd, {}, {aligned(c, 0), y}, s);
+        }}},
       // own kernels: reductions
       {"sum_axes", {"kernel", sum_axes}},
       {"sum_to", {"kernel", sum_to}},

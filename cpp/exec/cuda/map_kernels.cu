@@ -16,7 +16,7 @@ struct Reads {
 __global__ void map_kernel(MapArgs a, Reads in, float* out) {
   for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < a.elements;
        i += static_cast<long long>(gridDim.x) * blockDim.x)
-    out[i] = map_element(a, in.p, i);
+    out[map_out_offset(a, i)] = map_element(a, in.p, i);
 }
 
 __global__ void reduce_kernel(ReduceArgs a, const float* __restrict__ x, const float* __restrict__ y,
