@@ -396,4 +396,79 @@ TW_HD void row_thread(const RowArgs& a, const float* const* in, float* out, long
   }
 }
 
+// ---- batch norm (training statistics): one thread per channel of the block --------------------
+
+enum class ChannelFn : int { kBatchNormTrain, kBatchNormGradInput, kBatchNormGradGamma };
+
+/// Batch norm over NCHW with statistics over the whole (N, H, W) of each channel (the CPU kernels'
+/// channel_stats: E[x], E[x^2] - E[x]^2 in double). Thread t handles channel c_lo + t: train and
+/// grad_input write the block box (b, c, h, w) row-major, grad_gamma out[t] summing dy (x - mean)
+/// over the box (b, h, w) (a partial sum when split). Inputs: x at x_in, dy at dy_in, gamma at
+/// gamma_in, beta at beta_in (-1: unused); x's and dy's element (n, c, h, w) is at
+/// base + n s0 + c s1 + h s2 + w s3 (base: (0, 0, 0, 0), possibly outside the held region),
+/// gamma's and beta's channel c at vbase + c.
+struct ChannelArgs {
+  int fn = 0;
+  int x_in = -1, dy_in = -1, gamma_in = -1, beta_in = -1;
+  double eps = 1e-5;
+  long long N = 1, H = 1, W = 1;
+  long long c_lo = 0, cs = 1, b_lo = 0, bs = 1, h_lo = 0, hs = 1, w_lo = 0, ws = 1;
+  long long x_base = 0, x_stride[4] = {0, 0, 0, 0}, dy_base = 0, dy_stride[4] = {0, 0, 0, 0};
+  long long gamma_base = 0, beta_base = 0;
+};
+
+TW_HD void channel_thread(const ChannelArgs& a, const float* const* in, float* out, long long t) {
+  const long long c = a.c_lo + t;
+  const float* x = in[a.x_in] + a.x_base + c * a.x_stride[1];
+  const float* dy = a.dy_in >= 0 ? in[a.dy_in] + a.dy_base + c * a.dy_stride[1] : nullptr;
+  double s = 0, s2 = 0;
+  for (long long n = 0; n < a.N; ++n)
+    for (long long h = 0; h < a.H; ++h)
+      for (long long w = 0; w < a.W; ++w) {
+        const double v = x[n * a.x_stride[0] + h * a.x_stride[2] + w * a.x_stride[3]];
+        s += v, s2 += v * v;
+      }
+  const double count = static_cast<double>(a.N * a.H * a.W), mean = s / count;
+  const double rstd = 1.0 / sqrt(s2 / count - mean * mean + a.eps);
+  if (static_cast<ChannelFn>(a.fn) == ChannelFn::kBatchNormGradGamma) {
+    double acc = 0;
+    for (long long n = a.b_lo; n < a.b_lo + a.bs; ++n)
+      for (long long h = a.h_lo; h < a.h_lo + a.hs; ++h)
+        for (long long w = a.w_lo; w < a.w_lo + a.ws; ++w)
+          acc += dy[n * a.dy_stride[0] + h * a.dy_stride[2] + w * a.dy_stride[3]] *
+                 (x[n * a.x_stride[0] + h * a.x_stride[2] + w * a.x_stride[3]] - mean);
+    out[t] = static_cast<float>(acc * rstd);
+    return;
+  }
+  const double g = in[a.gamma_in][a.gamma_base + c];
+  double scale = rstd * g, shift = 0, mdy = 0, k = 0;
+  if (static_cast<ChannelFn>(a.fn) == ChannelFn::kBatchNormTrain) {
+    shift = in[a.beta_in][a.beta_base + c];
+  } else {
+    double sdy = 0, sdyx = 0;
+    for (long long n = 0; n < a.N; ++n)
+      for (long long h = 0; h < a.H; ++h)
+        for (long long w = 0; w < a.W; ++w) {
+          const double d = dy[n * a.dy_stride[0] + h * a.dy_stride[2] + w * a.dy_stride[3]];
+          sdy += d;
+          sdyx += d * (x[n * a.x_stride[0] + h * a.x_stride[2] + w * a.x_stride[3]] - mean);
+        }
+    mdy = sdy / count;
+    k = rstd * rstd * (sdyx / count);
+  }
+  for (long long n = a.b_lo; n < a.b_lo + a.bs; ++n) {
+    float* o = out + ((n - a.b_lo) * a.cs + t) * a.hs * a.ws;
+    for (long long h = a.h_lo; h < a.h_lo + a.hs; ++h)
+      for (long long w = a.w_lo; w < a.w_lo + a.ws; ++w) {
+        const float xv = x[n * a.x_stride[0] + h * a.x_stride[2] + w * a.x_stride[3]];
+        if (static_cast<ChannelFn>(a.fn) == ChannelFn::kBatchNormTrain) {
+          *o++ = static_cast<float>((xv - mean) * scale + shift);
+        } else {
+          const float dv = dy[n * a.dy_stride[0] + h * a.dy_stride[2] + w * a.dy_stride[3]];
+          *o++ = static_cast<float>(scale * (dv - mdy - (xv - mean) * k));
+        }
+      }
+  }
+}
+
 }  // namespace tilewise::exec::cuda

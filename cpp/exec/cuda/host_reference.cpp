@@ -129,6 +129,13 @@ void run_steps_on_host(const std::vector<Step>& steps, const kernels::TileCall& 
         for (long long t = 0; t < s.row.threads; ++t) row_thread(s.row, in, call.out, t);
         break;
       }
+      case Step::kChannel: {
+        const float* in[kMaxReads] = {nullptr, nullptr, nullptr, nullptr};
+        for (int r = 0; r < kMaxReads; ++r)
+          if (s.row_inputs[r] != kOutput) in[r] = input_data(call, s.row_inputs[r]);
+        for (long long t = 0; t < s.channel.cs; ++t) channel_thread(s.channel, in, call.out, t);
+        break;
+      }
     }
   }
 }

@@ -990,6 +990,71 @@ std::string merge_heads(const TileCall& call, Attr& a, std::vector<Step>* s) {
   return "";
 }
 
+// ---- batch norm with batch statistics: a channel step ------------------------------------------
+
+// Input `input` (NCHW) as x or dy of a channel step: base at (0, 0, 0, 0) and its region's strides,
+// holding `need` (per dimension).
+bool nchw(const TileCall& call, int input, const std::vector<Span>& need, long long* base, long long stride[4]) {
+  const TileIn& in = call.inputs[input];
+  if (in.shape.size() != 4) return false;
+  const std::vector<long long> rs = region_strides(in);
+  *base = 0;
+  for (int d = 0; d < 4; ++d) {
+    if (need[d].lo < in.region[d].lo || need[d].hi > in.region[d].hi) return false;
+    *base -= in.region[d].lo * rs[d];
+    stride[d] = rs[d];
+  }
+  return true;
+}
+
+bool channel_vector(const TileCall& call, int input, Span c, long long* base) {
+  const TileIn& v = call.inputs[input];
+  if (v.shape.size() != 1 || c.lo < v.region[0].lo || c.hi > v.region[0].hi) return false;
+  *base = -v.region[0].lo;
+  return true;
+}
+
+std::string batch_norm(const TileCall& call, Attr& a, ChannelFn fn, std::vector<Step>* s) {
+  const double eps = a.num("eps", 1e-5);
+  const bool gamma_grad = fn == ChannelFn::kBatchNormGradGamma;
+  const size_t inputs = gamma_grad ? 2 : 3, vars = fn == ChannelFn::kBatchNormGradInput ? 19 : 13;
+  if (!a.ok || call.inputs.size() != inputs || call.vars.size() != vars || !outputs_first(call, gamma_grad ? 1 : 4) ||
+      !nested_full(call, 4))
+    return "not batch norm's layout";
+  Step st;
+  st.kind = Step::kChannel;
+  ChannelArgs& c = st.channel;
+  c.fn = static_cast<int>(fn), c.eps = eps;
+  const int xi = fn == ChannelFn::kBatchNormTrain ? 0 : 1;
+  const TileIn& x = call.inputs[xi];
+  if (x.shape.size() != 4) return "not batch norm's layout";
+  c.N = x.shape[0], c.H = x.shape[2], c.W = x.shape[3];
+  const Span ch = call.vars[gamma_grad ? 0 : 1];
+  const Span b = call.vars[gamma_grad ? 1 : 0], h = call.vars[2], w = call.vars[3];
+  c.c_lo = ch.lo, c.cs = ch.size(), c.b_lo = b.lo, c.bs = b.size(), c.h_lo = h.lo, c.hs = h.size(), c.w_lo = w.lo,
+  c.ws = w.size();
+  const std::vector<Span> whole{{0, c.N - 1}, ch, {0, c.H - 1}, {0, c.W - 1}};
+  c.x_in = xi;
+  if (!nchw(call, xi, whole, &c.x_base, c.x_stride)) return "x's region does not hold the block's channels";
+  if (fn != ChannelFn::kBatchNormTrain) {
+    if (call.inputs[0].shape != x.shape) return "not batch norm's layout";
+    c.dy_in = 0;
+    const std::vector<Span> need = gamma_grad ? std::vector<Span>{b, ch, h, w} : whole;
+    if (!nchw(call, 0, need, &c.dy_base, c.dy_stride)) return "dy's region does not hold the block";
+  }
+  if (!gamma_grad) {
+    c.gamma_in = fn == ChannelFn::kBatchNormTrain ? 1 : 2;
+    if (!channel_vector(call, c.gamma_in, ch, &c.gamma_base)) return "gamma does not hold the block's channels";
+    if (fn == ChannelFn::kBatchNormTrain) {
+      c.beta_in = 2;
+      if (!channel_vector(call, 2, ch, &c.beta_base)) return "beta does not hold the block's channels";
+    }
+  }
+  for (size_t j = 0; j < inputs; ++j) st.row_inputs[j] = static_cast<int>(j);
+  s->push_back(st);
+  return "";
+}
+
 // ---- the table -------------------------------------------------------------------------------
 
 struct Entry {
@@ -1198,6 +1263,10 @@ const std::map<std::string, Entry>& table() {
        {"kernel", row(RowFn::kRmsNormGradInput, {RowIn::kRows, RowIn::kRows, RowIn::kWholeVector}, 1e-6)}},
       {"layer_norm_grad_gamma", {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) { return norm_grad_gamma(c, a, false, s); }}},
       {"rms_norm_grad_gamma", {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) { return norm_grad_gamma(c, a, true, s); }}},
+      // own kernels: batch norm (training statistics)
+      {"batch_norm_train", {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) { return batch_norm(c, a, ChannelFn::kBatchNormTrain, s); }}},
+      {"batch_norm_grad_input", {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) { return batch_norm(c, a, ChannelFn::kBatchNormGradInput, s); }}},
+      {"batch_norm_grad_gamma", {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) { return batch_norm(c, a, ChannelFn::kBatchNormGradGamma, s); }}},
       // own kernels: the LSTM cell
       {"lstm_cell", {"kernel", [](const TileCall& c, Attr&, std::vector<Step>* s) { return lstm_map(c, "lstm_cell", s); }}},
       {"lstm_hidden", {"kernel", [](const TileCall& c, Attr&, std::vector<Step>* s) { return lstm_map(c, "lstm_hidden", s); }}},

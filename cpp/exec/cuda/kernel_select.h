@@ -50,7 +50,7 @@ struct ConvCall {
 
 /// One unit of work on the compute stream.
 struct Step {
-  enum Kind { kGemm, kConv, kMap, kReduce, kRow };
+  enum Kind { kGemm, kConv, kMap, kReduce, kRow, kChannel };
   Kind kind = kMap;
   GemmCall gemm;
   ConvCall conv;
@@ -60,7 +60,8 @@ struct Step {
   int reduce_input = 0;
   int reduce_input2 = 0;  ///< y of a paired reduction (reduce.term != kNone)
   RowArgs row;
-  int row_inputs[kMaxReads] = {kOutput, kOutput, kOutput, kOutput};
+  int row_inputs[kMaxReads] = {kOutput, kOutput, kOutput, kOutput};  ///< also the channel step's inputs
+  ChannelArgs channel;  ///< channel_thread for c_lo .. c_lo + cs - 1 (batch norm)
 };
 
 /// The kernel choice of one call: `library` "cublas", "cudnn" or "kernel" (the backend's own), the

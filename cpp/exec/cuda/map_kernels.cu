@@ -32,6 +32,12 @@ __global__ void row_kernel(RowArgs a, Reads in, float* out) {
     row_thread(a, in.p, out, t);
 }
 
+__global__ void channel_kernel(ChannelArgs a, Reads in, float* out) {
+  for (long long t = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; t < a.cs;
+       t += static_cast<long long>(gridDim.x) * blockDim.x)
+    channel_thread(a, in.p, out, t);
+}
+
 unsigned grid_for(long long n, int threads) {
   const long long blocks = (n + threads - 1) / threads;
   return static_cast<unsigned>(blocks < 65535 ? blocks : 65535);
@@ -66,6 +72,17 @@ void launch_row(const RowArgs& args, const float* const* in, float* out, void* s
   const unsigned grid = grid_for(args.threads, threads);
   row_kernel<<<grid, threads, 0, static_cast<cudaStream_t>(stream)>>>(args, r, out);
   check(cudaGetLastError(), "row_kernel<<<" + std::to_string(grid) + ", " + std::to_string(threads) + ">>> (fn " +
+                                std::to_string(args.fn) + ")");
+}
+
+void launch_channel(const ChannelArgs& args, const float* const* in, float* out, void* stream) {
+  if (args.cs == 0) return;
+  Reads r{};
+  for (int i = 0; i < kMaxReads; ++i) r.p[i] = in[i];
+  constexpr int threads = 32;
+  const unsigned grid = grid_for(args.cs, threads);
+  channel_kernel<<<grid, threads, 0, static_cast<cudaStream_t>(stream)>>>(args, r, out);
+  check(cudaGetLastError(), "channel_kernel<<<" + std::to_string(grid) + ", " + std::to_string(threads) + ">>> (fn " +
                                 std::to_string(args.fn) + ")");
 }
 

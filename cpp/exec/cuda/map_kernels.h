@@ -17,4 +17,8 @@ void launch_reduce(const ReduceArgs& args, const float* x, const float* y, float
 /// per row: softmax, norms, losses; a block-per-row kernel is the next step for long rows).
 void launch_row(const RowArgs& args, const float* const* in, float* out, void* stream);
 
+/// Enqueues channel_thread(args, in, out, t) for each channel t < args.cs of the block (batch norm;
+/// one thread per channel, a block per channel is the next step). `in`: kMaxReads pointers.
+void launch_channel(const ChannelArgs& args, const float* const* in, float* out, void* stream);
+
 }  // namespace tilewise::exec::cuda
