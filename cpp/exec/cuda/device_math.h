@@ -471,4 +471,96 @@ TW_HD void channel_thread(const ChannelArgs& a, const float* const* in, float* o
   }
 }
 
+// ---- gathers: max pooling and its gradient, row-major reshape (one thread per output element) -----
+
+enum class GatherFn : int { kMaxPool2d, kMaxPool2dGrad, kReshape };
+
+/// max_pool2d (x) and max_pool2d_grad (x, y, dy) over NCHW, window k, stride s, padding p, the
+/// window offsets i in [i_lo, i_hi], j in [j_lo, j_hi] (a partial range when split); and reshape
+/// (x): output element at flat position f of the output tensor is x's at flat position f.
+/// Output block: dims `dims` of sizes size (row-major), starting at lo in the output tensor.
+/// Input r's element (idx..) is at base[r] + sum idx[d] stride[r][d] (base: the all-zero index).
+struct GatherArgs {
+  int fn = 0;
+  int dims = 0;
+  long long k = 1, s = 1, p = 0, H = 1, W = 1, OH = 1, OW = 1;
+  long long i_lo = 0, i_hi = 0, j_lo = 0, j_hi = 0;
+  long long lo[kMaxDims] = {}, size[kMaxDims] = {};
+  long long out_shape[kMaxDims] = {};  ///< reshape: the output tensor's shape
+  int x_dims = 0;
+  long long x_shape[kMaxDims] = {};    ///< reshape: x's shape
+  long long base[3] = {0, 0, 0};
+  long long stride[3][kMaxDims] = {};
+  long long elements = 0;
+};
+
+TW_HD long long tw_floor_div(long long a, long long b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
+/// The winner of window (b, c, o1, o2) as max_pool2d_grad picks it (the first in-bounds input equal
+/// to y, the last NaN when y is NaN): its offsets (u, v), or u = -1.
+TW_HD void pool_winner(const GatherArgs& a, const float* x, float yv, long long bc, long long o1, long long o2,
+                       long long* wu, long long* wv) {
+  const bool nan = yv != yv;
+  *wu = -1, *wv = -1;
+  for (long long u = 0; u < a.k && (nan || *wu < 0); ++u) {
+    const long long hh = a.s * o1 + u - a.p;
+    if (hh < 0 || hh >= a.H) continue;
+    for (long long v = 0; v < a.k && (nan || *wu < 0); ++v) {
+      const long long ww = a.s * o2 + v - a.p;
+      if (ww < 0 || ww >= a.W) continue;
+      const float xv = x[bc + hh * a.stride[0][2] + ww * a.stride[0][3]];
+      if (nan ? xv != xv : xv == yv) *wu = u, *wv = v;
+    }
+  }
+}
+
+TW_HD float gather_element(const GatherArgs& a, const float* const* in, long long e) {
+  long long idx[kMaxDims];
+  for (int d = a.dims - 1; d >= 0; --d) idx[d] = a.lo[d] + e % a.size[d], e /= a.size[d];
+  switch (static_cast<GatherFn>(a.fn)) {
+    case GatherFn::kMaxPool2d: {
+      const float* x = in[0] + a.base[0] + idx[0] * a.stride[0][0] + idx[1] * a.stride[0][1];
+      const float outside = a.p > 0 ? -INFINITY : 0.0f;
+      float m = -INFINITY;
+      for (long long ii = a.i_lo; ii <= a.i_hi; ++ii) {
+        const long long h = a.s * idx[2] + ii - a.p;
+        for (long long jj = a.j_lo; jj <= a.j_hi; ++jj) {
+          const long long w = a.s * idx[3] + jj - a.p;
+          const float val = (h >= 0 && h < a.H && w >= 0 && w < a.W) ? x[h * a.stride[0][2] + w * a.stride[0][3]] : outside;
+          m = (val > m || val != val) && m == m ? val : m;  // NaN wins
+        }
+      }
+      return m;
+    }
+    case GatherFn::kMaxPool2dGrad: {  // the windows through which this input gets dy, in the CPU's order
+      const long long hh = idx[2], ww = idx[3];
+      const long long bx = a.base[0] + idx[0] * a.stride[0][0] + idx[1] * a.stride[0][1];
+      const long long by = a.base[1] + idx[0] * a.stride[1][0] + idx[1] * a.stride[1][1];
+      const long long bd = a.base[2] + idx[0] * a.stride[2][0] + idx[1] * a.stride[2][1];
+      long long o1a = tw_floor_div(hh + a.p - a.i_hi + a.s - 1, a.s), o1b = tw_floor_div(hh + a.p - a.i_lo, a.s);
+      long long o2a = tw_floor_div(ww + a.p - a.j_hi + a.s - 1, a.s), o2b = tw_floor_div(ww + a.p - a.j_lo, a.s);
+      o1a = o1a < 0 ? 0 : o1a, o2a = o2a < 0 ? 0 : o2a;
+      o1b = o1b > a.OH - 1 ? a.OH - 1 : o1b, o2b = o2b > a.OW - 1 ? a.OW - 1 : o2b;
+      float acc = 0.0f;
+      for (long long o1 = o1a; o1 <= o1b; ++o1)
+        for (long long o2 = o2a; o2 <= o2b; ++o2) {
+          long long wu, wv;
+          pool_winner(a, in[0], in[1][by + o1 * a.stride[1][2] + o2 * a.stride[1][3]], bx, o1, o2, &wu, &wv);
+          if (wu < a.i_lo || wu > a.i_hi || wv < a.j_lo || wv > a.j_hi) continue;
+          if (a.s * o1 + wu - a.p != hh || a.s * o2 + wv - a.p != ww) continue;
+          acc += in[2][bd + o1 * a.stride[2][2] + o2 * a.stride[2][3]];
+        }
+      return acc;
+    }
+    case GatherFn::kReshape: {
+      long long flat = 0;
+      for (int d = 0; d < a.dims; ++d) flat = flat * a.out_shape[d] + idx[d];
+      long long off = a.base[0];
+      for (int d = a.x_dims - 1; d >= 0; --d) off += (flat % a.x_shape[d]) * a.stride[0][d], flat /= a.x_shape[d];
+      return in[0][off];
+    }
+  }
+  return NAN;
+}
+
 }  // namespace tilewise::exec::cuda

@@ -255,6 +255,11 @@ void CudaExecutable::run(Device& dev, const LaunchPlan& plan, const Program& pro
             for (int r = 0; r < kMaxReads; ++r)
               if (s.row_inputs[r] != kOutput) reads[r] = input(s.row_inputs[r]);
             launch_channel(s.channel, reads, out, stream);
+          } else if (s.kind == Step::kGather) {
+            const float* reads[kMaxReads] = {nullptr, nullptr, nullptr, nullptr};
+            for (int r = 0; r < kMaxReads; ++r)
+              if (s.row_inputs[r] != kOutput) reads[r] = input(s.row_inputs[r]);
+            launch_gather(s.gather, reads, out, stream);
           } else if (s.kind == Step::kRow) {
             const float* reads[kMaxReads] = {nullptr, nullptr, nullptr, nullptr};
             for (int r = 0; r < s.row.inputs; ++r) reads[r] = input(s.row_inputs[r]);

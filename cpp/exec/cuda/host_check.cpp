@@ -26,6 +26,7 @@ int64_t reference_work(const std::vector<Step>& steps) {
     else if (s.kind == Step::kConv) work += s.conv.n * s.conv.k * s.conv.c * s.conv.r * s.conv.s * s.conv.p * s.conv.q;
     else if (s.kind == Step::kReduce) work += s.reduce.outputs * s.reduce.folded;
     else if (s.kind == Step::kRow) work += s.row.threads * s.row.rows * s.row.n * 4;
+    else if (s.kind == Step::kGather) work += s.gather.elements * s.gather.k * s.gather.k * 4;
     else if (s.kind == Step::kChannel) work += s.channel.cs * s.channel.N * s.channel.H * s.channel.W * 3;
     else work += s.map.elements;
   }

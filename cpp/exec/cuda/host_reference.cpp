@@ -136,6 +136,13 @@ void run_steps_on_host(const std::vector<Step>& steps, const kernels::TileCall& 
         for (long long t = 0; t < s.channel.cs; ++t) channel_thread(s.channel, in, call.out, t);
         break;
       }
+      case Step::kGather: {
+        const float* in[kMaxReads] = {nullptr, nullptr, nullptr, nullptr};
+        for (int r = 0; r < kMaxReads; ++r)
+          if (s.row_inputs[r] != kOutput) in[r] = input_data(call, s.row_inputs[r]);
+        for (long long e = 0; e < s.gather.elements; ++e) call.out[e] = gather_element(s.gather, in, e);
+        break;
+      }
     }
   }
 }

@@ -1055,6 +1055,116 @@ std::string batch_norm(const TileCall& call, Attr& a, ChannelFn fn, std::vector<
   return "";
 }
 
+// ---- gathers: max pooling, reshape -------------------------------------------------------------
+
+// Input `input` with base at the all-zero index, its region's strides, holding `need`.
+bool gather_input(const TileCall& call, int input, const std::vector<Span>& need, GatherArgs* g, int slot) {
+  const TileIn& in = call.inputs[input];
+  if (in.shape.size() != need.size() || need.size() > static_cast<size_t>(kMaxDims)) return false;
+  const std::vector<long long> rs = region_strides(in);
+  g->base[slot] = 0;
+  for (size_t d = 0; d < need.size(); ++d) {
+    if (need[d].lo <= need[d].hi && (need[d].lo < in.region[d].lo || need[d].hi > in.region[d].hi)) return false;
+    g->base[slot] -= in.region[d].lo * rs[d];
+    g->stride[slot][d] = rs[d];
+  }
+  return true;
+}
+
+// The rows [0, n) read by positions o with offsets k: s o + k - p, clipped.
+Span window_reads(Span o, long long klo, long long khi, long long s, long long p, long long n) {
+  return Span{std::max<int64_t>(0, s * o.lo + klo - p), std::min<int64_t>(n - 1, s * o.hi + khi - p)};
+}
+
+void block_of(const TileCall& call, int count, GatherArgs* g) {
+  g->dims = count;
+  g->elements = 1;
+  for (int d = 0; d < count; ++d) g->lo[d] = call.vars[d].lo, g->size[d] = call.vars[d].size(), g->elements *= g->size[d];
+}
+
+std::string max_pool2d(const TileCall& call, Attr& a, bool grad, std::vector<Step>* s) {
+  const long long k = a.integer("kernel", 2), st = a.integer("stride", 2), p = a.integer("padding", 0);
+  if (!a.ok || k < 1 || st < 1 || p < 0 || call.inputs.size() != (grad ? 3u : 1u) || !outputs_first(call, 4) ||
+      call.vars.size() != (grad ? 10u : 6u))
+    return "not max_pool2d's layout";
+  for (size_t v = 4; v < call.vars.size(); ++v)
+    if (call.extents[v] != k) return "not max_pool2d's layout";
+  if (grad && !nested_full(call, 6)) return "a split nested window";
+  const TileIn& x = call.inputs[0];
+  if (x.shape.size() != 4) return "not max_pool2d's layout";
+  Step step;
+  step.kind = Step::kGather;
+  GatherArgs& g = step.gather;
+  g.fn = static_cast<int>(grad ? GatherFn::kMaxPool2dGrad : GatherFn::kMaxPool2d);
+  g.k = k, g.s = st, g.p = p, g.H = x.shape[2], g.W = x.shape[3];
+  g.i_lo = call.vars[4].lo, g.i_hi = call.vars[4].hi, g.j_lo = call.vars[5].lo, g.j_hi = call.vars[5].hi;
+  block_of(call, 4, &g);
+  const Span b = call.vars[0], c = call.vars[1];
+  if (!grad) {
+    if (!gather_input(call, 0, {b, c, window_reads(call.vars[2], g.i_lo, g.i_hi, st, p, g.H),
+                                window_reads(call.vars[3], g.j_lo, g.j_hi, st, p, g.W)}, &g, 0))
+      return "x's region does not hold the windows";
+  } else {
+    const TileIn& y = call.inputs[1];
+    if (y.shape.size() != 4 || call.inputs[2].shape != y.shape) return "not max_pool2d_grad's layout";
+    g.OH = y.shape[2], g.OW = y.shape[3];
+    const Span h = call.vars[2], w = call.vars[3];
+    if (h.hi >= g.H || w.hi >= g.W) return "not max_pool2d_grad's layout";
+    // The windows reaching the block through offsets in [i_lo, i_hi] (x [j_lo, j_hi]).
+    const Span oh{std::max<int64_t>(0, tw_floor_div(h.lo + p - g.i_hi + st - 1, st)),
+                  std::min<int64_t>(g.OH - 1, tw_floor_div(h.hi + p - g.i_lo, st))};
+    const Span ow{std::max<int64_t>(0, tw_floor_div(w.lo + p - g.j_hi + st - 1, st)),
+                  std::min<int64_t>(g.OW - 1, tw_floor_div(w.hi + p - g.j_lo, st))};
+    const bool any = oh.lo <= oh.hi && ow.lo <= ow.hi;
+    const Span none{0, -1};
+    if (!gather_input(call, 0, {b, c, any ? window_reads(oh, 0, k - 1, st, p, g.H) : none,
+                                any ? window_reads(ow, 0, k - 1, st, p, g.W) : none}, &g, 0) ||
+        !gather_input(call, 1, {b, c, any ? oh : none, any ? ow : none}, &g, 1) ||
+        !gather_input(call, 2, {b, c, any ? oh : none, any ? ow : none}, &g, 2))
+      return "an input's region does not hold the windows";
+  }
+  for (size_t j = 0; j < call.inputs.size(); ++j) step.row_inputs[j] = static_cast<int>(j);
+  s->push_back(step);
+  return "";
+}
+
+// Row-major reshape: output flat position f reads x's flat position f.
+std::string reshape_op(const TileCall& call, std::vector<Step>* s) {
+  const int r = static_cast<int>(call.output_vars.size());
+  if (!pure_map(call, 1) || r > kMaxDims) return "not reshape's layout";
+  const TileIn& x = call.inputs[0];
+  long long count = 1, nout = 1;
+  for (long long e : x.shape) count *= e;
+  for (long long e : call.output_shape) nout *= e;
+  if (count != nout || x.shape.size() > static_cast<size_t>(kMaxDims) || x.region.size() != x.shape.size())
+    return "not reshape's layout";
+  Step step;
+  step.kind = Step::kGather;
+  GatherArgs& g = step.gather;
+  g.fn = static_cast<int>(GatherFn::kReshape);
+  block_of(call, r, &g);
+  for (int d = 0; d < r; ++d) g.out_shape[d] = call.output_shape[d];
+  g.x_dims = static_cast<int>(x.shape.size());
+  for (int d = 0; d < g.x_dims; ++d) g.x_shape[d] = x.shape[d];
+  // The flat range the block reads must lie in x's region: every flat position of the block.
+  std::vector<Span> none(x.shape.size(), Span{0, -1});
+  if (!gather_input(call, 0, none, &g, 0)) return "not reshape's layout";
+  for (long long e = 0; e < g.elements; ++e) {  // host check of the region, once per block
+    long long rest = e, flat = 0;
+    long long idx[kMaxDims];
+    for (int d = r - 1; d >= 0; --d) idx[d] = g.lo[d] + rest % g.size[d], rest /= g.size[d];
+    for (int d = 0; d < r; ++d) flat = flat * g.out_shape[d] + idx[d];
+    for (int d = g.x_dims - 1; d >= 0; --d) {
+      const long long at = flat % g.x_shape[d];
+      flat /= g.x_shape[d];
+      if (at < x.region[d].lo || at > x.region[d].hi) return "x's region does not hold the block's elements";
+    }
+  }
+  step.row_inputs[0] = 0;
+  s->push_back(step);
+  return "";
+}
+
 // ---- the table -------------------------------------------------------------------------------
 
 struct Entry {
@@ -1267,6 +1377,10 @@ const std::map<std::string, Entry>& table() {
       {"batch_norm_train", {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) { return batch_norm(c, a, ChannelFn::kBatchNormTrain, s); }}},
       {"batch_norm_grad_input", {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) { return batch_norm(c, a, ChannelFn::kBatchNormGradInput, s); }}},
       {"batch_norm_grad_gamma", {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) { return batch_norm(c, a, ChannelFn::kBatchNormGradGamma, s); }}},
+      // own kernels: gathers
+      {"max_pool2d", {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) { return max_pool2d(c, a, false, s); }}},
+      {"max_pool2d_grad", {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) { return max_pool2d(c, a, true, s); }}},
+      {"reshape", {"kernel", [](const TileCall& c, Attr&, std::vector<Step>* s) { return reshape_op(c, s); }}},
       // own kernels: the LSTM cell
       {"lstm_cell", {"kernel", [](const TileCall& c, Attr&, std::vector<Step>* s) { return lstm_map(c, "lstm_cell", s); }}},
       {"lstm_hidden", {"kernel", [](const TileCall& c, Attr&, std::vector<Step>* s) { return lstm_map(c, "lstm_hidden", s); }}},

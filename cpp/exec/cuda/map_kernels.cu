@@ -38,6 +38,12 @@ __global__ void channel_kernel(ChannelArgs a, Reads in, float* out) {
     channel_thread(a, in.p, out, t);
 }
 
+__global__ void gather_kernel(GatherArgs a, Reads in, float* out) {
+  for (long long e = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; e < a.elements;
+       e += static_cast<long long>(gridDim.x) * blockDim.x)
+    out[e] = gather_element(a, in.p, e);
+}
+
 unsigned grid_for(long long n, int threads) {
   const long long blocks = (n + threads - 1) / threads;
   return static_cast<unsigned>(blocks < 65535 ? blocks : 65535);
@@ -83,6 +89,17 @@ void launch_channel(const ChannelArgs& args, const float* const* in, float* out,
   const unsigned grid = grid_for(args.cs, threads);
   channel_kernel<<<grid, threads, 0, static_cast<cudaStream_t>(stream)>>>(args, r, out);
   check(cudaGetLastError(), "channel_kernel<<<" + std::to_string(grid) + ", " + std::to_string(threads) + ">>> (fn " +
+                                std::to_string(args.fn) + ")");
+}
+
+void launch_gather(const GatherArgs& args, const float* const* in, float* out, void* stream) {
+  if (args.elements == 0) return;
+  Reads r{};
+  for (int i = 0; i < kMaxReads; ++i) r.p[i] = in[i];
+  constexpr int threads = 256;
+  const unsigned grid = grid_for(args.elements, threads);
+  gather_kernel<<<grid, threads, 0, static_cast<cudaStream_t>(stream)>>>(args, r, out);
+  check(cudaGetLastError(), "gather_kernel<<<" + std::to_string(grid) + ", " + std::to_string(threads) + ">>> (fn " +
                                 std::to_string(args.fn) + ")");
 }
 

@@ -21,4 +21,7 @@ void launch_row(const RowArgs& args, const float* const* in, float* out, void* s
 /// one thread per channel, a block per channel is the next step). `in`: kMaxReads pointers.
 void launch_channel(const ChannelArgs& args, const float* const* in, float* out, void* stream);
 
+/// Enqueues out[e] = gather_element(args, in, e) for every output element (pooling, reshape).
+void launch_gather(const GatherArgs& args, const float* const* in, float* out, void* stream);
+
 }  // namespace tilewise::exec::cuda
