@@ -36,7 +36,7 @@ int64_t reference_work(const std::vector<Step>& steps) {
 }  // namespace
 
 std::vector<CheckRow> host_check(const graph::Graph& g, const Lowered& low, uint64_t seed, int64_t max_elements,
-                                 bool nonfinite) {
+                                 bool nonfinite, bool coarse) {
   std::vector<CheckRow> rows;
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
@@ -72,6 +72,7 @@ std::vector<CheckRow> host_check(const graph::Graph& g, const Lowered& low, uint
         data[j].resize(static_cast<size_t>(std::max<int64_t>(n, 0)));
         for (float& x : data[j]) {
           x = uniform(rng);
+          if (coarse) x = 0.5f * static_cast<float>(pick(rng) % 5 - 2);
           if (nonfinite) {
             const int k = pick(rng);
             if (k < 3) x = specials[k];
