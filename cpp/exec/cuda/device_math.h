@@ -473,11 +473,13 @@ TW_HD void channel_thread(const ChannelArgs& a, const float* const* in, float* o
 
 // ---- gathers: max pooling and its gradient, row-major reshape (one thread per output element) -----
 
-enum class GatherFn : int { kMaxPool2d, kMaxPool2dGrad, kReshape };
+enum class GatherFn : int { kMaxPool2d, kMaxPool2dGrad, kReshape, kWindowSum, kWindowSumGrad };
 
 /// max_pool2d (x) and max_pool2d_grad (x, y, dy) over NCHW, window k, stride s, padding p, the
 /// window offsets i in [i_lo, i_hi], j in [j_lo, j_hi] (a partial range when split); and reshape
-/// (x): output element at flat position f of the output tensor is x's at flat position f.
+/// (x): output element at flat position f of the output tensor is x's at flat position f; window
+/// sums (adaptive_avg_pool2d, the nearest-upsampling gradients: kh = k, kw = s, no padding, times
+/// scale) and adaptive_avg_pool2d_grad (dy[b, c, y / kh, z / kw] scale, 0 past dy).
 /// Output block: dims `dims` of sizes size (row-major), starting at lo in the output tensor.
 /// Input r's element (idx..) is at base[r] + sum idx[d] stride[r][d] (base: the all-zero index).
 struct GatherArgs {
@@ -492,6 +494,7 @@ struct GatherArgs {
   long long base[3] = {0, 0, 0};
   long long stride[3][kMaxDims] = {};
   long long elements = 0;
+  double scale = 1;
 };
 
 TW_HD long long tw_floor_div(long long a, long long b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
@@ -551,6 +554,23 @@ TW_HD float gather_element(const GatherArgs& a, const float* const* in, long lon
           acc += in[2][bd + o1 * a.stride[2][2] + o2 * a.stride[2][3]];
         }
       return acc;
+    }
+    case GatherFn::kWindowSum: {
+      const float* x = in[0] + a.base[0] + idx[0] * a.stride[0][0] + idx[1] * a.stride[0][1];
+      double acc = 0;
+      for (long long ii = a.i_lo; ii <= a.i_hi; ++ii) {
+        const long long hh = a.k * idx[2] + ii;
+        if (hh >= a.H) continue;
+        const long long w0 = a.s * idx[3] + a.j_lo, w1 = a.s * idx[3] + a.j_hi < a.W - 1 ? a.s * idx[3] + a.j_hi : a.W - 1;
+        for (long long w = w0; w <= w1; ++w) acc += x[hh * a.stride[0][2] + w * a.stride[0][3]];
+      }
+      return static_cast<float>(acc * a.scale);
+    }
+    case GatherFn::kWindowSumGrad: {
+      const long long oy = idx[2] / a.k, oz = idx[3] / a.s;
+      if (oy >= a.OH || oz >= a.OW) return 0.0f;
+      return in[0][a.base[0] + idx[0] * a.stride[0][0] + idx[1] * a.stride[0][1] + oy * a.stride[0][2] +
+                   oz * a.stride[0][3]] * static_cast<float>(a.scale);
     }
     case GatherFn::kReshape: {
       long long flat = 0;

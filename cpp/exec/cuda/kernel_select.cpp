@@ -1128,6 +1128,44 @@ std::string max_pool2d(const TileCall& call, Attr& a, bool grad, std::vector<Ste
   return "";
 }
 
+// Window sums over (kh, kw) blocks without padding, times scale (adaptive_avg_pool2d, the
+// nearest-upsampling gradients), or adaptive_avg_pool2d's gradient.
+std::string window_sum(const TileCall& call, long long kh, long long kw, double scale, bool grad, std::vector<Step>* s) {
+  if (kh < 1 || kw < 1 || call.inputs.size() != 1 || !outputs_first(call, 4) || call.inputs[0].shape.size() != 4)
+    return "not a window sum's layout";
+  if (!grad && (call.vars.size() != 6 || call.extents[4] != kh || call.extents[5] != kw)) return "not a window sum's layout";
+  const TileIn& x = call.inputs[0];
+  Step step;
+  step.kind = Step::kGather;
+  GatherArgs& g = step.gather;
+  g.fn = static_cast<int>(grad ? GatherFn::kWindowSumGrad : GatherFn::kWindowSum);
+  g.k = kh, g.s = kw, g.scale = scale;
+  block_of(call, 4, &g);
+  const Span b = call.vars[0], c = call.vars[1], y = call.vars[2], z = call.vars[3];
+  if (grad) {
+    g.OH = x.shape[2], g.OW = x.shape[3];
+    if (!gather_input(call, 0, {b, c, {y.lo / kh, y.hi / kh}, {z.lo / kw, z.hi / kw}}, &g, 0))
+      return "dy's region does not hold the block's windows";
+  } else {
+    g.H = x.shape[2], g.W = x.shape[3];
+    g.i_lo = call.vars[4].lo, g.i_hi = call.vars[4].hi, g.j_lo = call.vars[5].lo, g.j_hi = call.vars[5].hi;
+    if (!gather_input(call, 0, {b, c, window_reads(y, g.i_lo, g.i_hi, kh, 0, g.H), window_reads(z, g.j_lo, g.j_hi, kw, 0, g.W)},
+                      &g, 0))
+      return "x's region does not hold the windows";
+  }
+  step.row_inputs[0] = 0;
+  s->push_back(step);
+  return "";
+}
+
+Builder adaptive_avg(bool grad) {
+  return [grad](const TileCall& c, Attr& a, std::vector<Step>* s) -> std::string {
+    const long long kh = a.integer("kernel_h", 1), kw = a.integer("kernel_w", 1);
+    if (!a.ok || kh < 1 || kw < 1) return "unreadable attributes";
+    return window_sum(c, kh, kw, 1.0 / static_cast<double>(kh * kw), grad, s);
+  };
+}
+
 // Row-major reshape: output flat position f reads x's flat position f.
 std::string reshape_op(const TileCall& call, std::vector<Step>* s) {
   const int r = static_cast<int>(call.output_vars.size());
@@ -1381,6 +1419,13 @@ const std::map<std::string, Entry>& table() {
       {"max_pool2d", {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) { return max_pool2d(c, a, false, s); }}},
       {"max_pool2d_grad", {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) { return max_pool2d(c, a, true, s); }}},
       {"reshape", {"kernel", [](const TileCall& c, Attr&, std::vector<Step>* s) { return reshape_op(c, s); }}},
+      {"adaptive_avg_pool2d", {"kernel", adaptive_avg(false)}},
+      {"adaptive_avg_pool2d_grad", {"kernel", adaptive_avg(true)}},
+      {"upsample_nearest2d_grad",
+       {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) -> std::string {
+          const long long k = a.integer("scale", 2);
+          return a.ok ? window_sum(c, k, k, 1.0, false, s) : std::string("unreadable attributes");
+        }}},
       // own kernels: the LSTM cell
       {"lstm_cell", {"kernel", [](const TileCall& c, Attr&, std::vector<Step>* s) { return lstm_map(c, "lstm_cell", s); }}},
       {"lstm_hidden", {"kernel", [](const TileCall& c, Attr&, std::vector<Step>* s) { return lstm_map(c, "lstm_hidden", s); }}},

@@ -279,6 +279,17 @@ TEST(CudaKernelSelect, MaxPoolGradientRoutesTiesAsTheCpu) {
   EXPECT_LT(compare(g), 1e-7);
 }
 
+TEST(CudaKernelSelect, AdaptiveAveragePoolingAndItsGradient) {
+  // 7 x 7 windows over 14 x 14 (ResNet's last pool at 224): a block of rows, offsets i {2, 5} partial.
+  const std::string attrs = R"({"kernel_h": 7, "kernel_w": 7})";
+  Call f = make("adaptive_avg_pool2d", {2, 3, 2, 2, 7, 7}, {{0, 1}, {1, 2}, {1, 1}, {0, 1}, {2, 5}, {0, 6}}, {0, 1, 2, 3},
+                {{{2, 3, 14, 14}, {{0, 1}, {0, 2}, {7, 13}, {0, 13}}}}, attrs);
+  EXPECT_LT(compare(f), 1e-6);
+  Call g = make("adaptive_avg_pool2d_grad", {2, 3, 14, 14}, {{1, 1}, {0, 2}, {3, 12}, {5, 13}}, {0, 1, 2, 3},
+                {{{2, 3, 2, 2}, {{0, 1}, {0, 2}, {0, 1}, {0, 1}}}}, attrs);
+  EXPECT_LT(compare(g), 1e-7);
+}
+
 TEST(CudaKernelSelect, LstmGateGradientsOverABlockAcrossQuarters) {
   // hidden 3: the block's columns {2, 8} meet quarters i, f and g; dy and c read at shifted columns.
   for (const char* k : {"lstm_cell_grad_gates", "lstm_hidden_grad_gates"}) {
