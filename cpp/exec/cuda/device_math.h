@@ -232,6 +232,7 @@ TW_HD float reduce_element(const ReduceArgs& a, const float* x, const float* y, 
 enum class RowFn : int {
   kSoftmax, kLogSoftmax, kSoftmaxGrad, kLogSoftmaxGrad, kLayerNorm, kLayerNormGradInput, kRmsNorm,
   kRmsNormGradInput, kCrossEntropy, kCrossEntropyBackward, kLayerNormGradGamma, kRmsNormGradGamma,
+  kEmbedding /*(table, ids): one thread per position*/, kEmbeddingGrad /*(ids, dy): one thread per column*/,
 };
 
 /// A row op over a block: `rows` rows (leading dimensions lead_size, row-major) of `n` columns
@@ -249,16 +250,29 @@ struct RowArgs {
   long long base[kMaxReads] = {};
   long long stride[kMaxReads][kMaxDims] = {};
   long long threads = 1;  ///< rows; 1 for cross_entropy; cols for the gamma gradients
+  /// Embedding: the table's rows (ids outside [0, table_rows) give NaN rows: the CPU raises
+  /// InvalidInput, a device error flag is not written yet); the gradient's block of table rows
+  /// [v_lo, v_hi] and the padding id (-1: none). Ids are int64, read through the float pointer.
+  long long table_rows = 0, v_lo = 0, v_hi = -1, padding = -1;
 };
 
-/// Input r's pointer at column 0 of row t.
-TW_HD const float* row_ptr(const RowArgs& a, const float* const* in, int r, long long t) {
+/// Input r's element offset of row t's column 0 (or of position t, for an ids input).
+TW_HD long long row_offset(const RowArgs& a, int r, long long t) {
   long long off = a.base[r];
   for (int d = a.lead - 1; d >= 0; --d) {
     off += (t % a.lead_size[d]) * a.stride[r][d];
     t /= a.lead_size[d];
   }
-  return in[r] + off;
+  return off;
+}
+
+/// Input r's pointer at column 0 of row t.
+TW_HD const float* row_ptr(const RowArgs& a, const float* const* in, int r, long long t) {
+  return in[r] + row_offset(a, r, t);
+}
+
+TW_HD long long row_id(const RowArgs& a, const float* const* in, int r, long long t) {
+  return reinterpret_cast<const long long*>(in[r])[row_offset(a, r, t)];
 }
 
 /// Mean and 1 / sqrt(variance + eps) of n values (double, as row_stats).
@@ -376,6 +390,22 @@ TW_HD void row_thread(const RowArgs& a, const float* const* in, float* out, long
       for (long long k = 0; k < n; ++k) tsum += tg[k];
       const double denom = exp(ls);
       for (long long c = lo; c < hi; ++c) o[c] = static_cast<float>((exp(x[c] - mx) / denom * tsum - tg[c]) * scale);
+      return;
+    }
+    case RowFn::kEmbedding: {  // table row id's block columns (table: base at row 0, column 0; stride[0][0] its row stride)
+      const long long id = row_id(a, in, 1, t);
+      const bool ok = id >= 0 && id < a.table_rows;
+      const float* row = in[0] + a.base[0] + (ok ? id : 0) * a.stride[0][0];
+      for (long long c = lo; c < hi; ++c) o[c] = ok ? row[c] : NAN;
+      return;
+    }
+    case RowFn::kEmbeddingGrad: {  // column lo + t of the block's table rows, summed over positions in order
+      const long long c = lo + t;
+      for (long long r = 0; r < a.rows; ++r) {
+        const long long id = row_id(a, in, 0, r);
+        if (id < a.v_lo || id > a.v_hi || id == a.padding) continue;
+        out[(id - a.v_lo) * a.cols + t] += row_ptr(a, in, 1, r)[c];
+      }
       return;
     }
     case RowFn::kLayerNormGradGamma:

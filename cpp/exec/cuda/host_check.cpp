@@ -66,6 +66,7 @@ std::vector<CheckRow> host_check(const graph::Graph& g, const Lowered& low, uint
         continue;
       }
       std::vector<std::vector<float>> data(call.inputs.size());
+      std::vector<std::vector<int64_t>> ids(call.inputs.size());
       for (size_t j = 0; j < call.inputs.size(); ++j) {
         const auto& in = call.inputs[j];
         const int64_t n = in.region.empty() ? 1 : volume(in.region);
@@ -79,6 +80,16 @@ std::vector<CheckRow> host_check(const graph::Graph& g, const Lowered& low, uint
           }
         }
         call.inputs[j].data = data[j].data();
+        if (in.dtype == kernels::DType::kInt64) {  // ids: rows of the table (embedding) or of the gradient's vocabulary
+          const int64_t rows = call.kernel == "embedding" && !call.inputs.empty() && call.inputs[0].shape.size() == 2
+                                   ? call.inputs[0].shape[0]
+                                   : (call.extents.empty() ? 1 : call.extents[0]);
+          std::uniform_int_distribution<int64_t> id(0, std::max<int64_t>(rows, 1) - 1);
+          ids[j].resize(data[j].size());
+          for (int64_t& v : ids[j]) v = id(rng);
+          call.inputs[j].data = nullptr;
+          call.inputs[j].raw = ids[j].data();
+        }
       }
       std::vector<float> cpu(static_cast<size_t>(out_n)), gpu(static_cast<size_t>(out_n),
                                                              std::numeric_limits<float>::quiet_NaN());

@@ -88,7 +88,9 @@ void host_conv(const ConvCall& c, const float* x, const float* w, const float* y
 namespace {
 
 const float* input_data(const kernels::TileCall& call, int j) {
-  return j == kOutput ? call.out : call.inputs[static_cast<size_t>(j)].data;
+  if (j == kOutput) return call.out;
+  const kernels::TileIn& in = call.inputs[static_cast<size_t>(j)];
+  return in.data ? in.data : static_cast<const float*>(in.raw);  // int64 ids: read as such by the kernel
 }
 
 }  // namespace

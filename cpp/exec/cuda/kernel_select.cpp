@@ -1203,6 +1203,71 @@ std::string reshape_op(const TileCall& call, std::vector<Step>* s) {
   return "";
 }
 
+// ---- embedding: int64 ids --------------------------------------------------------------------
+
+// The ids input (rank = positions, int64) at the positions `pos` (variables) of the block.
+std::string ids_read(const TileCall& call, int input, const std::vector<int>& pos, RowArgs* a) {
+  const TileIn& ids = call.inputs[input];
+  if (ids.dtype != DType::kInt64) return "ids of a dtype other than int64";
+  if (ids.shape.size() != pos.size() || ids.region.size() != pos.size()) return "ids of the wrong rank";
+  const std::vector<long long> rs = region_strides(ids);
+  a->base[input] = 0;
+  for (size_t d = 0; d < pos.size(); ++d) {
+    const Span v = call.vars[pos[d]];
+    if (v.lo < ids.region[d].lo || v.hi > ids.region[d].hi) return "the ids' region does not hold the block";
+    a->base[input] += (v.lo - ids.region[d].lo) * rs[d];
+    a->stride[input][d] = rs[d];
+  }
+  return "";
+}
+
+std::string embedding(const TileCall& call, Attr& a, bool grad, std::vector<Step>* s) {
+  const int np = static_cast<int>(call.vars.size()) - (grad ? 2 : 1);
+  if (call.inputs.size() != 2 || np < 1 || np > kMaxDims) return "not embedding's layout";
+  std::vector<int> pos;
+  for (int p = 0; p < np; ++p) pos.push_back(grad ? 2 + p : p);
+  Step st;
+  st.kind = Step::kRow;
+  RowArgs& r = st.row;
+  r.lead = np, r.inputs = 2;
+  const Span d = call.vars[grad ? 1 : np];
+  r.col_lo = d.lo, r.cols = d.size();
+  for (int p = 0; p < np; ++p) r.lead_size[p] = call.vars[pos[p]].size(), r.rows *= r.lead_size[p];
+  st.row_inputs[0] = 0, st.row_inputs[1] = 1;
+  if (!grad) {
+    if (!pure_map(call, 2)) return "not embedding's layout";
+    const TileIn& table = call.inputs[0];
+    if (table.shape.size() != 2 || table.dtype != DType::kFloat32) return "not embedding's layout";
+    if (table.region[0].lo != 0 || table.region[0].hi != table.shape[0] - 1 || d.lo < table.region[1].lo ||
+        d.hi > table.region[1].hi)
+      return "the table's region does not hold every row of the block's columns";
+    r.fn = static_cast<int>(RowFn::kEmbedding);
+    r.table_rows = table.shape[0];
+    r.stride[0][0] = region_strides(table)[0];
+    r.base[0] = -table.region[1].lo;
+    r.threads = r.rows;
+    const std::string why = ids_read(call, 1, pos, &r);
+    if (!why.empty()) return why;
+    s->push_back(st);
+    return "";
+  }
+  const long long padding = a.integer("padding_idx", -1);
+  if (!a.ok || !outputs_are(call, {0, 1})) return "not embedding_grad's layout";
+  const TileIn& dy = call.inputs[1];
+  if (dy.dtype != DType::kFloat32 || static_cast<int>(dy.shape.size()) != np + 1) return "not embedding_grad's layout";
+  r.fn = static_cast<int>(RowFn::kEmbeddingGrad);
+  r.v_lo = call.vars[0].lo, r.v_hi = call.vars[0].hi, r.padding = padding;
+  r.threads = r.cols;
+  std::string why = ids_read(call, 0, pos, &r);
+  if (!why.empty()) return why;
+  RowShape g;
+  g.lead = pos, g.col = 1, g.n = dy.shape[np];
+  if (!(why = row_read(call, 1, RowIn::kBlockCols, g, &r)).empty()) return why;
+  if (!(why = zero_fill(call, s)).empty()) return why;
+  s->push_back(st);
+  return "";
+}
+
 // ---- the table -------------------------------------------------------------------------------
 
 struct Entry {
@@ -1415,6 +1480,9 @@ const std::map<std::string, Entry>& table() {
       {"batch_norm_train", {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) { return batch_norm(c, a, ChannelFn::kBatchNormTrain, s); }}},
       {"batch_norm_grad_input", {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) { return batch_norm(c, a, ChannelFn::kBatchNormGradInput, s); }}},
       {"batch_norm_grad_gamma", {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) { return batch_norm(c, a, ChannelFn::kBatchNormGradGamma, s); }}},
+      // own kernels: embedding lookups (int64 ids)
+      {"embedding", {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) { return embedding(c, a, false, s); }}},
+      {"embedding_grad", {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) { return embedding(c, a, true, s); }}},
       // own kernels: gathers
       {"max_pool2d", {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) { return max_pool2d(c, a, false, s); }}},
       {"max_pool2d_grad", {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) { return max_pool2d(c, a, true, s); }}},
@@ -1478,7 +1546,8 @@ Selection select_kernel(const kernels::TileCall& call) {
     out.why_not = "kernel '" + call.kernel + "' has no CUDA implementation yet";
     return out;
   }
-  if (!all_float(call)) {
+  const bool reads_ids = call.kernel == "embedding" || call.kernel == "embedding_grad";
+  if (!reads_ids && !all_float(call)) {
     out.why_not = "kernel '" + call.kernel + "' with an integer or bool input (the float32 conversion kernel is not written)";
     return out;
   }
