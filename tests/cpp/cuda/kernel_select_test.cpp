@@ -310,6 +310,21 @@ TEST(CudaKernelSelect, HeadLayoutsAcrossAPieceBoundary) {
   EXPECT_LT(compare(s), 1e-7);
 }
 
+TEST(CudaKernelSelect, EmbeddingOverInt64IdsWithSplitRowsAndPadding) {
+  // ids (2, 3) int64 with repeats, the padding id 2 and ids outside the gradient's rows {1, 3}.
+  std::vector<int64_t> ids = {1, 3, 2, 1, 0, 3};
+  Call f = make("embedding", {2, 3, 4}, {{0, 1}, {1, 2}, {1, 3}}, {0, 1, 2}, {{{5, 4}, {{0, 4}, {0, 3}}}, {{2, 3}, {{0, 1}, {0, 2}}}});
+  f.call.inputs[1].dtype = kernels::DType::kInt64, f.call.inputs[1].data = nullptr, f.call.inputs[1].raw = ids.data();
+  EXPECT_LT(compare(f), 1e-7);
+  Call g = make("embedding_grad", {5, 4, 2, 3}, {{1, 3}, {1, 2}, {0, 1}, {0, 2}}, {0, 1},
+                {{{2, 3}, {{0, 1}, {0, 2}}}, {{2, 3, 4}, {{0, 1}, {0, 2}, {0, 3}}}}, R"({"padding_idx": 2})");
+  g.call.inputs[0].dtype = kernels::DType::kInt64, g.call.inputs[0].data = nullptr, g.call.inputs[0].raw = ids.data();
+  EXPECT_LT(compare(g), 1e-7);
+  // float32 ids are the CPU's too, but not the CUDA kernels': refused, naming why.
+  g.call.inputs[0].dtype = kernels::DType::kFloat32;
+  EXPECT_NE(select_kernel(g.call).why_not.find("int64"), std::string::npos);
+}
+
 TEST(CudaKernelSelect, WhatHasNoCudaKernelIsNamed) {
   Call c = make("upsample_nearest2d", {1, 1, 4, 4}, {{0, 0}, {0, 0}, {0, 3}, {0, 3}}, {0, 1, 2, 3},
                 {{{1, 1, 2, 2}, {{0, 0}, {0, 0}, {0, 1}, {0, 1}}}});
