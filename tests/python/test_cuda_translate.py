@@ -52,12 +52,64 @@ def test_translated_calls_match_the_cpu_kernels(cuda, name, devices):
             "conv2d", "conv2d_backward_data", "conv2d_backward_filter"}
 
 
+# What translates today (docs/CUDA.md keeps the table): (ops, translated, the kernels refused).
+COVERAGE = {
+    "mlp": (16, 16, set()),
+    "transformer": (107, 107, set()),
+    "lstm": (88, 88, set()),
+    "wrn": (676, 676, set()),
+}
+
+# The backend's own kernels each model's host check must reach (a selection that silently stopped
+# running, or an input mode that skipped them, fails here).
+OWN_KERNELS = {
+    "mlp": {"mse_loss", "mse_loss_backward", "relu", "sgd"},
+    "transformer": {"embedding", "embedding_grad", "softmax", "softmax_grad", "layer_norm", "layer_norm_grad_input", "layer_norm_grad_gamma",
+                    "cross_entropy", "cross_entropy_backward", "split_heads", "merge_heads", "select", "unselect",
+                    "slice_axis", "slice_axis_grad", "add_broadcast"},
+    "lstm": {"lstm_cell", "lstm_hidden", "lstm_cell_grad_c", "lstm_hidden_grad_c", "lstm_cell_grad_gates",
+             "lstm_hidden_grad_gates", "select", "stack", "mse_loss"},
+    "wrn": {"batch_norm_train", "batch_norm_grad_input", "batch_norm_grad_gamma", "max_pool2d", "reshape",
+            "cross_entropy", "cross_entropy_backward"},
+}
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+@pytest.mark.parametrize("mode", ["nonfinite", "coarse"])
+def test_own_kernels_follow_the_cpu_on_nonfinite_and_tied_inputs(cuda, name, mode):
+    """NaN/+Inf/-Inf inputs (1 in 16) must give the CPU kernel's NaNs and infinities; coarse inputs
+    ({-1, -0.5, 0, 0.5, 1}) make ties, so max pooling's winner rule and its gradient's routing are
+    exercised (uniform inputs almost never tie)."""
+    g = _model(name)
+    for devices in (1, 2):
+        rows = cuda.host_check(g._g, tw.partition(g, devices=devices)._core, seed=11,
+                               max_elements=1 << (14 if name == "wrn" else 16), **{mode: True})
+        own = [r for r in rows if r["library"] == "kernel" and r["checked"]]
+        bad = [(r["op"], r["kernel"], r["max_error"]) for r in own if not r["max_error"] <= TOLERANCE]
+        assert not bad, bad
+        assert OWN_KERNELS[name] <= {r["kernel"] for r in own}, OWN_KERNELS[name] - {r["kernel"] for r in own}
+
+
+def test_max_pool_gradient_routes_ties_in_the_host_check(cuda):
+    """The Wide ResNet's max-pool gradient on one device (the whole map) with coarse inputs: its y
+    then equals some window inputs, several of them tied, so the routing rule is compared (on
+    uniform inputs y matches no x and both sides give zeros)."""
+    g = tw.models.wresnet(depth=50, width=1, batch=1, image=32, classes=10)
+    rows = cuda.host_check(g._g, tw.partition(g, devices=1)._core, seed=3, max_elements=1 << 17, coarse=True)
+    grad = [r for r in rows if r["kernel"] in ("max_pool2d", "max_pool2d_grad")]
+    assert len(grad) == 2 and all(r["checked"] and r["max_error"] <= TOLERANCE for r in grad), grad
+
+
 def test_coverage_of_the_zoo(cuda):
-    """What translates today (docs/CUDA.md keeps the table): the MLP's layers and updates, the GEMMs and
-    convolutions everywhere; refusals name the kernel and why."""
+    """Every op of the MLP, transformer, LSTM and Wide ResNet training programs (their GEMMs and
+    convolutions through cuBLAS and cuDNN, the rest the backend's own kernels); refusals (other
+    models) name the kernel and why."""
     for name in MODELS:
         g = _model(name)
         rows = cuda.coverage(g._g, tw.partition(g, devices=1)._core)
+        ops, translated, refused = COVERAGE[name]
+        assert (len(rows), sum(not r["why_not"] for r in rows)) == (ops, translated), name
+        assert {r["kernel"] for r in rows if r["why_not"]} == refused, name
         for r in rows:
             assert r["why_not"] or r["library"] in ("cublas", "cudnn", "kernel")
             if r["why_not"]:
@@ -86,10 +138,20 @@ def test_launch_plan_uses_the_cpu_arena_planner(cuda):
 
 
 def test_untranslatable_plans_name_every_op(cuda):
-    g = tw.models.mlp(layers=2, hidden=16, batch=8)
-    with pytest.raises(tw.CudaError, match="mse_loss") as e:
+    g = tw.models.brnn(layers=1, hidden=16, batch=2, steps=3, in_features=8)
+    with pytest.raises(tw.CudaError, match="concat") as e:
         cuda.translate(g._g, tw.partition(g, devices=1)._core, 0)
-    assert e.value.call == "translate"
+    assert e.value.call == "translate" and e.value.ops.count("concat") >= 3
+
+
+def test_int64_box_copies_are_refused_at_translation(cuda):
+    """The embedding kernels read int64 ids, but the copy kernel moves float32 only: a plan that
+    moves ids between devices is refused naming the copy (one device translates whole)."""
+    g = tw.models.transformer(layers=1, hidden=16, heads=2, batch=2, seq=8, vocab=32)
+    assert cuda.translate(g._g, tw.partition(g, devices=1)._core, 0)["launches"]
+    with pytest.raises(tw.CudaError, match="int64") as e:
+        cuda.translate(g._g, tw.partition(g, devices=2)._core, 0)
+    assert "embedding" in e.value.ops
 
 
 def test_kernel_table_names_libraries(cuda):

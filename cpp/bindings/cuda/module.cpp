@@ -114,13 +114,14 @@ PYBIND11_MODULE(_cuda, m) {
       "Per op computed under the plan: its kernel, the CUDA library chosen ('' when none) and why not.");
   m.def(
       "host_check",
-      [](const graph::Graph& g, const partition::Plan& plan, uint64_t seed, int64_t max_elements) {
+      [](const graph::Graph& g, const partition::Plan& plan, uint64_t seed, int64_t max_elements, bool nonfinite,
+         bool coarse) {
         exec::Lowered low;
         std::vector<cuda::CheckRow> rows;
         {
           py::gil_scoped_release release;
           low = exec::lower(g, plan, {});
-          rows = cuda::host_check(g, low, seed, max_elements);
+          rows = cuda::host_check(g, low, seed, max_elements, nonfinite, coarse);
         }
         py::list out;
         for (const auto& r : rows)
@@ -131,8 +132,11 @@ PYBIND11_MODULE(_cuda, m) {
         return out;
       },
       py::arg("graph"), py::arg("plan"), py::arg("seed") = 0, py::arg("max_elements") = 1 << 20,
+      py::arg("nonfinite") = false, py::arg("coarse") = false,
       "Per (op, device): the CUDA steps run on the host (cuBLAS/cuDNN semantics, the device functors) against "
-      "the CPU kernel on seeded random inputs; max_error relative to the block's largest value.");
+      "the CPU kernel on seeded random inputs (nonfinite: about 1 in 16 of them NaN, +Inf or -Inf; coarse: drawn "
+      "from {-1, -0.5, 0, 0.5, 1}, so ties occur); max_error "
+      "relative to the block's largest finite value, inf where one has a NaN or infinity the other lacks.");
   m.def(
       "translate",
       [](const graph::Graph& g, const partition::Plan& plan, int device, const std::vector<int>& keep) {

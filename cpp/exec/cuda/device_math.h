@@ -29,6 +29,10 @@ enum class MapFn : int {
   kMaximum, kMinimum, kSquaredDifference, kDropout /*1 / (1 - p)*/, kAdamM /*beta1, 1 - beta1*/,
   kAdamV /*beta2, 1 - beta2*/, kMseLossBackward /*1 / numel*/, kTanhOf /*tanh(a): an epilogue*/,
   kAdd3, kAdd4,
+  // the LSTM cell (gates read at their quarter's columns; sigmoid and tanh as the CPU's, libm's here)
+  kLstmCell /*(f, c, i, g): s(f) c + s(i) tanh(g)*/, kLstmHidden /*(o, c): s(o) tanh(c)*/,
+  kMulSigmoid /*(dy, f): dy s(f)*/, kLstmGradTanhSig /*(d, s, t): d tanh(t) s(s) (1 - s(s))*/,
+  kLstmGradMulSig /*(d, s, c): d c s(s) (1 - s(s))*/, kLstmGradSigTanh /*(d, s, i): d s(i) (1 - tanh(s)^2)*/,
 };
 
 /// out[i] = fn(reads...) over an output block of `dims` dimensions (row-major, sizes `size`); read r
@@ -42,7 +46,23 @@ struct MapArgs {
   long long base[kMaxReads] = {};
   long long stride[kMaxReads][kMaxDims] = {};
   long long elements = 0;
+  /// Where element i is written: out[i] (out_strided 0), or out_base + sum_d idx[d] out_stride[d]
+  /// (a box inside the block: one quarter of the LSTM gates, a slab of a stack).
+  int out_strided = 0;
+  long long out_base = 0;
+  long long out_stride[kMaxDims] = {};
 };
+
+/// The output offset of flat element `i` of a map.
+TW_HD long long map_out_offset(const MapArgs& a, long long i) {
+  if (!a.out_strided) return i;
+  long long off = a.out_base;
+  for (int d = a.dims - 1; d >= 0; --d) {
+    off += (i % a.size[d]) * a.out_stride[d];
+    i /= a.size[d];
+  }
+  return off;
+}
 
 /// The offsets of flat output element `i` in each read (one thread's index arithmetic).
 TW_HD void map_offsets(const MapArgs& a, long long i, long long* off) {
@@ -111,6 +131,21 @@ TW_HD float map_apply(int fn, const float* p, const float* v) {
     case MapFn::kMseLossBackward: return 2.0f * (a - b) * c * p[0];  // (a, b, dy)
     case MapFn::kAdd3: return a + b + c;
     case MapFn::kAdd4: return a + b + c + v[3];
+    case MapFn::kLstmCell: return tw_logistic(a) * b + tw_logistic(c) * tanhf(v[3]);
+    case MapFn::kLstmHidden: return tw_logistic(a) * tanhf(b);
+    case MapFn::kMulSigmoid: return a * tw_logistic(b);
+    case MapFn::kLstmGradTanhSig: {
+      const float s = tw_logistic(b);
+      return a * tanhf(c) * s * (1.0f - s);
+    }
+    case MapFn::kLstmGradMulSig: {
+      const float s = tw_logistic(b);
+      return a * c * s * (1.0f - s);
+    }
+    case MapFn::kLstmGradSigTanh: {
+      const float t = tanhf(b);
+      return a * tw_logistic(c) * (1.0f - t * t);
+    }
   }
   return NAN;
 }
@@ -139,28 +174,443 @@ struct ReduceArgs {
   long long keep_size[kMaxDims] = {}, keep_stride[kMaxDims] = {};
   long long fold_size[kMaxDims] = {}, fold_stride[kMaxDims] = {};
   long long outputs = 1, folded = 1;
+  /// A second input y folded pairwise with x (the losses): term(x, y) is summed instead of x.
+  int term = 0;  ///< PairTerm
+  long long base2 = 0, keep_stride2[kMaxDims] = {}, fold_stride2[kMaxDims] = {};
 };
 
+/// What a paired reduction sums (mse_loss, l1_loss, sum_product, nll_loss), in double as the CPU.
+enum class PairTerm : int { kNone, kSquaredDifference, kAbsDifference, kProduct, kBceWithLogits };
+
+TW_HD double pair_term(int term, double x, double y) {
+  switch (static_cast<PairTerm>(term)) {
+    case PairTerm::kNone: return x;
+    case PairTerm::kSquaredDifference: return (x - y) * (x - y);
+    case PairTerm::kAbsDifference: return fabs(x - y);
+    case PairTerm::kProduct: return x * y;
+    case PairTerm::kBceWithLogits: {  // x logits, y targets; max NaN-propagating as nan_max
+      const double relu = x != x ? x : (x > 0.0 ? x : 0.0);
+      return relu - x * y + log(1.0 + exp(-fabs(x)));
+    }
+  }
+  return NAN;
+}
+
 /// Output element `o` of a reduction: one GPU thread folds its whole row (fine for the bias and
-/// loss sums of a step; a tree reduction is the next step for long rows).
-TW_HD float reduce_element(const ReduceArgs& a, const float* x, long long o) {
-  long long at = a.base;
+/// loss sums of a step; a tree reduction is the next step for long rows). `y`: the second input of
+/// a paired reduction (term != kNone), else unread.
+TW_HD float reduce_element(const ReduceArgs& a, const float* x, const float* y, long long o) {
+  long long at = a.base, at2 = a.base2;
   for (int d = a.keep - 1; d >= 0; --d) {
-    at += (o % a.keep_size[d]) * a.keep_stride[d];
+    const long long idx = o % a.keep_size[d];
+    at += idx * a.keep_stride[d], at2 += idx * a.keep_stride2[d];
     o /= a.keep_size[d];
   }
-  double acc = a.fn == static_cast<int>(ReduceFn::kSum) ? 0.0 : (a.fn == static_cast<int>(ReduceFn::kMax) ? -INFINITY : INFINITY);
+  const bool sum = a.fn == static_cast<int>(ReduceFn::kSum), pair = a.term != static_cast<int>(PairTerm::kNone);
+  double acc = sum ? 0.0 : (a.fn == static_cast<int>(ReduceFn::kMax) ? -INFINITY : INFINITY);
   for (long long j = 0; j < a.folded; ++j) {
-    long long off = at, t = j;
+    long long off = at, off2 = at2, t = j;
     for (int d = a.fold - 1; d >= 0; --d) {
-      off += (t % a.fold_size[d]) * a.fold_stride[d];
+      const long long idx = t % a.fold_size[d];
+      off += idx * a.fold_stride[d], off2 += idx * a.fold_stride2[d];
       t /= a.fold_size[d];
     }
-    const double v = x[off];
-    if (a.fn == static_cast<int>(ReduceFn::kSum)) acc += v;
+    const double v = pair ? pair_term(a.term, x[off], y[off2]) : static_cast<double>(x[off]);
+    if (sum) acc += v;
     else if (v != v || (a.fn == static_cast<int>(ReduceFn::kMax) ? v > acc : v < acc)) acc = v;
   }
-  return static_cast<float>(a.fn == static_cast<int>(ReduceFn::kSum) ? acc * a.scale : acc);
+  return static_cast<float>(sum ? acc * a.scale : acc);
+}
+
+// ---- row kernels: softmax, log-softmax, layer/RMS norm and their gradients, cross-entropy --------
+
+/// The row functions (reduction_kernels.cpp's row ops, formula for formula). Inputs per fn:
+/// softmax, log_softmax (x); softmax_grad, log_softmax_grad (dy, y); layer_norm (x, gamma, beta);
+/// layer_norm_grad_input (dy, x, gamma); rms_norm (x, gamma); rms_norm_grad_input (dy, x, gamma);
+/// cross_entropy (logits, target), one thread summing every row; cross_entropy_backward (logits,
+/// target, dy scalar); layer/rms_norm_grad_gamma (dy, x), one thread per column summing every row.
+enum class RowFn : int {
+  kSoftmax, kLogSoftmax, kSoftmaxGrad, kLogSoftmaxGrad, kLayerNorm, kLayerNormGradInput, kRmsNorm,
+  kRmsNormGradInput, kCrossEntropy, kCrossEntropyBackward, kLayerNormGradGamma, kRmsNormGradGamma,
+  kEmbedding /*(table, ids): one thread per position*/, kEmbeddingGrad /*(ids, dy): one thread per column*/,
+};
+
+/// A row op over a block: `rows` rows (leading dimensions lead_size, row-major) of `n` columns
+/// each, of which the block's columns [col_lo, col_lo + cols) are written, row after row. Input
+/// r's element (row idx, column c) is at base[r] + sum_d idx[d] * stride[r][d] + c (base: column
+/// 0, which may lie before the region when only the block's columns are held; stride 0 for a
+/// vector indexed by column, or a scalar, read at base).
+struct RowArgs {
+  int fn = 0;
+  int lead = 0;
+  int inputs = 0;
+  double eps = 0, scale = 1;
+  long long n = 1, col_lo = 0, cols = 1, rows = 1;
+  long long lead_size[kMaxDims] = {};
+  long long base[kMaxReads] = {};
+  long long stride[kMaxReads][kMaxDims] = {};
+  long long threads = 1;  ///< rows; 1 for cross_entropy; cols for the gamma gradients
+  /// Embedding: the table's rows (ids outside [0, table_rows) give NaN rows: the CPU raises
+  /// InvalidInput, a device error flag is not written yet); the gradient's block of table rows
+  /// [v_lo, v_hi] and the padding id (-1: none). Ids are int64, read through the float pointer.
+  long long table_rows = 0, v_lo = 0, v_hi = -1, padding = -1;
+};
+
+/// Input r's element offset of row t's column 0 (or of position t, for an ids input).
+TW_HD long long row_offset(const RowArgs& a, int r, long long t) {
+  long long off = a.base[r];
+  for (int d = a.lead - 1; d >= 0; --d) {
+    off += (t % a.lead_size[d]) * a.stride[r][d];
+    t /= a.lead_size[d];
+  }
+  return off;
+}
+
+/// Input r's pointer at column 0 of row t.
+TW_HD const float* row_ptr(const RowArgs& a, const float* const* in, int r, long long t) {
+  return in[r] + row_offset(a, r, t);
+}
+
+TW_HD long long row_id(const RowArgs& a, const float* const* in, int r, long long t) {
+  return reinterpret_cast<const long long*>(in[r])[row_offset(a, r, t)];
+}
+
+/// Mean and 1 / sqrt(variance + eps) of n values (double, as row_stats).
+TW_HD void row_moments(const float* x, long long n, double eps, double* mu, double* rstd) {
+  double s = 0;
+  for (long long k = 0; k < n; ++k) s += x[k];
+  const double m = s / n;
+  double v = 0;
+  for (long long k = 0; k < n; ++k) v += (x[k] - m) * (x[k] - m);
+  *mu = m;
+  *rstd = 1.0 / sqrt(v / n + eps);
+}
+
+TW_HD double row_rms_inverse(const float* x, long long n, double eps) {
+  double s = 0;
+  for (long long k = 0; k < n; ++k) s += static_cast<double>(x[k]) * x[k];
+  return 1.0 / sqrt(s / n + eps);
+}
+
+/// max and log(sum(exp(x - max))) of a row in double, the max skipping NaN (cross_entropy's row_softmax).
+TW_HD void row_log_sum_exp(const float* x, long long n, double* mx, double* log_sum) {
+  double m = -INFINITY;
+  for (long long k = 0; k < n; ++k)
+    if (m < x[k]) m = x[k];
+  double s = 0;
+  for (long long k = 0; k < n; ++k) s += exp(x[k] - m);
+  *mx = m;
+  *log_sum = log(s);
+}
+
+/// One thread of a row op: thread `t` writes its outputs into `out` (the block, row-major).
+TW_HD void row_thread(const RowArgs& a, const float* const* in, float* out, long long t) {
+  const long long n = a.n, lo = a.col_lo, hi = a.col_lo + a.cols;
+  float* o = out + t * a.cols - lo;  // indexed by column
+  switch (static_cast<RowFn>(a.fn)) {
+    case RowFn::kSoftmax:
+    case RowFn::kLogSoftmax: {
+      const float* x = row_ptr(a, in, 0, t);
+      float m = -INFINITY;  // NaN if any is NaN (row_max)
+      for (long long k = 0; k < n; ++k) {
+        if (x[k] != x[k]) { m = x[k]; break; }
+        m = x[k] > m ? x[k] : m;
+      }
+      double z = 0;
+      for (long long k = 0; k < n; ++k) z += static_cast<double>(expf(x[k] - m));
+      if (static_cast<RowFn>(a.fn) == RowFn::kSoftmax) {
+        const float inv = static_cast<float>(1.0 / z);
+        for (long long c = lo; c < hi; ++c) o[c] = expf(x[c] - m) * inv;
+      } else {
+        const double lz = log(z);
+        for (long long c = lo; c < hi; ++c) o[c] = static_cast<float>(static_cast<double>(x[c]) - m - lz);
+      }
+      return;
+    }
+    case RowFn::kSoftmaxGrad:
+    case RowFn::kLogSoftmaxGrad: {
+      const float *dy = row_ptr(a, in, 0, t), *y = row_ptr(a, in, 1, t);
+      const bool soft = static_cast<RowFn>(a.fn) == RowFn::kSoftmaxGrad;
+      double s = 0;
+      for (long long k = 0; k < n; ++k) s += soft ? static_cast<double>(dy[k]) * y[k] : static_cast<double>(dy[k]);
+      for (long long c = lo; c < hi; ++c)
+        o[c] = soft ? static_cast<float>(y[c] * (dy[c] - s)) : static_cast<float>(dy[c] - exp(static_cast<double>(y[c])) * s);
+      return;
+    }
+    case RowFn::kLayerNorm:
+    case RowFn::kRmsNorm: {
+      const float *x = row_ptr(a, in, 0, t), *gamma = row_ptr(a, in, 1, 0);
+      if (static_cast<RowFn>(a.fn) == RowFn::kLayerNorm) {
+        const float* beta = row_ptr(a, in, 2, 0);
+        double mu, rstd;
+        row_moments(x, n, a.eps, &mu, &rstd);
+        for (long long c = lo; c < hi; ++c) o[c] = static_cast<float>((x[c] - mu) * rstd * gamma[c] + beta[c]);
+      } else {
+        const double inv = row_rms_inverse(x, n, a.eps);
+        for (long long c = lo; c < hi; ++c) o[c] = static_cast<float>(x[c] * inv * gamma[c]);
+      }
+      return;
+    }
+    case RowFn::kLayerNormGradInput:
+    case RowFn::kRmsNormGradInput: {
+      const float *dy = row_ptr(a, in, 0, t), *x = row_ptr(a, in, 1, t), *gamma = row_ptr(a, in, 2, 0);
+      if (static_cast<RowFn>(a.fn) == RowFn::kLayerNormGradInput) {
+        double mu, rstd, m1 = 0, m2 = 0;
+        row_moments(x, n, a.eps, &mu, &rstd);
+        for (long long k = 0; k < n; ++k) m1 += static_cast<double>(dy[k]) * gamma[k];
+        for (long long k = 0; k < n; ++k) m2 += static_cast<double>(dy[k]) * gamma[k] * (x[k] - mu);
+        m1 /= n, m2 /= n;
+        for (long long c = lo; c < hi; ++c)
+          o[c] = static_cast<float>(rstd * (static_cast<double>(dy[c]) * gamma[c] - m1 - (x[c] - mu) * rstd * rstd * m2));
+      } else {
+        const double rr = row_rms_inverse(x, n, a.eps);
+        double m = 0;
+        for (long long k = 0; k < n; ++k) m += static_cast<double>(dy[k]) * gamma[k] * x[k];
+        m /= n;
+        for (long long c = lo; c < hi; ++c) o[c] = static_cast<float>(rr * gamma[c] * dy[c] - x[c] * rr * rr * rr * m);
+      }
+      return;
+    }
+    case RowFn::kCrossEntropy: {  // one thread: -sum over rows and block columns of target * log_softmax
+      double s = 0;
+      for (long long r = 0; r < a.rows; ++r) {
+        const float *x = row_ptr(a, in, 0, r), *tg = row_ptr(a, in, 1, r);
+        double mx, ls;
+        row_log_sum_exp(x, n, &mx, &ls);
+        for (long long c = lo; c < hi; ++c) s += tg[c] * ((x[c] - mx) - ls);
+      }
+      out[0] = static_cast<float>(-s * a.scale);
+      return;
+    }
+    case RowFn::kCrossEntropyBackward: {  // scale: 1 / batch
+      const float *x = row_ptr(a, in, 0, t), *tg = row_ptr(a, in, 1, t);
+      const double scale = static_cast<double>(row_ptr(a, in, 2, 0)[0]) * a.scale;
+      double mx, ls, tsum = 0;
+      row_log_sum_exp(x, n, &mx, &ls);
+      for (long long k = 0; k < n; ++k) tsum += tg[k];
+      const double denom = exp(ls);
+      for (long long c = lo; c < hi; ++c) o[c] = static_cast<float>((exp(x[c] - mx) / denom * tsum - tg[c]) * scale);
+      return;
+    }
+    case RowFn::kEmbedding: {  // table row id's block columns (table: base at row 0, column 0; stride[0][0] its row stride)
+      const long long id = row_id(a, in, 1, t);
+      const bool ok = id >= 0 && id < a.table_rows;
+      const float* row = in[0] + a.base[0] + (ok ? id : 0) * a.stride[0][0];
+      for (long long c = lo; c < hi; ++c) o[c] = ok ? row[c] : NAN;
+      return;
+    }
+    case RowFn::kEmbeddingGrad: {  // column lo + t of the block's table rows, summed over positions in order
+      const long long c = lo + t;
+      for (long long r = 0; r < a.rows; ++r) {
+        const long long id = row_id(a, in, 0, r);
+        if (id < a.v_lo || id > a.v_hi || id == a.padding) continue;
+        out[(id - a.v_lo) * a.cols + t] += row_ptr(a, in, 1, r)[c];
+      }
+      return;
+    }
+    case RowFn::kLayerNormGradGamma:
+    case RowFn::kRmsNormGradGamma: {  // thread t: column col_lo + t, summed over every row
+      const long long c = lo + t;
+      const bool rms = static_cast<RowFn>(a.fn) == RowFn::kRmsNormGradGamma;
+      double acc = 0;
+      for (long long r = 0; r < a.rows; ++r) {
+        const float *dy = row_ptr(a, in, 0, r), *x = row_ptr(a, in, 1, r);
+        double mu = 0, rstd;
+        if (rms) rstd = row_rms_inverse(x, n, a.eps);
+        else row_moments(x, n, a.eps, &mu, &rstd);
+        acc += static_cast<double>(dy[c]) * (x[c] - mu) * rstd;
+      }
+      out[t] = static_cast<float>(acc);
+      return;
+    }
+  }
+}
+
+// ---- batch norm (training statistics): one thread per channel of the block --------------------
+
+enum class ChannelFn : int { kBatchNormTrain, kBatchNormGradInput, kBatchNormGradGamma };
+
+/// Batch norm over NCHW with statistics over the whole (N, H, W) of each channel (the CPU kernels'
+/// channel_stats: E[x], E[x^2] - E[x]^2 in double). Thread t handles channel c_lo + t: train and
+/// grad_input write the block box (b, c, h, w) row-major, grad_gamma out[t] summing dy (x - mean)
+/// over the box (b, h, w) (a partial sum when split). Inputs: x at x_in, dy at dy_in, gamma at
+/// gamma_in, beta at beta_in (-1: unused); x's and dy's element (n, c, h, w) is at
+/// base + n s0 + c s1 + h s2 + w s3 (base: (0, 0, 0, 0), possibly outside the held region),
+/// gamma's and beta's channel c at vbase + c.
+struct ChannelArgs {
+  int fn = 0;
+  int x_in = -1, dy_in = -1, gamma_in = -1, beta_in = -1;
+  double eps = 1e-5;
+  long long N = 1, H = 1, W = 1;
+  long long c_lo = 0, cs = 1, b_lo = 0, bs = 1, h_lo = 0, hs = 1, w_lo = 0, ws = 1;
+  long long x_base = 0, x_stride[4] = {0, 0, 0, 0}, dy_base = 0, dy_stride[4] = {0, 0, 0, 0};
+  long long gamma_base = 0, beta_base = 0;
+};
+
+TW_HD void channel_thread(const ChannelArgs& a, const float* const* in, float* out, long long t) {
+  const long long c = a.c_lo + t;
+  const float* x = in[a.x_in] + a.x_base + c * a.x_stride[1];
+  const float* dy = a.dy_in >= 0 ? in[a.dy_in] + a.dy_base + c * a.dy_stride[1] : nullptr;
+  double s = 0, s2 = 0;
+  for (long long n = 0; n < a.N; ++n)
+    for (long long h = 0; h < a.H; ++h)
+      for (long long w = 0; w < a.W; ++w) {
+        const double v = x[n * a.x_stride[0] + h * a.x_stride[2] + w * a.x_stride[3]];
+        s += v, s2 += v * v;
+      }
+  const double count = static_cast<double>(a.N * a.H * a.W), mean = s / count;
+  const double rstd = 1.0 / sqrt(s2 / count - mean * mean + a.eps);
+  if (static_cast<ChannelFn>(a.fn) == ChannelFn::kBatchNormGradGamma) {
+    double acc = 0;
+    for (long long n = a.b_lo; n < a.b_lo + a.bs; ++n)
+      for (long long h = a.h_lo; h < a.h_lo + a.hs; ++h)
+        for (long long w = a.w_lo; w < a.w_lo + a.ws; ++w)
+          acc += dy[n * a.dy_stride[0] + h * a.dy_stride[2] + w * a.dy_stride[3]] *
+                 (x[n * a.x_stride[0] + h * a.x_stride[2] + w * a.x_stride[3]] - mean);
+    out[t] = static_cast<float>(acc * rstd);
+    return;
+  }
+  const double g = in[a.gamma_in][a.gamma_base + c];
+  double scale = rstd * g, shift = 0, mdy = 0, k = 0;
+  if (static_cast<ChannelFn>(a.fn) == ChannelFn::kBatchNormTrain) {
+    shift = in[a.beta_in][a.beta_base + c];
+  } else {
+    double sdy = 0, sdyx = 0;
+    for (long long n = 0; n < a.N; ++n)
+      for (long long h = 0; h < a.H; ++h)
+        for (long long w = 0; w < a.W; ++w) {
+          const double d = dy[n * a.dy_stride[0] + h * a.dy_stride[2] + w * a.dy_stride[3]];
+          sdy += d;
+          sdyx += d * (x[n * a.x_stride[0] + h * a.x_stride[2] + w * a.x_stride[3]] - mean);
+        }
+    mdy = sdy / count;
+    k = rstd * rstd * (sdyx / count);
+  }
+  for (long long n = a.b_lo; n < a.b_lo + a.bs; ++n) {
+    float* o = out + ((n - a.b_lo) * a.cs + t) * a.hs * a.ws;
+    for (long long h = a.h_lo; h < a.h_lo + a.hs; ++h)
+      for (long long w = a.w_lo; w < a.w_lo + a.ws; ++w) {
+        const float xv = x[n * a.x_stride[0] + h * a.x_stride[2] + w * a.x_stride[3]];
+        if (static_cast<ChannelFn>(a.fn) == ChannelFn::kBatchNormTrain) {
+          *o++ = static_cast<float>((xv - mean) * scale + shift);
+        } else {
+          const float dv = dy[n * a.dy_stride[0] + h * a.dy_stride[2] + w * a.dy_stride[3]];
+          *o++ = static_cast<float>(scale * (dv - mdy - (xv - mean) * k));
+        }
+      }
+  }
+}
+
+// ---- gathers: max pooling and its gradient, row-major reshape (one thread per output element) -----
+
+enum class GatherFn : int { kMaxPool2d, kMaxPool2dGrad, kReshape, kWindowSum, kWindowSumGrad };
+
+/// max_pool2d (x) and max_pool2d_grad (x, y, dy) over NCHW, window k, stride s, padding p, the
+/// window offsets i in [i_lo, i_hi], j in [j_lo, j_hi] (a partial range when split); and reshape
+/// (x): output element at flat position f of the output tensor is x's at flat position f; window
+/// sums (adaptive_avg_pool2d, the nearest-upsampling gradients: kh = k, kw = s, no padding, times
+/// scale) and adaptive_avg_pool2d_grad (dy[b, c, y / kh, z / kw] scale, 0 past dy).
+/// Output block: dims `dims` of sizes size (row-major), starting at lo in the output tensor.
+/// Input r's element (idx..) is at base[r] + sum idx[d] stride[r][d] (base: the all-zero index).
+struct GatherArgs {
+  int fn = 0;
+  int dims = 0;
+  long long k = 1, s = 1, p = 0, H = 1, W = 1, OH = 1, OW = 1;
+  long long i_lo = 0, i_hi = 0, j_lo = 0, j_hi = 0;
+  long long lo[kMaxDims] = {}, size[kMaxDims] = {};
+  long long out_shape[kMaxDims] = {};  ///< reshape: the output tensor's shape
+  int x_dims = 0;
+  long long x_shape[kMaxDims] = {};    ///< reshape: x's shape
+  long long base[3] = {0, 0, 0};
+  long long stride[3][kMaxDims] = {};
+  long long elements = 0;
+  double scale = 1;
+};
+
+TW_HD long long tw_floor_div(long long a, long long b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
+/// The winner of window (b, c, o1, o2) as max_pool2d_grad picks it (the first in-bounds input equal
+/// to y, the last NaN when y is NaN): its offsets (u, v), or u = -1.
+TW_HD void pool_winner(const GatherArgs& a, const float* x, float yv, long long bc, long long o1, long long o2,
+                       long long* wu, long long* wv) {
+  const bool nan = yv != yv;
+  *wu = -1, *wv = -1;
+  for (long long u = 0; u < a.k && (nan || *wu < 0); ++u) {
+    const long long hh = a.s * o1 + u - a.p;
+    if (hh < 0 || hh >= a.H) continue;
+    for (long long v = 0; v < a.k && (nan || *wu < 0); ++v) {
+      const long long ww = a.s * o2 + v - a.p;
+      if (ww < 0 || ww >= a.W) continue;
+      const float xv = x[bc + hh * a.stride[0][2] + ww * a.stride[0][3]];
+      if (nan ? xv != xv : xv == yv) *wu = u, *wv = v;
+    }
+  }
+}
+
+TW_HD float gather_element(const GatherArgs& a, const float* const* in, long long e) {
+  long long idx[kMaxDims];
+  for (int d = a.dims - 1; d >= 0; --d) idx[d] = a.lo[d] + e % a.size[d], e /= a.size[d];
+  switch (static_cast<GatherFn>(a.fn)) {
+    case GatherFn::kMaxPool2d: {
+      const float* x = in[0] + a.base[0] + idx[0] * a.stride[0][0] + idx[1] * a.stride[0][1];
+      const float outside = a.p > 0 ? -INFINITY : 0.0f;
+      float m = -INFINITY;
+      for (long long ii = a.i_lo; ii <= a.i_hi; ++ii) {
+        const long long h = a.s * idx[2] + ii - a.p;
+        for (long long jj = a.j_lo; jj <= a.j_hi; ++jj) {
+          const long long w = a.s * idx[3] + jj - a.p;
+          const float val = (h >= 0 && h < a.H && w >= 0 && w < a.W) ? x[h * a.stride[0][2] + w * a.stride[0][3]] : outside;
+          m = (val > m || val != val) && m == m ? val : m;  // NaN wins
+        }
+      }
+      return m;
+    }
+    case GatherFn::kMaxPool2dGrad: {  // the windows through which this input gets dy, in the CPU's order
+      const long long hh = idx[2], ww = idx[3];
+      const long long bx = a.base[0] + idx[0] * a.stride[0][0] + idx[1] * a.stride[0][1];
+      const long long by = a.base[1] + idx[0] * a.stride[1][0] + idx[1] * a.stride[1][1];
+      const long long bd = a.base[2] + idx[0] * a.stride[2][0] + idx[1] * a.stride[2][1];
+      long long o1a = tw_floor_div(hh + a.p - a.i_hi + a.s - 1, a.s), o1b = tw_floor_div(hh + a.p - a.i_lo, a.s);
+      long long o2a = tw_floor_div(ww + a.p - a.j_hi + a.s - 1, a.s), o2b = tw_floor_div(ww + a.p - a.j_lo, a.s);
+      o1a = o1a < 0 ? 0 : o1a, o2a = o2a < 0 ? 0 : o2a;
+      o1b = o1b > a.OH - 1 ? a.OH - 1 : o1b, o2b = o2b > a.OW - 1 ? a.OW - 1 : o2b;
+      float acc = 0.0f;
+      for (long long o1 = o1a; o1 <= o1b; ++o1)
+        for (long long o2 = o2a; o2 <= o2b; ++o2) {
+          long long wu, wv;
+          pool_winner(a, in[0], in[1][by + o1 * a.stride[1][2] + o2 * a.stride[1][3]], bx, o1, o2, &wu, &wv);
+          if (wu < a.i_lo || wu > a.i_hi || wv < a.j_lo || wv > a.j_hi) continue;
+          if (a.s * o1 + wu - a.p != hh || a.s * o2 + wv - a.p != ww) continue;
+          acc += in[2][bd + o1 * a.stride[2][2] + o2 * a.stride[2][3]];
+        }
+      return acc;
+    }
+    case GatherFn::kWindowSum: {
+      const float* x = in[0] + a.base[0] + idx[0] * a.stride[0][0] + idx[1] * a.stride[0][1];
+      double acc = 0;
+      for (long long ii = a.i_lo; ii <= a.i_hi; ++ii) {
+        const long long hh = a.k * idx[2] + ii;
+        if (hh >= a.H) continue;
+        const long long w0 = a.s * idx[3] + a.j_lo, w1 = a.s * idx[3] + a.j_hi < a.W - 1 ? a.s * idx[3] + a.j_hi : a.W - 1;
+        for (long long w = w0; w <= w1; ++w) acc += x[hh * a.stride[0][2] + w * a.stride[0][3]];
+      }
+      return static_cast<float>(acc * a.scale);
+    }
+    case GatherFn::kWindowSumGrad: {
+      const long long oy = idx[2] / a.k, oz = idx[3] / a.s;
+      if (oy >= a.OH || oz >= a.OW) return 0.0f;
+      return in[0][a.base[0] + idx[0] * a.stride[0][0] + idx[1] * a.stride[0][1] + oy * a.stride[0][2] +
+                   oz * a.stride[0][3]] * static_cast<float>(a.scale);
+    }
+    case GatherFn::kReshape: {
+      long long flat = 0;
+      for (int d = 0; d < a.dims; ++d) flat = flat * a.out_shape[d] + idx[d];
+      long long off = a.base[0];
+      for (int d = a.x_dims - 1; d >= 0; --d) off += (flat % a.x_shape[d]) * a.stride[0][d], flat /= a.x_shape[d];
+      return in[0][off];
+    }
+  }
+  return NAN;
 }
 
 }  // namespace tilewise::exec::cuda

@@ -250,8 +250,23 @@ void CudaExecutable::run(Device& dev, const LaunchPlan& plan, const Program& pro
             const float* reads[kMaxReads] = {nullptr, nullptr, nullptr, nullptr};
             for (int r = 0; r < s.map.reads; ++r) reads[r] = input(s.map_inputs[r]);
             launch_map(s.map, reads, out, stream);
+          } else if (s.kind == Step::kChannel) {
+            const float* reads[kMaxReads] = {nullptr, nullptr, nullptr, nullptr};
+            for (int r = 0; r < kMaxReads; ++r)
+              if (s.row_inputs[r] != kOutput) reads[r] = input(s.row_inputs[r]);
+            launch_channel(s.channel, reads, out, stream);
+          } else if (s.kind == Step::kGather) {
+            const float* reads[kMaxReads] = {nullptr, nullptr, nullptr, nullptr};
+            for (int r = 0; r < kMaxReads; ++r)
+              if (s.row_inputs[r] != kOutput) reads[r] = input(s.row_inputs[r]);
+            launch_gather(s.gather, reads, out, stream);
+          } else if (s.kind == Step::kRow) {
+            const float* reads[kMaxReads] = {nullptr, nullptr, nullptr, nullptr};
+            for (int r = 0; r < s.row.inputs; ++r) reads[r] = input(s.row_inputs[r]);
+            launch_row(s.row, reads, out, stream);
           } else {
-            launch_reduce(s.reduce, input(s.reduce_input), out, stream);
+            launch_reduce(s.reduce, input(s.reduce_input), s.reduce.term != 0 ? input(s.reduce_input2) : nullptr, out,
+                          stream);
           }
         }
         break;

@@ -25,6 +25,9 @@ int64_t reference_work(const std::vector<Step>& steps) {
     if (s.kind == Step::kGemm) work += s.gemm.m * s.gemm.n * s.gemm.k * s.gemm.batch;
     else if (s.kind == Step::kConv) work += s.conv.n * s.conv.k * s.conv.c * s.conv.r * s.conv.s * s.conv.p * s.conv.q;
     else if (s.kind == Step::kReduce) work += s.reduce.outputs * s.reduce.folded;
+    else if (s.kind == Step::kRow) work += s.row.threads * s.row.rows * s.row.n * 4;
+    else if (s.kind == Step::kGather) work += s.gather.elements * s.gather.k * s.gather.k * 4;
+    else if (s.kind == Step::kChannel) work += s.channel.cs * s.channel.N * s.channel.H * s.channel.W * 3;
     else work += s.map.elements;
   }
   return work;
@@ -32,10 +35,14 @@ int64_t reference_work(const std::vector<Step>& steps) {
 
 }  // namespace
 
-std::vector<CheckRow> host_check(const graph::Graph& g, const Lowered& low, uint64_t seed, int64_t max_elements) {
+std::vector<CheckRow> host_check(const graph::Graph& g, const Lowered& low, uint64_t seed, int64_t max_elements,
+                                 bool nonfinite, bool coarse) {
   std::vector<CheckRow> rows;
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  std::uniform_int_distribution<int> pick(0, 47);
+  const float specials[3] = {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
+                             -std::numeric_limits<float>::infinity()};
   for (const OpPlan& op : low.ops) {
     for (int d = 0; d < low.devices; ++d) {
       if (!op.devices[d].active) continue;
@@ -59,12 +66,30 @@ std::vector<CheckRow> host_check(const graph::Graph& g, const Lowered& low, uint
         continue;
       }
       std::vector<std::vector<float>> data(call.inputs.size());
+      std::vector<std::vector<int64_t>> ids(call.inputs.size());
       for (size_t j = 0; j < call.inputs.size(); ++j) {
         const auto& in = call.inputs[j];
         const int64_t n = in.region.empty() ? 1 : volume(in.region);
         data[j].resize(static_cast<size_t>(std::max<int64_t>(n, 0)));
-        for (float& x : data[j]) x = uniform(rng);
+        for (float& x : data[j]) {
+          x = uniform(rng);
+          if (coarse) x = 0.5f * static_cast<float>(pick(rng) % 5 - 2);
+          if (nonfinite) {
+            const int k = pick(rng);
+            if (k < 3) x = specials[k];
+          }
+        }
         call.inputs[j].data = data[j].data();
+        if (in.dtype == kernels::DType::kInt64) {  // ids: rows of the table (embedding) or of the gradient's vocabulary
+          const int64_t rows = call.kernel == "embedding" && !call.inputs.empty() && call.inputs[0].shape.size() == 2
+                                   ? call.inputs[0].shape[0]
+                                   : (call.extents.empty() ? 1 : call.extents[0]);
+          std::uniform_int_distribution<int64_t> id(0, std::max<int64_t>(rows, 1) - 1);
+          ids[j].resize(data[j].size());
+          for (int64_t& v : ids[j]) v = id(rng);
+          call.inputs[j].data = nullptr;
+          call.inputs[j].raw = ids[j].data();
+        }
       }
       std::vector<float> cpu(static_cast<size_t>(out_n)), gpu(static_cast<size_t>(out_n),
                                                              std::numeric_limits<float>::quiet_NaN());

@@ -24,7 +24,11 @@ struct CheckRow {
 };
 
 /// One row per (op, active device) of `low`, at most `max_elements` output elements per call
-/// (larger calls are skipped with a note: the reference is a plain loop).
-std::vector<CheckRow> host_check(const graph::Graph& g, const Lowered& low, uint64_t seed, int64_t max_elements);
+/// (larger calls are skipped with a note: the reference is a plain loop). `nonfinite`: about one
+/// input value in 16 is NaN, +Inf or -Inf instead (the CUDA math must follow the CPU kernel's
+/// propagation: a NaN where the CPU has one, the same infinities). `coarse`: values drawn from
+/// {-1, -0.5, 0, 0.5, 1}, so equalities and ties occur (max pooling's winners, its gradient's y).
+std::vector<CheckRow> host_check(const graph::Graph& g, const Lowered& low, uint64_t seed, int64_t max_elements,
+                                 bool nonfinite = false, bool coarse = false);
 
 }  // namespace tilewise::exec::cuda

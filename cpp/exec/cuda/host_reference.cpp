@@ -88,7 +88,9 @@ void host_conv(const ConvCall& c, const float* x, const float* w, const float* y
 namespace {
 
 const float* input_data(const kernels::TileCall& call, int j) {
-  return j == kOutput ? call.out : call.inputs[static_cast<size_t>(j)].data;
+  if (j == kOutput) return call.out;
+  const kernels::TileIn& in = call.inputs[static_cast<size_t>(j)];
+  return in.data ? in.data : static_cast<const float*>(in.raw);  // int64 ids: read as such by the kernel
 }
 
 }  // namespace
@@ -114,12 +116,33 @@ void run_steps_on_host(const std::vector<Step>& steps, const kernels::TileCall& 
         // each element once, in the thread that writes it, so the order does not matter).
         const float* in[kMaxReads] = {nullptr, nullptr, nullptr, nullptr};
         for (int r = 0; r < s.map.reads; ++r) in[r] = input_data(call, s.map_inputs[r]);
-        for (long long i = 0; i < s.map.elements; ++i) call.out[i] = map_element(s.map, in, i);
+        for (long long i = 0; i < s.map.elements; ++i) call.out[map_out_offset(s.map, i)] = map_element(s.map, in, i);
         break;
       }
       case Step::kReduce: {
         const float* x = input_data(call, s.reduce_input);
-        for (long long o = 0; o < s.reduce.outputs; ++o) call.out[o] = reduce_element(s.reduce, x, o);
+        const float* y = s.reduce.term != 0 ? input_data(call, s.reduce_input2) : nullptr;
+        for (long long o = 0; o < s.reduce.outputs; ++o) call.out[o] = reduce_element(s.reduce, x, y, o);
+        break;
+      }
+      case Step::kRow: {
+        const float* in[kMaxReads] = {nullptr, nullptr, nullptr, nullptr};
+        for (int r = 0; r < s.row.inputs; ++r) in[r] = input_data(call, s.row_inputs[r]);
+        for (long long t = 0; t < s.row.threads; ++t) row_thread(s.row, in, call.out, t);
+        break;
+      }
+      case Step::kChannel: {
+        const float* in[kMaxReads] = {nullptr, nullptr, nullptr, nullptr};
+        for (int r = 0; r < kMaxReads; ++r)
+          if (s.row_inputs[r] != kOutput) in[r] = input_data(call, s.row_inputs[r]);
+        for (long long t = 0; t < s.channel.cs; ++t) channel_thread(s.channel, in, call.out, t);
+        break;
+      }
+      case Step::kGather: {
+        const float* in[kMaxReads] = {nullptr, nullptr, nullptr, nullptr};
+        for (int r = 0; r < kMaxReads; ++r)
+          if (s.row_inputs[r] != kOutput) in[r] = input_data(call, s.row_inputs[r]);
+        for (long long e = 0; e < s.gather.elements; ++e) call.out[e] = gather_element(s.gather, in, e);
         break;
       }
     }

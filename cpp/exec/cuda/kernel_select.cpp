@@ -94,7 +94,9 @@ bool view(const TileCall& call, int input, const std::vector<int>& dims, long lo
   strides->assign(call.vars.size(), 0);
   *base = 0;
   for (size_t d = 0; d < dims.size(); ++d) {
-    Span want = dims[d] == kNone ? Span{fixed.at(d), fixed.at(d)} : call.vars[dims[d]];
+    // fixed[d]: the index of a kNone dimension, else a shift added to the variable's span.
+    const long long sh = d < fixed.size() ? fixed[d] : 0;
+    Span want = dims[d] == kNone ? Span{sh, sh} : Span{call.vars[dims[d]].lo + sh, call.vars[dims[d]].hi + sh};
     if (want.lo < in.region[d].lo || want.hi > in.region[d].hi) return false;
     *base += (want.lo - in.region[d].lo) * rs[d];
     if (dims[d] != kNone) (*strides)[dims[d]] += rs[d];
@@ -208,6 +210,7 @@ std::string add_gemms(const TileCall& call, const Contraction& c, bool accumulat
 struct Read {
   int input = 0;
   std::vector<int> at;  ///< per input dimension: output position, or kNone (index 0)
+  std::vector<long long> shift = {};  ///< per input dimension: added to the index (kNone: the index); empty: 0
 };
 
 std::string add_map(const TileCall& call, MapFn fn, std::vector<float> p, const std::vector<Read>& reads,
@@ -233,7 +236,11 @@ std::string add_map(const TileCall& call, MapFn fn, std::vector<float> p, const 
     }
     std::vector<int> dims;
     std::vector<long long> fixed;
-    for (int a : reads[r].at) dims.push_back(a == kNone ? kNone : call.output_vars[a]), fixed.push_back(0);
+    for (size_t d = 0; d < reads[r].at.size(); ++d) {
+      const int a = reads[r].at[d];
+      dims.push_back(a == kNone ? kNone : call.output_vars[a]);
+      fixed.push_back(d < reads[r].shift.size() ? reads[r].shift[d] : 0);
+    }
     long long base = 0;
     std::vector<long long> st;
     if (!view(call, reads[r].input, dims, &base, &st, fixed)) return "an input's region does not hold the block";
@@ -242,6 +249,38 @@ std::string add_map(const TileCall& call, MapFn fn, std::vector<float> p, const 
   }
   steps->push_back(s);
   return "";
+}
+
+/// A map over the box `box` (per output position) inside the block, written in place there.
+std::string add_map_box(const TileCall& call, const std::vector<Span>& box, MapFn fn, std::vector<float> p,
+                        const std::vector<Read>& reads, std::vector<Step>* steps) {
+  const int rank = static_cast<int>(call.output_vars.size());
+  if (static_cast<int>(box.size()) != rank) return "a box of the wrong rank";
+  TileCall sub = call;
+  const std::vector<long long> os = output_strides(call);
+  long long base = 0;
+  for (int d = 0; d < rank; ++d) {
+    const Span v = call.vars[call.output_vars[d]];
+    if (box[d].lo < v.lo || box[d].hi > v.hi || box[d].size() <= 0) return "a box outside the block";
+    base += (box[d].lo - v.lo) * os[call.output_vars[d]];
+    sub.vars[call.output_vars[d]] = box[d];
+  }
+  for (const Read& r : reads)
+    if (r.input == kOutput) return "a box map reading the output";
+  const std::string why = add_map(sub, fn, std::move(p), reads, steps);
+  if (!why.empty()) return why;
+  MapArgs& m = steps->back().map;
+  m.out_strided = 1, m.out_base = base;
+  for (int d = 0; d < rank; ++d) m.out_stride[d] = os[call.output_vars[d]];
+  return "";
+}
+
+std::string zero_fill(const TileCall& call, std::vector<Step>* steps) { return add_map(call, MapFn::kFill, {0.0f}, {}, steps); }
+
+std::vector<Span> output_box(const TileCall& call) {
+  std::vector<Span> box;
+  for (int v : call.output_vars) box.push_back(call.vars[v]);
+  return box;
 }
 
 Read aligned(const TileCall& call, int input) {
@@ -521,25 +560,32 @@ std::string conv2d_backward_filter(const TileCall& call, Attr& a, std::vector<St
 
 // lambda out..: fold(r..: x[dim_var..]) scaled: input dimension d read by variable dim_var[d].
 std::string reduce(const TileCall& call, const std::vector<int>& dim_var, ReduceFn fn, double scale,
-                   std::vector<Step>* steps) {
-  if (call.inputs.size() != 1 || dim_var.size() != call.inputs[0].shape.size()) return "not a reduction's layout";
-  long long base = 0;
-  std::vector<long long> st;
+                   std::vector<Step>* steps, PairTerm term = PairTerm::kNone) {
+  const size_t inputs = term == PairTerm::kNone ? 1 : 2;
+  if (call.inputs.size() != inputs || dim_var.size() != call.inputs[0].shape.size()) return "not a reduction's layout";
+  long long base = 0, base2 = 0;
+  std::vector<long long> st, st2(call.vars.size(), 0);
   if (!view(call, 0, dim_var, &base, &st)) return "the input's region does not hold the block";
+  if (inputs == 2 && (call.inputs[1].shape != call.inputs[0].shape || !view(call, 1, dim_var, &base2, &st2)))
+    return "the second input's region does not hold the block";
   Step s;
   s.kind = Step::kReduce;
+  s.reduce_input2 = inputs == 2 ? 1 : 0;
   ReduceArgs& r = s.reduce;
   r.fn = static_cast<int>(fn), r.scale = scale, r.base = base;
+  r.term = static_cast<int>(term), r.base2 = base2;
   std::vector<bool> is_out(call.vars.size(), false);
   for (int v : call.output_vars) is_out[v] = true;
   if (call.output_vars.size() > static_cast<size_t>(kMaxDims) || call.vars.size() - call.output_vars.size() > static_cast<size_t>(kMaxDims))
     return "more than " + std::to_string(kMaxDims) + " kept or folded dimensions";
   for (int v : call.output_vars) {
+    r.keep_stride2[r.keep] = st2[v];
     r.keep_size[r.keep] = call.vars[v].size(), r.keep_stride[r.keep++] = st[v];
     r.outputs *= call.vars[v].size();
   }
   for (size_t v = 0; v < call.vars.size(); ++v) {
     if (is_out[v]) continue;
+    r.fold_stride2[r.fold] = st2[v];
     r.fold_size[r.fold] = call.vars[v].size(), r.fold_stride[r.fold++] = st[v];
     r.folded *= call.vars[v].size();
   }
@@ -606,6 +652,620 @@ std::string sum_leading(const TileCall& call, Attr& a, std::vector<Step>* s) {
   std::vector<int> dim_var;
   for (int d = 0; d < nd; ++d) dim_var.push_back(d < lead ? rank + d : d - static_cast<int>(lead));
   return reduce(call, dim_var, ReduceFn::kSum, 1.0, s);
+}
+
+// ---- losses: paired reductions ---------------------------------------------------------------
+
+// Sum(r..: term(a[r..], b[r..])) * scale into one element: `lead` leading output variables of extent
+// 1, then the data's variables (sum_of_pairs' layout).
+std::string pair_loss(const TileCall& call, PairTerm term, double scale, int lead, std::vector<Step>* s) {
+  if (call.inputs.size() != 2 || !outputs_first(call, lead)) return "not a paired loss's layout";
+  const int nd = static_cast<int>(call.inputs[0].shape.size());
+  if (nd < 1 || static_cast<int>(call.vars.size()) != lead + nd) return "not a paired loss's layout";
+  for (int v = 0; v < lead; ++v)
+    if (call.extents[v] != 1) return "not a paired loss's layout";
+  std::vector<int> dim_var;
+  for (int d = 0; d < nd; ++d) dim_var.push_back(lead + d);
+  return reduce(call, dim_var, ReduceFn::kSum, scale, s, term);
+}
+
+double inverse_numel(const TileCall& call) {
+  double n = 1;
+  if (!call.inputs.empty())
+    for (long long e : call.inputs[0].shape) n *= static_cast<double>(e);
+  return 1.0 / n;
+}
+
+// ---- row ops ---------------------------------------------------------------------------------
+
+/// How a row op reads an input: whole last-axis rows of the block's leading indices, only the
+/// block's columns of those rows, a vector indexed by the column (the block's columns, or whole),
+/// or a scalar.
+enum class RowIn { kRows, kBlockCols, kVector, kWholeVector, kScalar };
+
+struct RowShape {
+  std::vector<int> lead;  ///< the variables of the leading dimensions
+  int col = 0;            ///< the column variable
+  long long n = 1;        ///< the row length (the last axis' extent)
+};
+
+std::string row_read(const TileCall& call, int input, RowIn kind, const RowShape& g, RowArgs* a) {
+  const TileIn& in = call.inputs[input];
+  const Span cols = call.vars[g.col];
+  const int lead = static_cast<int>(g.lead.size());
+  if (kind == RowIn::kScalar) {
+    if (!in.shape.empty()) return "a scalar input of rank other than 0";
+    a->base[input] = 0;
+    return "";
+  }
+  const std::vector<long long> rs = region_strides(in);
+  if (kind == RowIn::kVector || kind == RowIn::kWholeVector) {
+    const Span need = kind == RowIn::kVector ? cols : Span{0, g.n - 1};
+    if (in.shape.size() != 1 || in.shape[0] != g.n || need.lo < in.region[0].lo || need.hi > in.region[0].hi)
+      return "a vector input that is not the row's length or does not hold the columns read";
+    a->base[input] = -in.region[0].lo;
+    return "";
+  }
+  if (static_cast<int>(in.shape.size()) != lead + 1 || in.shape[lead] != g.n) return "an input that is not rows of the op's length";
+  const Span need = kind == RowIn::kRows ? Span{0, g.n - 1} : cols;
+  if (need.lo < in.region[lead].lo || need.hi > in.region[lead].hi) return "an input's region does not hold the rows read";
+  long long base = -in.region[lead].lo;
+  for (int d = 0; d < lead; ++d) {
+    const Span v = call.vars[g.lead[d]];
+    if (v.lo < in.region[d].lo || v.hi > in.region[d].hi) return "an input's region does not hold the block's rows";
+    base += (v.lo - in.region[d].lo) * rs[d];
+    a->stride[input][d] = rs[d];
+  }
+  a->base[input] = base;
+  return "";
+}
+
+enum class RowThreads { kPerRow, kOne, kPerColumn };
+
+std::string add_row(const TileCall& call, RowFn fn, const RowShape& g, const std::vector<RowIn>& ins, double eps,
+                    double scale, RowThreads threads, std::vector<Step>* steps) {
+  if (call.inputs.size() != ins.size() || ins.size() > static_cast<size_t>(kMaxReads)) return "not the row op's inputs";
+  if (g.lead.size() > static_cast<size_t>(kMaxDims)) return "more than " + std::to_string(kMaxDims) + " leading dimensions";
+  Step s;
+  s.kind = Step::kRow;
+  RowArgs& a = s.row;
+  a.fn = static_cast<int>(fn), a.lead = static_cast<int>(g.lead.size()), a.inputs = static_cast<int>(ins.size());
+  a.eps = eps, a.scale = scale, a.n = g.n;
+  a.col_lo = call.vars[g.col].lo, a.cols = call.vars[g.col].size();
+  for (size_t d = 0; d < g.lead.size(); ++d) a.lead_size[d] = call.vars[g.lead[d]].size(), a.rows *= a.lead_size[d];
+  for (size_t j = 0; j < ins.size(); ++j) {
+    s.row_inputs[j] = static_cast<int>(j);
+    const std::string why = row_read(call, static_cast<int>(j), ins[j], g, &a);
+    if (!why.empty()) return why;
+  }
+  a.threads = threads == RowThreads::kPerRow ? a.rows : threads == RowThreads::kOne ? 1 : a.cols;
+  steps->push_back(s);
+  return "";
+}
+
+bool nested_full(const TileCall& call, int from) {
+  for (int v = from; v < static_cast<int>(call.vars.size()); ++v)
+    if (!full(call, v)) return false;
+  return true;
+}
+
+// softmax, log-softmax, layer/RMS norm and their input gradients: outputs i0..i{r-1} first (the
+// last the column), the nested reductions over the row whole.
+std::string row_op(const TileCall& call, Attr& a, RowFn fn, const std::vector<RowIn>& ins, double eps_default,
+                   std::vector<Step>* s) {
+  const double eps = a.num("eps", eps_default);
+  const int r = static_cast<int>(call.output_vars.size());
+  if (!a.ok || r < 1 || !outputs_first(call, r) || !nested_full(call, r)) return "not a row op's layout";
+  RowShape g;
+  for (int d = 0; d + 1 < r; ++d) g.lead.push_back(d);
+  g.col = r - 1, g.n = call.extents[r - 1];
+  return add_row(call, fn, g, ins, eps, 1.0, RowThreads::kPerRow, s);
+}
+
+std::string cross_entropy(const TileCall& call, bool backward, std::vector<Step>* s) {
+  const size_t n_in = backward ? 3 : 2;
+  if (call.inputs.size() != n_in || call.inputs[0].shape.size() != 2 || call.inputs[1].shape != call.inputs[0].shape ||
+      (backward ? !outputs_first(call, 2) : !call.output_vars.empty()) || !nested_full(call, 2) || call.vars.size() < 2)
+    return "not cross_entropy's layout";
+  RowShape g{{0}, 1, call.inputs[0].shape[1]};
+  const double inv_batch = 1.0 / static_cast<double>(call.inputs[0].shape[0]);
+  if (backward)
+    return add_row(call, RowFn::kCrossEntropyBackward, g, {RowIn::kRows, RowIn::kRows, RowIn::kScalar}, 0, inv_batch,
+                   RowThreads::kPerRow, s);
+  return add_row(call, RowFn::kCrossEntropy, g, {RowIn::kRows, RowIn::kBlockCols}, 0, inv_batch, RowThreads::kOne, s);
+}
+
+// (dy, x) -> dgamma[j]: j, the leading row variables (a partial sum when split), then the row
+// statistics' variables (whole).
+std::string norm_grad_gamma(const TileCall& call, Attr& a, bool rms, std::vector<Step>* s) {
+  const double eps = a.num("eps", rms ? 1e-6 : 1e-5);
+  if (!a.ok || call.inputs.size() != 2 || !outputs_first(call, 1)) return "not a norm gamma gradient's layout";
+  const int lead = static_cast<int>(call.inputs[1].shape.size()) - 1;
+  if (lead < 1 || call.inputs[0].shape != call.inputs[1].shape || static_cast<int>(call.vars.size()) < 1 + lead ||
+      !nested_full(call, 1 + lead))
+    return "not a norm gamma gradient's layout";
+  RowShape g;
+  for (int d = 0; d < lead; ++d) g.lead.push_back(1 + d);
+  g.col = 0, g.n = call.inputs[1].shape[lead];
+  return add_row(call, rms ? RowFn::kRmsNormGradGamma : RowFn::kLayerNormGradGamma, g,
+                 {RowIn::kBlockCols, RowIn::kRows}, eps, 1.0, RowThreads::kPerColumn, s);
+}
+
+Builder row(RowFn fn, std::vector<RowIn> ins, double eps_default = 0) {
+  return [=](const TileCall& c, Attr& a, std::vector<Step>* s) { return row_op(c, a, fn, ins, eps_default, s); };
+}
+
+// ---- LSTM cell maps: (batch, hidden) outputs reading the gates' quarters [i | f | g | o] ---------------
+
+Read shifted(int input, long long col_shift) { return Read{input, {0, 1}, {0, col_shift}}; }
+
+// hidden = the second extent of input `hidden_of`; the gates (input `gates`) 4 hidden wide.
+bool lstm_layout(const TileCall& call, size_t inputs, int gates, int hidden_of, long long* hidden) {
+  if (!pure_map(call, inputs) || call.vars.size() != 2) return false;
+  const TileIn &g = call.inputs[gates], &h = call.inputs[hidden_of];
+  if (g.shape.size() != 2 || h.shape.size() != 2) return false;
+  *hidden = h.shape[1];
+  return g.shape[1] == 4 * *hidden;
+}
+
+std::string lstm_map(const TileCall& call, const char* kernel, std::vector<Step>* s) {
+  long long n = 0;
+  const std::string k = kernel;
+  if (k == "lstm_cell" && lstm_layout(call, 2, 0, 1, &n))
+    return add_map(call, MapFn::kLstmCell, {}, {shifted(0, n), aligned(call, 1), shifted(0, 0), shifted(0, 2 * n)}, s);
+  if (k == "lstm_hidden" && lstm_layout(call, 2, 0, 1, &n))
+    return add_map(call, MapFn::kLstmHidden, {}, {shifted(0, 3 * n), aligned(call, 1)}, s);
+  if (k == "lstm_cell_grad_c" && lstm_layout(call, 2, 1, 0, &n))
+    return add_map(call, MapFn::kMulSigmoid, {}, {aligned(call, 0), shifted(1, n)}, s);
+  if (k == "lstm_hidden_grad_c" && lstm_layout(call, 3, 1, 2, &n))
+    return add_map(call, MapFn::kLstmGradSigTanh, {}, {aligned(call, 0), aligned(call, 2), shifted(1, 3 * n)}, s);
+  return "not the LSTM cell's layout";
+}
+
+// The gate gradients (batch, 4 hidden): one box map per quarter the block meets, zeros where the
+// formula has none (lstm_cell_grad_gates: [dy tanh(g) si' | dy c sf' | dy si (1 - tanh(g)^2) | 0];
+// lstm_hidden_grad_gates: [0 | 0 | 0 | dy tanh(c') so']).
+std::string lstm_gate_grad(const TileCall& call, bool hidden, std::vector<Step>* s) {
+  if (call.inputs.size() != 3 || call.vars.size() != 2 || !outputs_are(call, {0, 1})) return "not the gate gradients' layout";
+  const TileIn& g = call.inputs[1];
+  if (g.shape.size() != 2 || call.inputs[0].shape.size() != 2 || g.shape[1] % 4 != 0) return "not the gate gradients' layout";
+  const long long n = g.shape[1] / 4;
+  if (call.inputs[0].shape[1] != n || call.inputs[2].shape.size() != 2 || call.inputs[2].shape[1] != n)
+    return "not the gate gradients' layout";
+  const Span b = call.vars[0], j = call.vars[1];
+  for (long long q = 0; q < 4; ++q) {
+    const Span cols{std::max<int64_t>(j.lo, q * n), std::min<int64_t>(j.hi, q * n + n - 1)};
+    if (cols.lo > cols.hi) continue;
+    const std::vector<Span> box{b, cols};
+    std::string why;
+    if (hidden ? q != 3 : q == 3) why = add_map_box(call, box, MapFn::kFill, {0.0f}, {}, s);
+    else if (hidden) why = add_map_box(call, box, MapFn::kLstmGradTanhSig, {}, {shifted(0, -3 * n), shifted(1, 0), shifted(2, -3 * n)}, s);
+    else if (q == 0) why = add_map_box(call, box, MapFn::kLstmGradTanhSig, {}, {shifted(0, 0), shifted(1, 0), shifted(1, 2 * n)}, s);
+    else if (q == 1) why = add_map_box(call, box, MapFn::kLstmGradMulSig, {}, {shifted(0, -n), shifted(1, 0), shifted(2, -n)}, s);
+    else why = add_map_box(call, box, MapFn::kLstmGradSigTanh, {}, {shifted(0, -2 * n), shifted(1, 0), shifted(1, -2 * n)}, s);
+    if (!why.empty()) return why;
+  }
+  return "";
+}
+
+// ---- layout ops as copies (maps of kCopy over boxes) ------------------------------------------
+
+bool in_order(const TileCall& call, size_t inputs) { return pure_map(call, inputs); }
+
+bool axis_attr(Attr& a, int rank, int* axis, bool negative = true) {
+  const long long x = a.integer("axis", 0);
+  if (!a.ok || x < (negative ? -rank : 0) || x >= rank) return false;
+  *axis = static_cast<int>(x < 0 ? x + rank : x);
+  return true;
+}
+
+// The read of an input that lacks output axis `ax` (stack, unselect): the other positions in order.
+Read without_axis(const TileCall& call, int input, int ax) {
+  Read r{input, {}, {}};
+  for (int d = 0; d < static_cast<int>(call.output_vars.size()); ++d)
+    if (d != ax) r.at.push_back(d);
+  return r;
+}
+
+// The box of the block at index t of output position `ax`.
+std::vector<Span> slab(const TileCall& call, int ax, long long t) {
+  std::vector<Span> box = output_box(call);
+  box[ax] = {t, t};
+  return box;
+}
+
+std::string select_op(const TileCall& call, Attr& a, std::vector<Step>* s) {
+  const long long axis = a.integer("axis", 0), index = a.integer("index", 0);
+  if (!a.ok || !pure_map(call, 1)) return "not select's layout";
+  const int nd = static_cast<int>(call.inputs[0].shape.size());
+  const int ax = static_cast<int>(axis < 0 ? axis + nd : axis);
+  if (ax < 0 || ax >= nd || nd != static_cast<int>(call.output_vars.size()) + 1) return "not select's layout";
+  Read r{0, {}, std::vector<long long>(nd, 0)};
+  for (int d = 0; d < nd; ++d) r.at.push_back(d == ax ? kNone : (d < ax ? d : d - 1));
+  r.shift[ax] = index;
+  return add_map(call, MapFn::kCopy, {}, {r}, s);
+}
+
+std::string stack_op(const TileCall& call, Attr& a, std::vector<Step>* s) {
+  const size_t n = call.inputs.size();
+  const int rank = static_cast<int>(call.output_vars.size());
+  int ax = 0;
+  if (n == 0 || !in_order(call, n) || !axis_attr(a, rank, &ax) || call.output_shape[ax] != static_cast<long long>(n))
+    return "not stack's layout";
+  const Span t = call.vars[call.output_vars[ax]];
+  for (long long i = t.lo; i <= t.hi; ++i) {
+    const std::string why = add_map_box(call, slab(call, ax, i), MapFn::kCopy, {}, {without_axis(call, static_cast<int>(i), ax)}, s);
+    if (!why.empty()) return why;
+  }
+  return "";
+}
+
+std::string unselect_op(const TileCall& call, Attr& a, std::vector<Step>* s) {
+  const int rank = static_cast<int>(call.output_vars.size());
+  const long long index = a.integer("index", 0);
+  int ax = 0;
+  if (!in_order(call, 1) || !axis_attr(a, rank, &ax)) return "not unselect's layout";
+  std::string why = zero_fill(call, s);
+  const Span t = call.vars[call.output_vars[ax]];
+  if (why.empty() && t.lo <= index && index <= t.hi)
+    why = add_map_box(call, slab(call, ax, index), MapFn::kCopy, {}, {without_axis(call, 0, ax)}, s);
+  return why;
+}
+
+std::string slice_op(const TileCall& call, Attr& a, bool grad, std::vector<Step>* s) {
+  const int rank = static_cast<int>(call.output_vars.size());
+  const long long start = a.integer("start", 0), step = a.integer("step", 1);
+  int ax = 0;
+  if (!in_order(call, 1) || !axis_attr(a, rank, &ax, !grad) || start < 0 || step < 1 ||
+      static_cast<int>(call.inputs[0].shape.size()) != rank)
+    return "not slice_axis' layout";
+  if (step != 1) return "a strided slice (step > 1)";
+  Read r = aligned(call, 0);
+  r.shift.assign(rank, 0);
+  if (!grad) {
+    r.shift[ax] = start;
+    return add_map(call, MapFn::kCopy, {}, {r}, s);
+  }
+  // dy's position k lands at start + k, zeros elsewhere.
+  r.shift[ax] = -start;
+  std::string why = zero_fill(call, s);
+  std::vector<Span> box = output_box(call);
+  box[ax] = Span{std::max<int64_t>(box[ax].lo, start), std::min<int64_t>(box[ax].hi, start + call.inputs[0].shape[ax] - 1)};
+  if (why.empty() && box[ax].lo <= box[ax].hi) why = add_map_box(call, box, MapFn::kCopy, {}, {r}, s);
+  return why;
+}
+
+struct HeadAttrs {
+  long long heads = 1, dh = 1, piece = 0, pieces = 1;
+};
+
+bool head_attrs(Attr& a, HeadAttrs* h) {
+  h->heads = a.integer("heads", 1), h->dh = a.integer("dim_head", 1);
+  h->piece = a.integer("piece", 0), h->pieces = a.integer("pieces", 1);
+  return a.ok && h->heads > 0 && h->dh > 0 && h->pieces > 0 && h->piece >= 0 && h->piece < h->pieces;
+}
+
+bool rank3(const TileCall& call) {
+  return call.inputs.size() == 1 && call.vars.size() == 3 && outputs_are(call, {0, 1, 2}) && call.inputs[0].shape.size() == 3;
+}
+
+// out[n, s, d] = x[n / heads, s, off + (n % heads) dh + d]: one copy per n of the block.
+std::string split_heads(const TileCall& call, Attr& a, std::vector<Step>* s) {
+  HeadAttrs h;
+  if (!head_attrs(a, &h) || !rank3(call)) return "not split_heads' layout";
+  const Span n = call.vars[0], d = call.vars[2];
+  const long long off = h.piece * h.heads * h.dh;
+  if (d.hi >= h.dh || call.inputs[0].shape[2] != h.pieces * h.heads * h.dh) return "not split_heads' layout";
+  if (n.size() > kMaxGemmCalls) return "too many heads in one block";
+  for (long long nn = n.lo; nn <= n.hi; ++nn) {
+    const Read r{0, {kNone, 1, 2}, {nn / h.heads, 0, off + (nn % h.heads) * h.dh}};
+    const std::string why = add_map_box(call, {{nn, nn}, call.vars[1], d}, MapFn::kCopy, {}, {r}, s);
+    if (!why.empty()) return why;
+  }
+  return "";
+}
+
+// out[b, s, c] = x[b heads + (c - off) / dh, s, (c - off) % dh] in this piece's columns, else 0:
+// one copy per (b, head) the block meets.
+std::string merge_heads(const TileCall& call, Attr& a, std::vector<Step>* s) {
+  HeadAttrs h;
+  if (!head_attrs(a, &h) || !rank3(call)) return "not merge_heads' layout";
+  const Span b = call.vars[0], c = call.vars[2];
+  const long long e = h.heads * h.dh, off = h.piece * e;
+  if (call.inputs[0].shape[2] != h.dh || call.inputs[0].shape[0] % h.heads != 0) return "not merge_heads' layout";
+  if (c.lo < off || c.hi >= off + e) {
+    const std::string why = zero_fill(call, s);
+    if (!why.empty()) return why;
+  }
+  if (b.size() * h.heads > kMaxGemmCalls) return "too many heads in one block";
+  for (long long bb = b.lo; bb <= b.hi; ++bb)
+    for (long long hd = 0; hd < h.heads; ++hd) {
+      const long long c0 = off + hd * h.dh;
+      const Span cols{std::max<int64_t>(c.lo, c0), std::min<int64_t>(c.hi, c0 + h.dh - 1)};
+      if (cols.lo > cols.hi) continue;
+      const Read r{0, {kNone, 1, 2}, {bb * h.heads + hd, 0, -c0}};
+      const std::string why = add_map_box(call, {{bb, bb}, call.vars[1], cols}, MapFn::kCopy, {}, {r}, s);
+      if (!why.empty()) return why;
+    }
+  return "";
+}
+
+// ---- batch norm with batch statistics: a channel step ------------------------------------------
+
+// Input `input` (NCHW) as x or dy of a channel step: base at (0, 0, 0, 0) and its region's strides,
+// holding `need` (per dimension).
+bool nchw(const TileCall& call, int input, const std::vector<Span>& need, long long* base, long long stride[4]) {
+  const TileIn& in = call.inputs[input];
+  if (in.shape.size() != 4) return false;
+  const std::vector<long long> rs = region_strides(in);
+  *base = 0;
+  for (int d = 0; d < 4; ++d) {
+    if (need[d].lo < in.region[d].lo || need[d].hi > in.region[d].hi) return false;
+    *base -= in.region[d].lo * rs[d];
+    stride[d] = rs[d];
+  }
+  return true;
+}
+
+bool channel_vector(const TileCall& call, int input, Span c, long long* base) {
+  const TileIn& v = call.inputs[input];
+  if (v.shape.size() != 1 || c.lo < v.region[0].lo || c.hi > v.region[0].hi) return false;
+  *base = -v.region[0].lo;
+  return true;
+}
+
+std::string batch_norm(const TileCall& call, Attr& a, ChannelFn fn, std::vector<Step>* s) {
+  const double eps = a.num("eps", 1e-5);
+  const bool gamma_grad = fn == ChannelFn::kBatchNormGradGamma;
+  const size_t inputs = gamma_grad ? 2 : 3, vars = fn == ChannelFn::kBatchNormGradInput ? 19 : 13;
+  if (!a.ok || call.inputs.size() != inputs || call.vars.size() != vars || !outputs_first(call, gamma_grad ? 1 : 4) ||
+      !nested_full(call, 4))
+    return "not batch norm's layout";
+  Step st;
+  st.kind = Step::kChannel;
+  ChannelArgs& c = st.channel;
+  c.fn = static_cast<int>(fn), c.eps = eps;
+  const int xi = fn == ChannelFn::kBatchNormTrain ? 0 : 1;
+  const TileIn& x = call.inputs[xi];
+  if (x.shape.size() != 4) return "not batch norm's layout";
+  c.N = x.shape[0], c.H = x.shape[2], c.W = x.shape[3];
+  const Span ch = call.vars[gamma_grad ? 0 : 1];
+  const Span b = call.vars[gamma_grad ? 1 : 0], h = call.vars[2], w = call.vars[3];
+  c.c_lo = ch.lo, c.cs = ch.size(), c.b_lo = b.lo, c.bs = b.size(), c.h_lo = h.lo, c.hs = h.size(), c.w_lo = w.lo,
+  c.ws = w.size();
+  const std::vector<Span> whole{{0, c.N - 1}, ch, {0, c.H - 1}, {0, c.W - 1}};
+  c.x_in = xi;
+  if (!nchw(call, xi, whole, &c.x_base, c.x_stride)) return "x's region does not hold the block's channels";
+  if (fn != ChannelFn::kBatchNormTrain) {
+    if (call.inputs[0].shape != x.shape) return "not batch norm's layout";
+    c.dy_in = 0;
+    const std::vector<Span> need = gamma_grad ? std::vector<Span>{b, ch, h, w} : whole;
+    if (!nchw(call, 0, need, &c.dy_base, c.dy_stride)) return "dy's region does not hold the block";
+  }
+  if (!gamma_grad) {
+    c.gamma_in = fn == ChannelFn::kBatchNormTrain ? 1 : 2;
+    if (!channel_vector(call, c.gamma_in, ch, &c.gamma_base)) return "gamma does not hold the block's channels";
+    if (fn == ChannelFn::kBatchNormTrain) {
+      c.beta_in = 2;
+      if (!channel_vector(call, 2, ch, &c.beta_base)) return "beta does not hold the block's channels";
+    }
+  }
+  for (size_t j = 0; j < inputs; ++j) st.row_inputs[j] = static_cast<int>(j);
+  s->push_back(st);
+  return "";
+}
+
+// ---- gathers: max pooling, reshape -------------------------------------------------------------
+
+// Input `input` with base at the all-zero index, its region's strides, holding `need`.
+bool gather_input(const TileCall& call, int input, const std::vector<Span>& need, GatherArgs* g, int slot) {
+  const TileIn& in = call.inputs[input];
+  if (in.shape.size() != need.size() || need.size() > static_cast<size_t>(kMaxDims)) return false;
+  const std::vector<long long> rs = region_strides(in);
+  g->base[slot] = 0;
+  for (size_t d = 0; d < need.size(); ++d) {
+    if (need[d].lo <= need[d].hi && (need[d].lo < in.region[d].lo || need[d].hi > in.region[d].hi)) return false;
+    g->base[slot] -= in.region[d].lo * rs[d];
+    g->stride[slot][d] = rs[d];
+  }
+  return true;
+}
+
+// The rows [0, n) read by positions o with offsets k: s o + k - p, clipped.
+Span window_reads(Span o, long long klo, long long khi, long long s, long long p, long long n) {
+  return Span{std::max<int64_t>(0, s * o.lo + klo - p), std::min<int64_t>(n - 1, s * o.hi + khi - p)};
+}
+
+void block_of(const TileCall& call, int count, GatherArgs* g) {
+  g->dims = count;
+  g->elements = 1;
+  for (int d = 0; d < count; ++d) g->lo[d] = call.vars[d].lo, g->size[d] = call.vars[d].size(), g->elements *= g->size[d];
+}
+
+std::string max_pool2d(const TileCall& call, Attr& a, bool grad, std::vector<Step>* s) {
+  const long long k = a.integer("kernel", 2), st = a.integer("stride", 2), p = a.integer("padding", 0);
+  if (!a.ok || k < 1 || st < 1 || p < 0 || call.inputs.size() != (grad ? 3u : 1u) || !outputs_first(call, 4) ||
+      call.vars.size() != (grad ? 10u : 6u))
+    return "not max_pool2d's layout";
+  for (size_t v = 4; v < call.vars.size(); ++v)
+    if (call.extents[v] != k) return "not max_pool2d's layout";
+  if (grad && !nested_full(call, 6)) return "a split nested window";
+  const TileIn& x = call.inputs[0];
+  if (x.shape.size() != 4) return "not max_pool2d's layout";
+  Step step;
+  step.kind = Step::kGather;
+  GatherArgs& g = step.gather;
+  g.fn = static_cast<int>(grad ? GatherFn::kMaxPool2dGrad : GatherFn::kMaxPool2d);
+  g.k = k, g.s = st, g.p = p, g.H = x.shape[2], g.W = x.shape[3];
+  g.i_lo = call.vars[4].lo, g.i_hi = call.vars[4].hi, g.j_lo = call.vars[5].lo, g.j_hi = call.vars[5].hi;
+  block_of(call, 4, &g);
+  const Span b = call.vars[0], c = call.vars[1];
+  if (!grad) {
+    if (!gather_input(call, 0, {b, c, window_reads(call.vars[2], g.i_lo, g.i_hi, st, p, g.H),
+                                window_reads(call.vars[3], g.j_lo, g.j_hi, st, p, g.W)}, &g, 0))
+      return "x's region does not hold the windows";
+  } else {
+    const TileIn& y = call.inputs[1];
+    if (y.shape.size() != 4 || call.inputs[2].shape != y.shape) return "not max_pool2d_grad's layout";
+    g.OH = y.shape[2], g.OW = y.shape[3];
+    const Span h = call.vars[2], w = call.vars[3];
+    if (h.hi >= g.H || w.hi >= g.W) return "not max_pool2d_grad's layout";
+    // The windows reaching the block through offsets in [i_lo, i_hi] (x [j_lo, j_hi]).
+    const Span oh{std::max<int64_t>(0, tw_floor_div(h.lo + p - g.i_hi + st - 1, st)),
+                  std::min<int64_t>(g.OH - 1, tw_floor_div(h.hi + p - g.i_lo, st))};
+    const Span ow{std::max<int64_t>(0, tw_floor_div(w.lo + p - g.j_hi + st - 1, st)),
+                  std::min<int64_t>(g.OW - 1, tw_floor_div(w.hi + p - g.j_lo, st))};
+    const bool any = oh.lo <= oh.hi && ow.lo <= ow.hi;
+    const Span none{0, -1};
+    if (!gather_input(call, 0, {b, c, any ? window_reads(oh, 0, k - 1, st, p, g.H) : none,
+                                any ? window_reads(ow, 0, k - 1, st, p, g.W) : none}, &g, 0) ||
+        !gather_input(call, 1, {b, c, any ? oh : none, any ? ow : none}, &g, 1) ||
+        !gather_input(call, 2, {b, c, any ? oh : none, any ? ow : none}, &g, 2))
+      return "an input's region does not hold the windows";
+  }
+  for (size_t j = 0; j < call.inputs.size(); ++j) step.row_inputs[j] = static_cast<int>(j);
+  s->push_back(step);
+  return "";
+}
+
+// Window sums over (kh, kw) blocks without padding, times scale (adaptive_avg_pool2d, the
+// nearest-upsampling gradients), or adaptive_avg_pool2d's gradient.
+std::string window_sum(const TileCall& call, long long kh, long long kw, double scale, bool grad, std::vector<Step>* s) {
+  if (kh < 1 || kw < 1 || call.inputs.size() != 1 || !outputs_first(call, 4) || call.inputs[0].shape.size() != 4)
+    return "not a window sum's layout";
+  if (!grad && (call.vars.size() != 6 || call.extents[4] != kh || call.extents[5] != kw)) return "not a window sum's layout";
+  const TileIn& x = call.inputs[0];
+  Step step;
+  step.kind = Step::kGather;
+  GatherArgs& g = step.gather;
+  g.fn = static_cast<int>(grad ? GatherFn::kWindowSumGrad : GatherFn::kWindowSum);
+  g.k = kh, g.s = kw, g.scale = scale;
+  block_of(call, 4, &g);
+  const Span b = call.vars[0], c = call.vars[1], y = call.vars[2], z = call.vars[3];
+  if (grad) {
+    g.OH = x.shape[2], g.OW = x.shape[3];
+    if (!gather_input(call, 0, {b, c, {y.lo / kh, y.hi / kh}, {z.lo / kw, z.hi / kw}}, &g, 0))
+      return "dy's region does not hold the block's windows";
+  } else {
+    g.H = x.shape[2], g.W = x.shape[3];
+    g.i_lo = call.vars[4].lo, g.i_hi = call.vars[4].hi, g.j_lo = call.vars[5].lo, g.j_hi = call.vars[5].hi;
+    if (!gather_input(call, 0, {b, c, window_reads(y, g.i_lo, g.i_hi, kh, 0, g.H), window_reads(z, g.j_lo, g.j_hi, kw, 0, g.W)},
+                      &g, 0))
+      return "x's region does not hold the windows";
+  }
+  step.row_inputs[0] = 0;
+  s->push_back(step);
+  return "";
+}
+
+Builder adaptive_avg(bool grad) {
+  return [grad](const TileCall& c, Attr& a, std::vector<Step>* s) -> std::string {
+    const long long kh = a.integer("kernel_h", 1), kw = a.integer("kernel_w", 1);
+    if (!a.ok || kh < 1 || kw < 1) return "unreadable attributes";
+    return window_sum(c, kh, kw, 1.0 / static_cast<double>(kh * kw), grad, s);
+  };
+}
+
+// Row-major reshape: output flat position f reads x's flat position f.
+std::string reshape_op(const TileCall& call, std::vector<Step>* s) {
+  const int r = static_cast<int>(call.output_vars.size());
+  if (!pure_map(call, 1) || r > kMaxDims) return "not reshape's layout";
+  const TileIn& x = call.inputs[0];
+  long long count = 1, nout = 1;
+  for (long long e : x.shape) count *= e;
+  for (long long e : call.output_shape) nout *= e;
+  if (count != nout || x.shape.size() > static_cast<size_t>(kMaxDims) || x.region.size() != x.shape.size())
+    return "not reshape's layout";
+  Step step;
+  step.kind = Step::kGather;
+  GatherArgs& g = step.gather;
+  g.fn = static_cast<int>(GatherFn::kReshape);
+  block_of(call, r, &g);
+  for (int d = 0; d < r; ++d) g.out_shape[d] = call.output_shape[d];
+  g.x_dims = static_cast<int>(x.shape.size());
+  for (int d = 0; d < g.x_dims; ++d) g.x_shape[d] = x.shape[d];
+  // The flat range the block reads must lie in x's region: every flat position of the block.
+  std::vector<Span> none(x.shape.size(), Span{0, -1});
+  if (!gather_input(call, 0, none, &g, 0)) return "not reshape's layout";
+  for (long long e = 0; e < g.elements; ++e) {  // host check of the region, once per block
+    long long rest = e, flat = 0;
+    long long idx[kMaxDims];
+    for (int d = r - 1; d >= 0; --d) idx[d] = g.lo[d] + rest % g.size[d], rest /= g.size[d];
+    for (int d = 0; d < r; ++d) flat = flat * g.out_shape[d] + idx[d];
+    for (int d = g.x_dims - 1; d >= 0; --d) {
+      const long long at = flat % g.x_shape[d];
+      flat /= g.x_shape[d];
+      if (at < x.region[d].lo || at > x.region[d].hi) return "x's region does not hold the block's elements";
+    }
+  }
+  step.row_inputs[0] = 0;
+  s->push_back(step);
+  return "";
+}
+
+// ---- embedding: int64 ids --------------------------------------------------------------------
+
+// The ids input (rank = positions, int64) at the positions `pos` (variables) of the block.
+std::string ids_read(const TileCall& call, int input, const std::vector<int>& pos, RowArgs* a) {
+  const TileIn& ids = call.inputs[input];
+  if (ids.dtype != DType::kInt64) return "ids of a dtype other than int64";
+  if (ids.shape.size() != pos.size() || ids.region.size() != pos.size()) return "ids of the wrong rank";
+  const std::vector<long long> rs = region_strides(ids);
+  a->base[input] = 0;
+  for (size_t d = 0; d < pos.size(); ++d) {
+    const Span v = call.vars[pos[d]];
+    if (v.lo < ids.region[d].lo || v.hi > ids.region[d].hi) return "the ids' region does not hold the block";
+    a->base[input] += (v.lo - ids.region[d].lo) * rs[d];
+    a->stride[input][d] = rs[d];
+  }
+  return "";
+}
+
+std::string embedding(const TileCall& call, Attr& a, bool grad, std::vector<Step>* s) {
+  const int np = static_cast<int>(call.vars.size()) - (grad ? 2 : 1);
+  if (call.inputs.size() != 2 || np < 1 || np > kMaxDims) return "not embedding's layout";
+  std::vector<int> pos;
+  for (int p = 0; p < np; ++p) pos.push_back(grad ? 2 + p : p);
+  Step st;
+  st.kind = Step::kRow;
+  RowArgs& r = st.row;
+  r.lead = np, r.inputs = 2;
+  const Span d = call.vars[grad ? 1 : np];
+  r.col_lo = d.lo, r.cols = d.size();
+  for (int p = 0; p < np; ++p) r.lead_size[p] = call.vars[pos[p]].size(), r.rows *= r.lead_size[p];
+  st.row_inputs[0] = 0, st.row_inputs[1] = 1;
+  if (!grad) {
+    if (!pure_map(call, 2)) return "not embedding's layout";
+    const TileIn& table = call.inputs[0];
+    if (table.shape.size() != 2 || table.dtype != DType::kFloat32) return "not embedding's layout";
+    if (table.region[0].lo != 0 || table.region[0].hi != table.shape[0] - 1 || d.lo < table.region[1].lo ||
+        d.hi > table.region[1].hi)
+      return "the table's region does not hold every row of the block's columns";
+    r.fn = static_cast<int>(RowFn::kEmbedding);
+    r.table_rows = table.shape[0];
+    r.stride[0][0] = region_strides(table)[0];
+    r.base[0] = -table.region[1].lo;
+    r.threads = r.rows;
+    const std::string why = ids_read(call, 1, pos, &r);
+    if (!why.empty()) return why;
+    s->push_back(st);
+    return "";
+  }
+  const long long padding = a.integer("padding_idx", -1);
+  if (!a.ok || !outputs_are(call, {0, 1})) return "not embedding_grad's layout";
+  const TileIn& dy = call.inputs[1];
+  if (dy.dtype != DType::kFloat32 || static_cast<int>(dy.shape.size()) != np + 1) return "not embedding_grad's layout";
+  r.fn = static_cast<int>(RowFn::kEmbeddingGrad);
+  r.v_lo = call.vars[0].lo, r.v_hi = call.vars[0].hi, r.padding = padding;
+  r.threads = r.cols;
+  std::string why = ids_read(call, 0, pos, &r);
+  if (!why.empty()) return why;
+  RowShape g;
+  g.lead = pos, g.col = 1, g.n = dy.shape[np];
+  if (!(why = row_read(call, 1, RowIn::kBlockCols, g, &r)).empty()) return why;
+  if (!(why = zero_fill(call, s)).empty()) return why;
+  s->push_back(st);
+  return "";
 }
 
 // ---- the table -------------------------------------------------------------------------------
@@ -792,6 +1452,72 @@ const std::map<std::string, Entry>& table() {
           return add_map(c, MapFn::kMseLossBackward, {static_cast<float>(1.0 / numel)},
                          {aligned(c, 0), aligned(c, 1), Read{2, {}}}, s);
         }}},
+      // own kernels: losses (paired reductions) and row ops
+      {"mse_loss", {"kernel", [](const TileCall& c, Attr&, std::vector<Step>* s) { return pair_loss(c, PairTerm::kSquaredDifference, inverse_numel(c), 0, s); }}},
+      {"l1_loss", {"kernel", [](const TileCall& c, Attr&, std::vector<Step>* s) { return pair_loss(c, PairTerm::kAbsDifference, inverse_numel(c), 0, s); }}},
+      {"bce_with_logits", {"kernel", [](const TileCall& c, Attr&, std::vector<Step>* s) { return pair_loss(c, PairTerm::kBceWithLogits, inverse_numel(c), 0, s); }}},
+      {"sum_product", {"kernel", [](const TileCall& c, Attr&, std::vector<Step>* s) { return pair_loss(c, PairTerm::kProduct, 1.0, 1, s); }}},
+      {"nll_loss",
+       {"kernel", [](const TileCall& c, Attr&, std::vector<Step>* s) -> std::string {
+          if (c.inputs.empty() || c.inputs[0].shape.size() != 2 || c.inputs[0].shape[0] < 1) return "not nll_loss' layout";
+          return pair_loss(c, PairTerm::kProduct, -1.0 / static_cast<double>(c.inputs[0].shape[0]), 0, s);
+        }}},
+      {"cross_entropy", {"kernel", [](const TileCall& c, Attr&, std::vector<Step>* s) { return cross_entropy(c, false, s); }}},
+      {"cross_entropy_backward", {"kernel", [](const TileCall& c, Attr&, std::vector<Step>* s) { return cross_entropy(c, true, s); }}},
+      {"softmax", {"kernel", row(RowFn::kSoftmax, {RowIn::kRows})}},
+      {"log_softmax", {"kernel", row(RowFn::kLogSoftmax, {RowIn::kRows})}},
+      {"softmax_grad", {"kernel", row(RowFn::kSoftmaxGrad, {RowIn::kRows, RowIn::kRows})}},
+      {"log_softmax_grad", {"kernel", row(RowFn::kLogSoftmaxGrad, {RowIn::kRows, RowIn::kRows})}},
+      {"layer_norm", {"kernel", row(RowFn::kLayerNorm, {RowIn::kRows, RowIn::kVector, RowIn::kVector}, 1e-5)}},
+      {"layer_norm_grad_input",
+       {"kernel", row(RowFn::kLayerNormGradInput, {RowIn::kRows, RowIn::kRows, RowIn::kWholeVector}, 1e-5)}},
+      {"rms_norm", {"kernel", row(RowFn::kRmsNorm, {RowIn::kRows, RowIn::kVector}, 1e-6)}},
+      {"rms_norm_grad_input",
+       {"kernel", row(RowFn::kRmsNormGradInput, {RowIn::kRows, RowIn::kRows, RowIn::kWholeVector}, 1e-6)}},
+      {"layer_norm_grad_gamma", {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) { return norm_grad_gamma(c, a, false, s); }}},
+      {"rms_norm_grad_gamma", {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) { return norm_grad_gamma(c, a, true, s); }}},
+      // own kernels: batch norm (training statistics)
+      {"batch_norm_train", {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) { return batch_norm(c, a, ChannelFn::kBatchNormTrain, s); }}},
+      {"batch_norm_grad_input", {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) { return batch_norm(c, a, ChannelFn::kBatchNormGradInput, s); }}},
+      {"batch_norm_grad_gamma", {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) { return batch_norm(c, a, ChannelFn::kBatchNormGradGamma, s); }}},
+      // own kernels: embedding lookups (int64 ids)
+      {"embedding", {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) { return embedding(c, a, false, s); }}},
+      {"embedding_grad", {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) { return embedding(c, a, true, s); }}},
+      // own kernels: gathers
+      {"max_pool2d", {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) { return max_pool2d(c, a, false, s); }}},
+      {"max_pool2d_grad", {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) { return max_pool2d(c, a, true, s); }}},
+      {"reshape", {"kernel", [](const TileCall& c, Attr&, std::vector<Step>* s) { return reshape_op(c, s); }}},
+      {"adaptive_avg_pool2d", {"kernel", adaptive_avg(false)}},
+      {"adaptive_avg_pool2d_grad", {"kernel", adaptive_avg(true)}},
+      {"upsample_nearest2d_grad",
+       {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) -> std::string {
+          const long long k = a.integer("scale", 2);
+          return a.ok ? window_sum(c, k, k, 1.0, false, s) : std::string("unreadable attributes");
+        }}},
+      // own kernels: the LSTM cell
+      {"lstm_cell", {"kernel", [](const TileCall& c, Attr&, std::vector<Step>* s) { return lstm_map(c, "lstm_cell", s); }}},
+      {"lstm_hidden", {"kernel", [](const TileCall& c, Attr&, std::vector<Step>* s) { return lstm_map(c, "lstm_hidden", s); }}},
+      {"lstm_cell_grad_c", {"kernel", [](const TileCall& c, Attr&, std::vector<Step>* s) { return lstm_map(c, "lstm_cell_grad_c", s); }}},
+      {"lstm_hidden_grad_c", {"kernel", [](const TileCall& c, Attr&, std::vector<Step>* s) { return lstm_map(c, "lstm_hidden_grad_c", s); }}},
+      {"lstm_cell_grad_gates", {"kernel", [](const TileCall& c, Attr&, std::vector<Step>* s) { return lstm_gate_grad(c, false, s); }}},
+      {"lstm_hidden_grad_gates", {"kernel", [](const TileCall& c, Attr&, std::vector<Step>* s) { return lstm_gate_grad(c, true, s); }}},
+      // own kernels: layouts (copies over boxes of the block)
+      {"select", {"kernel", select_op}},
+      {"stack", {"kernel", stack_op}},
+      {"unselect", {"kernel", unselect_op}},
+      {"slice_axis", {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) { return slice_op(c, a, false, s); }}},
+      {"slice_axis_grad", {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) { return slice_op(c, a, true, s); }}},
+      {"split_heads", {"kernel", split_heads}},
+      {"merge_heads", {"kernel", merge_heads}},
+      {"add_broadcast",
+       {"kernel", [](const TileCall& c, Attr&, std::vector<Step>* s) -> std::string {
+          if (!pure_map(c, 2)) return "not add_broadcast's layout";
+          const int rank = static_cast<int>(c.output_vars.size()), nd = static_cast<int>(c.inputs[1].shape.size());
+          if (nd > rank) return "not add_broadcast's layout";
+          Read y{1, {}, {}};
+          for (int d = rank - nd; d < rank; ++d) y.at.push_back(d);
+          return add_map(c, MapFn::kAdd, {}, {aligned(c, 0), y}, s);
+        }}},
       // own kernels: reductions
       {"sum_axes", {"kernel", sum_axes}},
       {"sum_to", {"kernel", sum_to}},
@@ -820,7 +1546,8 @@ Selection select_kernel(const kernels::TileCall& call) {
     out.why_not = "kernel '" + call.kernel + "' has no CUDA implementation yet";
     return out;
   }
-  if (!all_float(call)) {
+  const bool reads_ids = call.kernel == "embedding" || call.kernel == "embedding_grad";
+  if (!reads_ids && !all_float(call)) {
     out.why_not = "kernel '" + call.kernel + "' with an integer or bool input (the float32 conversion kernel is not written)";
     return out;
   }

@@ -50,7 +50,7 @@ struct ConvCall {
 
 /// One unit of work on the compute stream.
 struct Step {
-  enum Kind { kGemm, kConv, kMap, kReduce };
+  enum Kind { kGemm, kConv, kMap, kReduce, kRow, kChannel, kGather };
   Kind kind = kMap;
   GemmCall gemm;
   ConvCall conv;
@@ -58,6 +58,11 @@ struct Step {
   int map_inputs[kMaxReads] = {kOutput, kOutput, kOutput, kOutput};  ///< per read: call input or kOutput
   ReduceArgs reduce;
   int reduce_input = 0;
+  int reduce_input2 = 0;  ///< y of a paired reduction (reduce.term != kNone)
+  RowArgs row;
+  int row_inputs[kMaxReads] = {kOutput, kOutput, kOutput, kOutput};  ///< also the channel step's inputs
+  ChannelArgs channel;  ///< channel_thread for c_lo .. c_lo + cs - 1 (batch norm)
+  GatherArgs gather;    ///< gather_element for every output element (pooling, reshape)
 };
 
 /// The kernel choice of one call: `library` "cublas", "cudnn" or "kernel" (the backend's own), the

@@ -16,13 +16,32 @@ struct Reads {
 __global__ void map_kernel(MapArgs a, Reads in, float* out) {
   for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < a.elements;
        i += static_cast<long long>(gridDim.x) * blockDim.x)
-    out[i] = map_element(a, in.p, i);
+    out[map_out_offset(a, i)] = map_element(a, in.p, i);
 }
 
-__global__ void reduce_kernel(ReduceArgs a, const float* __restrict__ x, float* __restrict__ out) {
+__global__ void reduce_kernel(ReduceArgs a, const float* __restrict__ x, const float* __restrict__ y,
+                              float* __restrict__ out) {
   for (long long o = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; o < a.outputs;
        o += static_cast<long long>(gridDim.x) * blockDim.x)
-    out[o] = reduce_element(a, x, o);
+    out[o] = reduce_element(a, x, y, o);
+}
+
+__global__ void row_kernel(RowArgs a, Reads in, float* out) {
+  for (long long t = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; t < a.threads;
+       t += static_cast<long long>(gridDim.x) * blockDim.x)
+    row_thread(a, in.p, out, t);
+}
+
+__global__ void channel_kernel(ChannelArgs a, Reads in, float* out) {
+  for (long long t = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; t < a.cs;
+       t += static_cast<long long>(gridDim.x) * blockDim.x)
+    channel_thread(a, in.p, out, t);
+}
+
+__global__ void gather_kernel(GatherArgs a, Reads in, float* out) {
+  for (long long e = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; e < a.elements;
+       e += static_cast<long long>(gridDim.x) * blockDim.x)
+    out[e] = gather_element(a, in.p, e);
 }
 
 unsigned grid_for(long long n, int threads) {
@@ -43,12 +62,45 @@ void launch_map(const MapArgs& args, const float* const* in, float* out, void* s
                                 std::to_string(args.fn) + ")");
 }
 
-void launch_reduce(const ReduceArgs& args, const float* x, float* out, void* stream) {
+void launch_reduce(const ReduceArgs& args, const float* x, const float* y, float* out, void* stream) {
   if (args.outputs == 0) return;
   constexpr int threads = 128;
   const unsigned grid = grid_for(args.outputs, threads);
-  reduce_kernel<<<grid, threads, 0, static_cast<cudaStream_t>(stream)>>>(args, x, out);
+  reduce_kernel<<<grid, threads, 0, static_cast<cudaStream_t>(stream)>>>(args, x, y, out);
   check(cudaGetLastError(), "reduce_kernel<<<" + std::to_string(grid) + ", " + std::to_string(threads) + ">>>");
+}
+
+void launch_row(const RowArgs& args, const float* const* in, float* out, void* stream) {
+  if (args.threads == 0) return;
+  Reads r{};
+  for (int i = 0; i < args.inputs; ++i) r.p[i] = in[i];
+  constexpr int threads = 64;
+  const unsigned grid = grid_for(args.threads, threads);
+  row_kernel<<<grid, threads, 0, static_cast<cudaStream_t>(stream)>>>(args, r, out);
+  check(cudaGetLastError(), "row_kernel<<<" + std::to_string(grid) + ", " + std::to_string(threads) + ">>> (fn " +
+                                std::to_string(args.fn) + ")");
+}
+
+void launch_channel(const ChannelArgs& args, const float* const* in, float* out, void* stream) {
+  if (args.cs == 0) return;
+  Reads r{};
+  for (int i = 0; i < kMaxReads; ++i) r.p[i] = in[i];
+  constexpr int threads = 32;
+  const unsigned grid = grid_for(args.cs, threads);
+  channel_kernel<<<grid, threads, 0, static_cast<cudaStream_t>(stream)>>>(args, r, out);
+  check(cudaGetLastError(), "channel_kernel<<<" + std::to_string(grid) + ", " + std::to_string(threads) + ">>> (fn " +
+                                std::to_string(args.fn) + ")");
+}
+
+void launch_gather(const GatherArgs& args, const float* const* in, float* out, void* stream) {
+  if (args.elements == 0) return;
+  Reads r{};
+  for (int i = 0; i < kMaxReads; ++i) r.p[i] = in[i];
+  constexpr int threads = 256;
+  const unsigned grid = grid_for(args.elements, threads);
+  gather_kernel<<<grid, threads, 0, static_cast<cudaStream_t>(stream)>>>(args, r, out);
+  check(cudaGetLastError(), "gather_kernel<<<" + std::to_string(grid) + ", " + std::to_string(threads) + ">>> (fn " +
+                                std::to_string(args.fn) + ")");
 }
 
 }  // namespace tilewise::exec::cuda

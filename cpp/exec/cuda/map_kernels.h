@@ -10,7 +10,18 @@ namespace tilewise::exec::cuda {
 /// cudaStream_t). `in[r]`: read r's device buffer. Throws CudaError when the launch fails.
 void launch_map(const MapArgs& args, const float* const* in, float* out, void* stream);
 
-/// Enqueues out[o] = reduce_element(args, x, o) for every output element on `stream`.
-void launch_reduce(const ReduceArgs& args, const float* x, float* out, void* stream);
+/// Enqueues out[o] = reduce_element(args, x, y, o) for every output element on `stream`.
+void launch_reduce(const ReduceArgs& args, const float* x, const float* y, float* out, void* stream);
+
+/// Enqueues row_thread(args, in, out, t) for every thread t < args.threads on `stream` (one thread
+/// per row: softmax, norms, losses; a block-per-row kernel is the next step for long rows).
+void launch_row(const RowArgs& args, const float* const* in, float* out, void* stream);
+
+/// Enqueues channel_thread(args, in, out, t) for each channel t < args.cs of the block (batch norm;
+/// one thread per channel, a block per channel is the next step). `in`: kMaxReads pointers.
+void launch_channel(const ChannelArgs& args, const float* const* in, float* out, void* stream);
+
+/// Enqueues out[e] = gather_element(args, in, e) for every output element (pooling, reshape).
+void launch_gather(const GatherArgs& args, const float* const* in, float* out, void* stream);
 
 }  // namespace tilewise::exec::cuda

@@ -202,11 +202,136 @@ TEST(CudaKernelSelect, ReductionsMatchTheCpuKernel) {
   }
 }
 
+// Row ops on a block of rows and columns whose inputs sit in larger regions: x's rows whole in a
+// region of more rows, gamma/beta holding only some columns (base before the region's start).
+TEST(CudaKernelSelect, RowOpsOnSplitColumnsInLargerRegions) {
+  const std::vector<Span> block = {{1, 2}, {2, 4}, {0, 5}};
+  Call ln = make("layer_norm", {4, 6, 6}, block, {0, 1},
+                 {{{4, 6}, {{0, 3}, {0, 5}}}, {{6}, {{1, 5}}}, {{6}, {{2, 4}}}}, R"({"eps": 0.001})");
+  EXPECT_LT(compare(ln), 1e-6);
+  Call sm = make("softmax", {4, 6, 6}, block, {0, 1}, {{{4, 6}, {{1, 3}, {0, 5}}}});
+  EXPECT_LT(compare(sm), 1e-6);
+  for (const char* k : {"softmax_grad", "log_softmax_grad"}) {
+    Call g = make(k, {4, 6}, {{1, 2}, {2, 4}}, {0, 1}, {{{4, 6}, {{0, 3}, {0, 5}}}, {{4, 6}, {{1, 2}, {0, 5}}}});
+    EXPECT_LT(compare(g), 1e-6) << k;
+  }
+  Call gi = make("layer_norm_grad_input", {4, 6}, {{1, 2}, {2, 4}}, {0, 1},
+                 {{{4, 6}, {{0, 3}, {0, 5}}}, {{4, 6}, {{1, 2}, {0, 5}}}, {{6}, {{0, 5}}}});
+  EXPECT_LT(compare(gi), 1e-6);
+  // gamma's gradient: j split, the rows a partial sum over b {1, 2} of 4; dy holds only the columns.
+  Call gg = make("layer_norm_grad_gamma", {6, 4, 6, 6}, {{2, 4}, {1, 2}, {0, 5}, {0, 5}}, {0},
+                 {{{4, 6}, {{1, 2}, {2, 4}}}, {{4, 6}, {{0, 3}, {0, 5}}}});
+  EXPECT_LT(compare(gg), 1e-6);
+}
+
+TEST(CudaKernelSelect, CrossEntropyOnASplitBlock) {
+  // b {1, 3}, k {2, 4}: the logits' rows whole, the targets only the block's columns.
+  Call ce = make("cross_entropy", {4, 6, 6, 6}, {{1, 3}, {2, 4}, {0, 5}, {0, 5}}, {},
+                 {{{4, 6}, {{0, 3}, {0, 5}}}, {{4, 6}, {{1, 3}, {2, 4}}}});
+  EXPECT_LT(compare(ce), 1e-6);
+  Call bw = make("cross_entropy_backward", {4, 6, 6, 6, 6}, {{1, 3}, {2, 4}, {0, 5}, {0, 5}, {0, 5}}, {0, 1},
+                 {{{4, 6}, {{0, 3}, {0, 5}}}, {{4, 6}, {{1, 3}, {0, 5}}}, {{}, {}}});
+  EXPECT_LT(compare(bw), 1e-6);
+}
+
+TEST(CudaKernelSelect, BatchNormOnSplitChannels) {
+  // (b, c, h, w) then 9 statistics variables (whole); channels {1, 2} of 4, a corner of h and w.
+  std::vector<int64_t> ext = {2, 4, 3, 3};
+  std::vector<Span> vars = {{1, 1}, {1, 2}, {0, 2}, {1, 2}};
+  for (int v = 0; v < 9; ++v) ext.push_back(1), vars.push_back({0, 0});
+  const std::vector<Span> x_region = {{0, 1}, {0, 3}, {0, 2}, {0, 2}};
+  Call tr = make("batch_norm_train", ext, vars, {0, 1, 2, 3}, {{{2, 4, 3, 3}, x_region}, {{4}, {{1, 2}}}, {{4}, {{0, 3}}}});
+  EXPECT_LT(compare(tr), 1e-6);
+  std::vector<int64_t> ext19 = ext;
+  std::vector<Span> vars19 = vars;
+  for (int v = 0; v < 6; ++v) ext19.push_back(1), vars19.push_back({0, 0});
+  Call gi = make("batch_norm_grad_input", ext19, vars19, {0, 1, 2, 3},
+                 {{{2, 4, 3, 3}, {{0, 1}, {1, 2}, {0, 2}, {0, 2}}}, {{2, 4, 3, 3}, x_region}, {{4}, {{0, 3}}}});
+  EXPECT_LT(compare(gi), 1e-6);
+  // gamma's gradient: c {1, 2}, a partial sum over the box (p, q, r) = ({1}, {0, 1}, {1, 2}).
+  std::vector<Span> gv = {{1, 2}, {1, 1}, {0, 1}, {1, 2}};
+  std::vector<int64_t> ge = {4, 2, 3, 3};
+  for (int v = 0; v < 9; ++v) ge.push_back(1), gv.push_back({0, 0});
+  Call gg = make("batch_norm_grad_gamma", ge, gv, {0}, {{{2, 4, 3, 3}, {{1, 1}, {1, 2}, {0, 1}, {1, 2}}}, {{2, 4, 3, 3}, x_region}});
+  EXPECT_LT(compare(gg), 1e-6);
+}
+
+TEST(CudaKernelSelect, MaxPoolGradientRoutesTiesAsTheCpu) {
+  // k 3, stride 2, padding 1 over 5 x 5: y from the CPU's max_pool2d on tied values, so windows
+  // share maxima; the gradient's block is rows {1, 3} and window offsets i {0, 1} (a partial sum).
+  const std::string attrs = R"({"kernel": 3, "stride": 2, "padding": 1})";
+  Call fwd = make("max_pool2d", {1, 2, 3, 3, 3, 3}, {{0, 0}, {0, 1}, {0, 2}, {0, 2}, {0, 2}, {0, 2}}, {0, 1, 2, 3},
+                  {{{1, 2, 5, 5}, {{0, 0}, {0, 1}, {0, 4}, {0, 4}}}}, attrs);
+  for (size_t t = 0; t < fwd.data[0].size(); ++t) fwd.data[0][t] = static_cast<float>((t * 7) % 3);  // ties
+  EXPECT_LT(compare(fwd), 1e-7);
+  std::vector<float> y(18);
+  fwd.call.out = y.data();
+  ASSERT_TRUE(kernels::run_native(fwd.call));
+  Call g = make("max_pool2d_grad", {1, 2, 5, 5, 3, 3, 3, 3, 3, 3},
+                {{0, 0}, {0, 1}, {1, 3}, {0, 4}, {0, 1}, {0, 2}, {0, 2}, {0, 2}, {0, 2}, {0, 2}}, {0, 1, 2, 3},
+                {{{1, 2, 5, 5}, {{0, 0}, {0, 1}, {0, 4}, {0, 4}}}, {{1, 2, 3, 3}, {{0, 0}, {0, 1}, {0, 2}, {0, 2}}},
+                 {{1, 2, 3, 3}, {{0, 0}, {0, 1}, {0, 2}, {0, 2}}}},
+                attrs);
+  g.data[0] = fwd.data[0];
+  g.data[1] = y;
+  g.call.inputs[0].data = g.data[0].data();
+  g.call.inputs[1].data = g.data[1].data();
+  EXPECT_LT(compare(g), 1e-7);
+}
+
+TEST(CudaKernelSelect, AdaptiveAveragePoolingAndItsGradient) {
+  // 7 x 7 windows over 14 x 14 (ResNet's last pool at 224): a block of rows, offsets i {2, 5} partial.
+  const std::string attrs = R"({"kernel_h": 7, "kernel_w": 7})";
+  Call f = make("adaptive_avg_pool2d", {2, 3, 2, 2, 7, 7}, {{0, 1}, {1, 2}, {1, 1}, {0, 1}, {2, 5}, {0, 6}}, {0, 1, 2, 3},
+                {{{2, 3, 14, 14}, {{0, 1}, {0, 2}, {7, 13}, {0, 13}}}}, attrs);
+  EXPECT_LT(compare(f), 1e-6);
+  Call g = make("adaptive_avg_pool2d_grad", {2, 3, 14, 14}, {{1, 1}, {0, 2}, {3, 12}, {5, 13}}, {0, 1, 2, 3},
+                {{{2, 3, 2, 2}, {{0, 1}, {0, 2}, {0, 1}, {0, 1}}}}, attrs);
+  EXPECT_LT(compare(g), 1e-7);
+}
+
+TEST(CudaKernelSelect, LstmGateGradientsOverABlockAcrossQuarters) {
+  // hidden 3: the block's columns {2, 8} meet quarters i, f and g; dy and c read at shifted columns.
+  for (const char* k : {"lstm_cell_grad_gates", "lstm_hidden_grad_gates"}) {
+    Call c = make(k, {3, 12}, {{0, 2}, {2, 8}}, {0, 1},
+                  {{{3, 3}, {{0, 2}, {0, 2}}}, {{3, 12}, {{0, 2}, {0, 11}}}, {{3, 3}, {{0, 2}, {0, 2}}}});
+    EXPECT_LT(compare(c), 1e-6) << k;
+  }
+  Call cell = make("lstm_cell", {3, 3}, {{1, 2}, {0, 2}}, {0, 1}, {{{3, 12}, {{0, 2}, {0, 11}}}, {{3, 3}, {{1, 2}, {0, 2}}}});
+  EXPECT_LT(compare(cell), 1e-6);
+}
+
+TEST(CudaKernelSelect, HeadLayoutsAcrossAPieceBoundary) {
+  // merge_heads piece 1 of 2 (heads 2, dim_head 3): columns {4, 10} start in piece 0 (zeros).
+  const std::string attrs = R"({"heads": 2, "dim_head": 3, "piece": 1, "pieces": 2})";
+  Call m = make("merge_heads", {2, 2, 12}, {{1, 1}, {0, 1}, {4, 10}}, {0, 1, 2}, {{{4, 2, 3}, {{2, 3}, {0, 1}, {0, 2}}}}, attrs);
+  EXPECT_LT(compare(m), 1e-7);
+  Call s = make("split_heads", {4, 2, 3}, {{1, 3}, {0, 1}, {1, 2}}, {0, 1, 2}, {{{2, 2, 12}, {{0, 1}, {0, 1}, {0, 11}}}}, attrs);
+  EXPECT_LT(compare(s), 1e-7);
+}
+
+TEST(CudaKernelSelect, EmbeddingOverInt64IdsWithSplitRowsAndPadding) {
+  // ids (2, 3) int64 with repeats, the padding id 2 and ids outside the gradient's rows {1, 3}.
+  std::vector<int64_t> ids = {1, 3, 2, 1, 0, 3};
+  Call f = make("embedding", {2, 3, 4}, {{0, 1}, {1, 2}, {1, 3}}, {0, 1, 2}, {{{5, 4}, {{0, 4}, {0, 3}}}, {{2, 3}, {{0, 1}, {0, 2}}}});
+  f.call.inputs[1].dtype = kernels::DType::kInt64, f.call.inputs[1].data = nullptr, f.call.inputs[1].raw = ids.data();
+  EXPECT_LT(compare(f), 1e-7);
+  Call g = make("embedding_grad", {5, 4, 2, 3}, {{1, 3}, {1, 2}, {0, 1}, {0, 2}}, {0, 1},
+                {{{2, 3}, {{0, 1}, {0, 2}}}, {{2, 3, 4}, {{0, 1}, {0, 2}, {0, 3}}}}, R"({"padding_idx": 2})");
+  g.call.inputs[0].dtype = kernels::DType::kInt64, g.call.inputs[0].data = nullptr, g.call.inputs[0].raw = ids.data();
+  EXPECT_LT(compare(g), 1e-7);
+  // float32 ids are the CPU's too, but not the CUDA kernels': refused, naming why.
+  g.call.inputs[0].dtype = kernels::DType::kFloat32;
+  EXPECT_NE(select_kernel(g.call).why_not.find("int64"), std::string::npos);
+}
+
 TEST(CudaKernelSelect, WhatHasNoCudaKernelIsNamed) {
-  Call c = make("layer_norm", {4, 6, 6}, {{0, 3}, {0, 5}, {0, 5}}, {0, 1}, {{{4, 6}, {{0, 3}, {0, 5}}}});
+  Call c = make("upsample_nearest2d", {1, 1, 4, 4}, {{0, 0}, {0, 0}, {0, 3}, {0, 3}}, {0, 1, 2, 3},
+                {{{1, 1, 2, 2}, {{0, 0}, {0, 0}, {0, 1}, {0, 1}}}});
   const Selection s = select_kernel(c.call);
   EXPECT_FALSE(s.ok());
-  EXPECT_NE(s.why_not.find("layer_norm"), std::string::npos) << s.why_not;
+  EXPECT_NE(s.why_not.find("upsample_nearest2d"), std::string::npos) << s.why_not;
+  EXPECT_NE(s.why_not.find("no CUDA implementation"), std::string::npos) << s.why_not;
   c.call.kernel = "";
   EXPECT_NE(select_kernel(c.call).why_not.find("no native kernel"), std::string::npos);
 }
