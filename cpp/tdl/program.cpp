@@ -1,6 +1,7 @@
 #include "tdl/program.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -9,6 +10,19 @@
 #include "tdl/free_vars.h"
 
 namespace tilewise::tdl {
+
+namespace {
+
+// a * b for sizes >= 0, INT64_MAX past the range: a tensor with a zero dimension may have others as
+// large as 2^40 (nothing of it is ever read, but its volume and strides must not overflow).
+int64_t saturating_product(int64_t a, int64_t b) {
+  int64_t out = 0;
+  if (a == 0 || b == 0) return 0;
+  if (__builtin_mul_overflow(a, b, &out)) return INT64_MAX;
+  return out;
+}
+
+}  // namespace
 
 namespace {
 
@@ -70,11 +84,11 @@ class Compiler {
                          ", outside the tensor's [0, " + std::to_string(shape[d] - 1) + "]");
       l.origin[d] = none ? 0 : r.lo;
       l.held[d] = none ? 0 : r.size();
-      held_volume *= l.held[d];
-      volume *= shape[d];
+      held_volume = saturating_product(held_volume, l.held[d]);
+      volume = saturating_product(volume, shape[d]);
     }
     if (none) held_volume = 0;  // also for a rank-0 tensor, whose one element is then not held
-    for (size_t d = rank; d-- > 1;) l.strides[d - 1] = l.strides[d] * l.held[d];
+    for (size_t d = rank; d-- > 1;) l.strides[d - 1] = saturating_product(l.strides[d], l.held[d]);
     l.partial = held_volume != volume;  // the region lies within the tensor: equal sizes, equal boxes
     return l;
   }

@@ -80,9 +80,10 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alp
           int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   check_gemm(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc);
   if (m == 0 || n == 0) return;  // nothing to write; some BLAS builds still inspect the pointers
-  // A few rows: no packing (small_gemm.h), where the BLAS would run one thread too (the runtime's
-  // devices); a BLAS given several threads keeps them.
-  if (m * n * k >= kSmallGemmMinWork && blas_threads() == 1 &&
+  // A few rows: no packing (small_gemm.h). Chosen by the shapes alone, never by the BLAS's thread
+  // count: that count is process-wide, and executables stepping in two threads at once set and
+  // restore it around their steps, so a product could take either path and its bits would differ.
+  if (m * n * k >= kSmallGemmMinWork &&
       small_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)) {
     return;
   }

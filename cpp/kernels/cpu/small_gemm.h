@@ -4,8 +4,9 @@
 // block of 16 rows does not pay back (OpenBLAS: about 60 GFLOP/s there); these read the weight once,
 // straight from memory, and keep a register tile of outputs. AVX-512 only, chosen at run time
 // (__builtin_cpu_supports), so a build still runs on any x86-64; elsewhere, and for other shapes,
-// gemm() in blas.cpp calls the BLAS as before. One thread, the caller's: gemm() uses it only while the
-// BLAS is set to one thread too (the runtime's devices); no scratch: the tiles live in registers.
+// gemm() in blas.cpp calls the BLAS as before. One thread, the caller's; gemm() chooses it by the
+// shapes alone, so a product's bits never depend on the BLAS's thread count; no scratch: the tiles
+// live in registers.
 // Internal to cpp/kernels/cpu.
 #pragma once
 

@@ -128,15 +128,17 @@ void run(const OpDesc& op, fuzz::Bytes& in) {
   if (work > 4096 || work * static_cast<double>(nodes) > 200000) return;  // a fuzz input runs in milliseconds
   std::vector<std::vector<double>> data;
   std::vector<ArrayView> views;
-  for (const auto& s : shapes) {
+  // Elements of a shape: 0 when a dimension is (its other dimensions may be huge: no product then).
+  auto volume = [](const std::vector<int64_t>& s) {
     int64_t n = 1;
-    for (int64_t e : s) n *= e;
-    data.emplace_back(static_cast<size_t>(std::max<int64_t>(n, 0)), 0.5);
-  }
+    for (int64_t e : s)
+      if (e <= 0) return int64_t{0};
+    for (int64_t e : s) n *= e;  // at most `work` (4096) when no dimension is 0
+    return n;
+  };
+  for (const auto& s : shapes) data.emplace_back(static_cast<size_t>(volume(s)), 0.5);
   for (size_t t = 0; t < shapes.size(); ++t) views.push_back({data[t].data(), shapes[t]});
-  int64_t n = 1;
-  for (int64_t e : out) n *= e;
-  std::vector<double> result(static_cast<size_t>(std::max<int64_t>(n, 1)));
+  std::vector<double> result(static_cast<size_t>(std::max<int64_t>(volume(out), 1)));
   interpret(op, views, extents, result.data(), nullptr, 1);
 }
 
