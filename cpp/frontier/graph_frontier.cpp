@@ -366,10 +366,6 @@ std::vector<int> FrontierModel::representatives() const {
   return out;
 }
 
-int FrontierModel::coarse_variables() const {
-  return static_cast<int>(coarsen(pruned_, ties_).variable.size());
-}
-
 partition::ParetoSolution FrontierModel::solve(const partition::ParetoOptions& options, bool coarse) const {
   if (!coarse) return partition::solve_pareto(pruned_, options);
   const Coarsened c = coarsen(pruned_, ties_);

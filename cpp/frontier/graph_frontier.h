@@ -90,7 +90,8 @@ class FrontierModel {
   /// Op classes the coarsened search ties to a tensor's tiling, and the variables it searches.
   int tied_ops() const { return ties_.tied_ops; }
   const Ties& ties() const { return ties_; }
-  int coarse_variables() const;
+  /// Each tied op joins its input's group: one variable fewer per tie.
+  int coarse_variables() const { return num_tensor_classes() + num_op_classes() - ties_.tied_ops; }
   /// The frontier restricted to one Mesh-TensorFlow layout (`mesh`: per step kMeshFirst, kMeshLast or
   /// kReplicated): every tensor class at its one configuration that follows the layout (a dimension
   /// too small to cut at a step is replicated there), op classes free (all their configurations);

@@ -4,7 +4,10 @@
 #include <climits>
 #include <functional>
 #include <map>
+#include <initializer_list>
 #include <utility>
+
+#include "kernels/cpu/gemm_contraction.h"
 
 namespace tilewise::exec::cuda {
 
@@ -15,7 +18,7 @@ using kernels::Span;
 using kernels::TileCall;
 using kernels::TileIn;
 
-constexpr int kNone = -1;         // a GEMM dimension no variable plays (size 1)
+constexpr int kNone = kernels::kNoGemmVar;  // a GEMM dimension no variable plays (size 1)
 constexpr int kMaxGemmCalls = 4096;  // calls one instruction may issue (loops enumerated on the host)
 
 // ---- attributes -----------------------------------------------------------------------------
@@ -106,36 +109,10 @@ bool view(const TileCall& call, int input, const std::vector<int>& dims, long lo
 
 // ---- GEMMs -------------------------------------------------------------------------------
 
-struct Operand {
-  int input = 0;
-  std::vector<int> dims;
-};
-
-/// out[loops.., m, n] = sum_k A[.., m, k] B[.., k, n] in the roles each kernel gives its variables.
-struct Contraction {
-  Operand a, b;
-  int m = kNone, n = kNone, k = kNone;
-  std::vector<int> loops;
-};
-
-/// How a row-major rows x cols matrix with element (r, c) at r * row_stride + c * col_stride reads
-/// as a BLAS operand: as stored (ld = row stride) or transposed (ld = column stride).
-struct Layout {
-  bool trans = false;
-  long long ld = 1;
-};
-
-bool blas_layout(long long rows, long long cols, long long rs, long long cs, Layout* out) {
-  if ((cols <= 1 || cs == 1) && (rows <= 1 || rs >= std::max(cols, 1LL))) {
-    *out = {false, rows <= 1 ? std::max(cols, 1LL) : rs};
-    return true;
-  }
-  if ((rows <= 1 || rs == 1) && (cols <= 1 || cs >= std::max(rows, 1LL))) {
-    *out = {true, cols <= 1 ? std::max(rows, 1LL) : cs};
-    return true;
-  }
-  return false;
-}
+using kernels::blas_layout;
+using kernels::Contraction;
+using Layout = kernels::BlasLayout;
+using Operand = kernels::GemmOperand;
 
 long long size_of(const TileCall& call, int v) { return v == kNone ? 1 : call.vars[v].size(); }
 long long at(const std::vector<long long>& s, int v) { return v == kNone ? 0 : s[v]; }
@@ -153,7 +130,7 @@ std::string add_gemms(const TileCall& call, const Contraction& c, bool accumulat
   if (!blas_layout(m, k, at(sa, c.m), at(sa, c.k), &la) || !blas_layout(k, n, at(sb, c.k), at(sb, c.n), &lb) ||
       !blas_layout(m, n, at(sc, c.m), at(sc, c.n), &lc) || lc.trans)
     return "an operand has no unit stride (not a BLAS matrix)";
-  for (long long x : {m, n, k, la.ld, lb.ld, lc.ld})
+  for (long long x : std::initializer_list<long long>{m, n, k, la.ld, lb.ld, lc.ld})
     if (x > INT_MAX) return "a GEMM dimension past cuBLAS's int range";
   // Loops: a reducing loop (the output does not move along it) accumulates, so it is enumerated; the
   // last non-reducing loop becomes cuBLAS's batch; the others are enumerated too.

@@ -9,45 +9,16 @@
 #include <vector>
 
 #include "kernels/cpu/blas.h"
+#include "kernels/cpu/gemm_contraction.h"
 #include "kernels/cpu/tile_kernel_util.h"
 
 namespace tilewise::kernels::tile {
 namespace {
 
-constexpr int kNone = -1;  // a GEMM dimension no variable plays (size 1)
+constexpr int kNone = kNoGemmVar;
 
-/// One GEMM operand: input `input`, whose dimension d is indexed by variable dims[d].
-struct Operand {
-  int input = 0;
-  std::vector<int> dims;
-};
-
-/// out = A B over the block, in the roles above. `loops` holds every variable not in m, n, k.
-struct Contraction {
-  Operand a, b;
-  int m = kNone, n = kNone, k = kNone;
-  std::vector<int> loops;
-};
-
-/// How BLAS reads a matrix whose element (r, c) lies at base + r * row_stride + c * col_stride.
-struct Layout {
-  bool trans = false;
-  int64_t ld = 1;
-};
-
-// A rows x cols matrix with the given strides as a BLAS operand, stored as is or transposed;
-// false when neither fits (no unit stride).
-bool blas_layout(int64_t rows, int64_t cols, int64_t row_stride, int64_t col_stride, Layout* out) {
-  if ((cols <= 1 || col_stride == 1) && (rows <= 1 || row_stride >= std::max<int64_t>(cols, 1))) {
-    *out = {false, rows <= 1 ? std::max<int64_t>(cols, 1) : row_stride};
-    return true;
-  }
-  if ((rows <= 1 || row_stride == 1) && (cols <= 1 || col_stride >= std::max<int64_t>(rows, 1))) {
-    *out = {true, cols <= 1 ? std::max<int64_t>(rows, 1) : col_stride};
-    return true;
-  }
-  return false;
-}
+using Layout = BlasLayout;
+using Operand = GemmOperand;
 
 /// A checked contraction: pointers at the block's corner, strides per variable, BLAS layouts.
 struct Plan {
