@@ -12,7 +12,8 @@
 #   TILEWISE_SANITIZERS     0 skips the C++ tests under ASan + UBSan (default: run them)
 #   TILEWISE_TSAN           0 skips the C++ tests under ThreadSanitizer in $CPP_BUILD-tsan (default: run them)
 #   TILEWISE_FUZZ           0 skips the libFuzzer harnesses (tests/fuzz/cpp; needs clang); TILEWISE_FUZZ_RUNS
-#                           inputs per harness (default 100000)
+#                           inputs per harness (default 100000), TILEWISE_FUZZ_SEED libFuzzer's seed
+#                           (default 1: reproducible; 0 = random, to explore)
 #   TILEWISE_CUDA           1: install the nvidia cuBLAS/cuDNN/NCCL wheels (test-only) and build the CUDA
 #                           backend with TILEWISE_WITH_CUDA=ON (the build fails without nvcc); 0: build
 #                           without it (OFF); default: 1 where nvcc is on PATH, else 0. .ci/run sets 1.
@@ -146,7 +147,7 @@ fi
 # ~1 min in all here). TILEWISE_FUZZ=0 skips it; without clang it fails (.ci/run installs clang).
 if [[ "${TILEWISE_FUZZ:-1}" != 0 ]]; then
   echo "== [2d/3] libFuzzer harnesses (tests/fuzz/cpp/run.sh ${TILEWISE_FUZZ_RUNS:-100000})"
-  if ! TILEWISE_FUZZ_BUILD_DIR="$ROOT/${CPP_BUILD}-fuzz" bash tests/fuzz/cpp/run.sh "${TILEWISE_FUZZ_RUNS:-100000}"; then
+  if ! TILEWISE_FUZZ_SEED="${TILEWISE_FUZZ_SEED:-1}" TILEWISE_FUZZ_BUILD_DIR="$ROOT/${CPP_BUILD}-fuzz" bash tests/fuzz/cpp/run.sh "${TILEWISE_FUZZ_RUNS:-100000}"; then
     failed+=("C++ fuzz harnesses (libFuzzer)")
   fi
 fi

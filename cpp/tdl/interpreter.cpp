@@ -136,6 +136,16 @@ std::string str(const Box& b) {
 }
 
 // Loop values l with 0 <= base + c*l < extent, intersected into [lo, hi).
+// Offsets of reads that may fall outside a buffer are summed modulo 2^64: an index out of range
+// times a stride may leave int64, but such a read is never made, and for one that is made the
+// wrapped sum is the exact offset (the indices themselves are bounded when compiled: kMaxIndex).
+inline int64_t wrap_mul(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
+}
+inline int64_t wrap_add(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+}
+
 inline void clip(int64_t base, int64_t c, int64_t extent, int64_t& lo, int64_t& hi) {
   if (c == 0) {
     if (base < 0 || base >= extent) hi = lo;
@@ -571,8 +581,8 @@ class Evaluator {
         base += term.coeff * vars_[term.var];
         if (term.var == v) c += term.coeff;
       }
-      off += base * dim.stride;
-      step += c * dim.stride;
+      off = wrap_add(off, wrap_mul(base, dim.stride));  // exact whenever a lane reads inside (below)
+      step = wrap_add(step, wrap_mul(c, dim.stride));
       clip(base, c, dim.extent, lo, hi);
     }
     // Other dimensions: evaluated once unless they depend on the batch variable.
@@ -586,7 +596,7 @@ class Evaluator {
       }
       int64_t i = eval_index(p_, dim.code, vars_.data());
       if (i < 0 || i >= dim.extent) hi = lo;
-      off += i * dim.stride;
+      off = wrap_add(off, wrap_mul(i, dim.stride));
     }
     if (lo >= hi) {
       dst[0] = 0.0;
@@ -598,7 +608,7 @@ class Evaluator {
         if (step == 0) return {data + off, true};
       }
       std::fill(dst, dst + lo, 0.0);
-      for (int64_t l = lo; l < hi; ++l) dst[l] = data[off + l * step];
+      for (int64_t l = lo; l < hi; ++l) dst[l] = data[wrap_add(off, wrap_mul(l, step))];
       std::fill(dst + hi, dst + lanes, 0.0);
       return {dst, false};
     }
@@ -608,14 +618,14 @@ class Evaluator {
       double x = 0.0;
       if (l >= lo && l < hi) {
         vars_[v] = v0 + l;
-        int64_t o = off + l * step;
+        int64_t o = wrap_add(off, wrap_mul(l, step));
         bool inside = true;
         for (int d = a.linear_end; inside && d < a.dim_end; ++d) {
           const AccessDim& dim = p_.dims[d];
           if (!(p_.index_codes[dim.code].deps & bit)) continue;
           int64_t i = eval_index(p_, dim.code, vars_.data());
           inside = i >= 0 && i < dim.extent;
-          o += i * dim.stride;
+          o = wrap_add(o, wrap_mul(i, dim.stride));
         }
         if (inside) x = data[o];
       }

@@ -22,6 +22,13 @@ int64_t saturating_product(int64_t a, int64_t b) {
   return out;
 }
 
+// Largest magnitude an index may reach for the variables' ranges: 2^61. The interpreter evaluates
+// indices in int64 (a step times a lane count included), so a description whose index constants or
+// coefficients could take it past this is refused when compiled instead of overflowing.
+constexpr int64_t kMaxIndex = int64_t{1} << 61;
+
+using Wide = __int128;
+
 }  // namespace
 
 namespace {
@@ -94,16 +101,19 @@ class Compiler {
   }
 
   // Terms of a linear form, tensor extents folded into the constant.
-  VarMask linear(const LinearForm& f, int64_t& constant, int& begin, int& end) {
+  // Terms of a linear form, tensor extents folded into the constant; `shift` is added to the
+  // constant. Its bounds over the variables' ranges go to lo/hi (checked against kMaxIndex).
+  VarMask linear(const LinearForm& f, int64_t shift, int64_t& constant, int& begin, int& end, Wide& lo, Wide& hi) {
     VarMask deps = 0;
-    constant = f.constant;
+    Wide k = Wide{f.constant} + shift;
     begin = static_cast<int>(p_.terms.size());
     for (const auto& [s, c] : f.terms) {
       if (s.kind == Symbol::kExtent) {
         TW_ASSERT(s.a >= 0 && s.a < static_cast<int>(p_.shapes.size()) && s.b >= 0 &&
                       s.b < static_cast<int>(p_.shapes[s.a].size()),
                   "extent symbol of a known tensor dimension");
-        constant += c * p_.shapes[s.a][s.b];
+        k += Wide{c} * p_.shapes[s.a][s.b];
+        check_index(k, k);
       } else {
         TW_ASSERT(s.a >= 0 && s.a < static_cast<int>(p_.extents.size()), "index variable of the op");
         p_.terms.push_back({s.a, c});
@@ -111,24 +121,56 @@ class Compiler {
       }
     }
     end = static_cast<int>(p_.terms.size());
+    lo = hi = k;
+    for (int t = begin; t < end; ++t) {
+      const IndexTerm& term = p_.terms[t];
+      if (p_.extents[term.var] <= 0) continue;  // an empty range: never evaluated
+      const Wide a = Wide{term.coeff} * p_.starts[term.var];
+      const Wide b = Wide{term.coeff} * (p_.starts[term.var] + p_.extents[term.var] - 1);
+      lo += std::min(a, b), hi += std::max(a, b);
+      check_index(lo, hi);
+    }
+    constant = static_cast<int64_t>(k);
     return deps;
+  }
+
+  // Refuses an index whose values over the variables' ranges may leave [-kMaxIndex, kMaxIndex].
+  void check_index(Wide lo, Wide hi) const {
+    if (lo < -Wide{kMaxIndex} || hi > Wide{kMaxIndex})
+      throw TDLError("op '" + op_.name + "': an index expression can reach beyond +-2^61 for the variables' "
+                     "ranges (its constants or coefficients are too large for any tensor)");
   }
 
   int index(const IndexExpr& e) {
     IndexCode c;
     c.kind = e->kind;
     c.k = e->k;
+    Wide lo = 0, hi = 0;
     if (e->kind == IndexNode::kLinear) {
-      c.deps = linear(e->linear, c.constant, c.term_begin, c.term_end);
+      c.deps = linear(e->linear, 0, c.constant, c.term_begin, c.term_end, lo, hi);
     } else {
       c.a = index(e->a);
       c.deps = p_.index_codes[c.a].deps;
+      const auto [alo, ahi] = code_bounds_[c.a];
       if (e->b) {
         c.b = index(e->b);
         c.deps |= p_.index_codes[c.b].deps;
       }
+      switch (c.kind) {
+        case IndexNode::kAdd: lo = alo + code_bounds_[c.b].first, hi = ahi + code_bounds_[c.b].second; break;
+        case IndexNode::kScale: lo = std::min(alo * c.k, ahi * c.k), hi = std::max(alo * c.k, ahi * c.k); break;
+        case IndexNode::kFloorDiv:  // k > 0 (validated): monotone
+          lo = floor_div(static_cast<int64_t>(alo), c.k), hi = floor_div(static_cast<int64_t>(ahi), c.k);
+          break;
+        default:  // kMod by k > 0: the operand itself when it stays in [0, k)
+          if (alo >= 0 && ahi < c.k) lo = alo, hi = ahi;
+          else lo = 0, hi = c.k - 1;
+          break;
+      }
     }
+    check_index(lo, hi);
     p_.index_codes.push_back(c);
+    code_bounds_.push_back({lo, hi});
     return static_cast<int>(p_.index_codes.size()) - 1;
   }
 
@@ -138,12 +180,16 @@ class Compiler {
     leaf.constant = k;
     leaf.term_begin = leaf.term_end = static_cast<int>(p_.terms.size());
     p_.index_codes.push_back(leaf);
+    code_bounds_.push_back({k, k});
     IndexCode sum;
     sum.kind = IndexNode::kAdd;
     sum.a = code;
     sum.b = static_cast<int>(p_.index_codes.size()) - 1;
     sum.deps = p_.index_codes[code].deps;
+    const Wide lo = code_bounds_[code].first + k, hi = code_bounds_[code].second + k;
+    check_index(lo, hi);
     p_.index_codes.push_back(sum);
+    code_bounds_.push_back({lo, hi});
     return static_cast<int>(p_.index_codes.size()) - 1;
   }
 
@@ -163,8 +209,8 @@ class Compiler {
       dim.size = shape[d];
       dim.axis = static_cast<int>(d);
       if (is_linear(n.indices[d])) {
-        a.deps |= linear(n.indices[d]->linear, dim.constant, dim.term_begin, dim.term_end);
-        dim.constant -= dim.origin;
+        Wide lo = 0, hi = 0;
+        a.deps |= linear(n.indices[d]->linear, -dim.origin, dim.constant, dim.term_begin, dim.term_end, lo, hi);
         linear_dims.push_back(dim);
       } else {
         dim.code = index(n.indices[d]);
@@ -280,6 +326,7 @@ class Compiler {
   Program p_;
   std::vector<Layout> layouts_;  // per input
   std::unordered_map<const ExprNode*, int> ids_;
+  std::vector<std::pair<Wide, Wide>> code_bounds_;  // per index code: its values' bounds over the ranges
 };
 
 }  // namespace

@@ -328,6 +328,25 @@ TEST(Program, StridedAndNegativeSteps) {
   expect_same(make_case(op, {{1000}}, {400}));
 }
 
+TEST(Program, IndicesThatCouldLeaveInt64AreRefusedWhenCompiled) {
+  // Found by libFuzzer: i * 2^61 read at i = 7 overflowed int64 inside the batched read. Such an
+  // index is refused when compiled (TDLError), whatever part of it a read would reach.
+  OpDesc big = op_of("big", {{"A", 1}}, {{"i", true, {}}}, {0});
+  big.body = at(0, {mul(v(0), int64_t{1} << 61)});
+  validate(big);
+  EXPECT_THROW(compile_program(big, {{4}}, {8}), TDLError);
+  OpDesc scaled = op_of("scaled", {{"A", 1}}, {{"i", true, {}}}, {0});
+  scaled.body = at(0, {mul(fdiv(v(0), 2), int64_t{1} << 60)});
+  validate(scaled);
+  EXPECT_THROW(compile_program(scaled, {{4}}, {8}), TDLError);
+  // Large constants that stay bounded are fine: modulo a huge k of an index within [0, k), a
+  // large offset taken back, a huge coefficient on a variable that only takes 0.
+  OpDesc fine = op_of("fine", {{"A", 1}}, {{"i", true, {}}, {"j", true, {}}}, {0, 1});
+  fine.body = plus(plus(at(0, {mod(v(0), int64_t{1} << 62)}), at(0, {sub(add(v(0), c(int64_t{1} << 60)), c(int64_t{1} << 60))})),
+                   at(0, {add(v(0), mul(v(1), int64_t{1} << 62))}));
+  expect_same(make_case(fine, {{5}}, {9, 1}));
+}
+
 TEST(Program, NestedCachedReductions) {
   // i, n output; j, k, q, k2, j2, a, b, e reduction variables.
   OpDesc op = op_of("nested", {{"x", 2}, {"y", 2}, {"z", 3}, {"w", 1}},
