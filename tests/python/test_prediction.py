@@ -220,3 +220,32 @@ def test_cli_calibrate_prints_the_stored_profile(capsys):
     assert data["format"] == "tilewise-calibration" and "gemm" in data["kernels"]
     assert main(["calibrate"]) == 0
     assert "this-machine" in capsys.readouterr().out
+
+
+def test_calibration_records_and_flags_other_processes_busy(monkeypatch):
+    # Other processes' share of the CPU time while calibrating, from the machine's busy and total
+    # CPU seconds less this process's own; past 15 % the profile's source says to recalibrate.
+    from tilewise import calibration
+
+    ticks = iter([(100.0, 400.0), (160.0, 500.0)])  # 60 s busy of 100 s total
+    own = iter([10.0, 30.0])                         # this process: 20 s of them
+    monkeypatch.setattr(calibration, "_cpu_ticks", lambda: next(ticks))
+    monkeypatch.setattr(calibration, "_own_cpu_seconds", lambda: next(own))
+    before = calibration._cpu_ticks(), calibration._own_cpu_seconds()
+    assert calibration._others_busy(*before) == pytest.approx(0.40)
+    assert "40% busy; rates likely low" in calibration._busy_note({"others_busy": 0.40})
+    assert "busy" in calibration._busy_note({"others_busy": 0.05})
+    assert "likely low" not in calibration._busy_note({"others_busy": 0.05})
+    assert calibration._busy_note({}) == ""  # profiles stored before the figure was recorded
+    monkeypatch.setattr(calibration, "_cpu_ticks", lambda: None)  # no /proc/stat: not measured
+    assert calibration._others_busy(None, 0.0) is None
+
+
+def test_stored_profile_says_how_busy_the_machine_was():
+    from tilewise import calibration
+
+    data = calibration.this_machine_profile()
+    busy = data.get("others_busy")
+    assert busy is None or 0.0 <= busy <= 1.0  # None: no /proc/stat
+    if busy is not None:
+        assert "other processes" in tw.Cluster.preset("this-machine", devices=2).source
