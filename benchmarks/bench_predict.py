@@ -1,15 +1,16 @@
 """Predicted vs measured steps on this machine (issue 12; TensorOpt Table 2, SwapAdvisor §4.2).
 
-For each model: its ops measured once on one device (``tw.measure_ops``), then plans at 1 and 2
-devices (several planners, and ``--random`` randomly sampled plans: TensorOpt Table 2 samples
-strategies at random) compiled, run (median of ``--steps`` steps after a warm-up) and predicted
+For each model: plans at 1 and 2 devices (several planners, and ``--random`` randomly sampled
+plans: TensorOpt Table 2 samples strategies at random) compiled and run, and the ops measured on one
+device (``tw.measure_ops``), in ``--rounds`` interleaved rounds of ``--steps`` steps per plan (the
+medians over the rounds: this machine's speed drifts over seconds), then predicted
 by the simulator on the "this-machine" cluster, with and without the op measurements. Reported:
 the step-time error and its sign, the peak-memory error, the per-op error (median over the compute
 instructions of one profiled plan), and beside them the old estimate (busiest device's FLOPs at the
 GEMM rate + bytes at the copy bandwidth: the bytes/bandwidth model TensorOpt §3.2 measured 74.8 %
 off on RNN network time). TensorOpt Table 2: < 8 % error, always under.
 
-    python benchmarks/bench_predict.py [--quick] [--random 20] [--steps 7] [--models mlp,lstm] [--mpi]
+    python benchmarks/bench_predict.py [--quick] [--random 20] [--steps 3] [--rounds 3] [--models mlp,lstm] [--mpi]
 
 ``--mpi``: also 2 MPI ranks (``mpirun -np 2 benchmarks/predict_mpi.py``) per model and planner,
 predicted on "this-machine-mpi" (messages priced by the MPI profile calibration measured).
@@ -40,11 +41,28 @@ MODELS = {
 PLANNERS = ("tofu", "kcuts", "data_parallel", "equal_chop")
 
 
-def measure(g, plan, steps: int, warmup: int = 3):
-    """Median step seconds (the runtime's own clock), measured peak memory per device, the executable."""
-    exe = tw.compile(g, plan).initialize(0)
-    times = exe.time_steps(example_feeds(g), steps, warmup)
-    return statistics.median(times), list(exe._core.stats.peak_bytes), exe
+def measure_interleaved(g, plans, steps: int, rounds: int):
+    """Every plan's step seconds and the op times, measured in ``rounds`` interleaved rounds: each
+    round times the ops once (``tw.measure_ops``) and then ``steps`` steps of every plan. This
+    machine's speed drifts by up to 30 % over seconds (another tenant's load), so a plan measured in
+    one go and the op times measured in another can sit in different phases; interleaved, each
+    figure is a median over the whole run. Returns (per plan: median step seconds, peak memory per
+    device), and the op times (per op: the median over rounds)."""
+    feeds = example_feeds(g)
+    exes = [tw.compile(g, plan).initialize(0) for _, plan in plans]
+    for exe in exes:
+        exe.time_steps(feeds, 1, 2)  # warm-up: arenas planned, message buffers grown
+    samples: list[list[float]] = [[] for _ in plans]
+    op_rounds = []
+    for _ in range(rounds):
+        op_rounds.append(tw.measure_ops(g))
+        for k, exe in enumerate(exes):
+            samples[k] += exe.time_steps(feeds, steps, 1)  # one step to bring its data back into the caches
+    out = [(statistics.median(ts), list(exe._core.stats.peak_bytes)) for ts, exe in zip(samples, exes, strict=True)]
+    del exes
+    ops = {name: (statistics.median(r.ops[name][0] for r in op_rounds), kind, work)
+           for name, (_, kind, work) in op_rounds[0].ops.items()}
+    return out, tw.OpTimes(ops, "this-machine")
 
 
 def old_estimate(plan, cluster) -> float:
@@ -109,30 +127,31 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="two models, 4 random plans, 5 steps")
     ap.add_argument("--random", type=int, default=20, help="random plans per model at 2 devices (Table 2)")
-    ap.add_argument("--steps", type=int, default=7, help="measured steps per plan (median)")
+    ap.add_argument("--steps", type=int, default=3, help="measured steps per plan and round")
+    ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds (median over rounds x steps)")
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--mpi", action="store_true", help="also run 2 MPI ranks per model (needs mpirun, tilewise._mpi)")
     ap.add_argument("--json", default=str(pathlib.Path(__file__).parent / "out" / "predict.json"))
     args = ap.parse_args()
     names = args.models.split(",")
     if args.quick:
-        names, args.random, args.steps = [n for n in names if n in ("mlp", "transformer")], 4, 5
+        names, args.random, args.rounds = [n for n in names if n in ("mlp", "transformer")], 4, 2
     cluster = tw.Cluster.preset("this-machine", devices=2)
     print(cluster.source)
     rows, table2 = [], []
     for name in names:
         label, build = MODELS[name]
         g = build()
-        t0 = time.perf_counter()
-        op_times = tw.measure_ops(g)
-        print(f"\n{label}: {len(g.ops)} ops, measured on one device in {time.perf_counter() - t0:.1f} s")
-        print(f"  {'plan':24s} {'measured':>9s} {'predicted':>9s} {'err':>7s} {'no op t.':>9s} {'err':>7s} "
-              f"{'old est.':>9s} {'err':>7s} {'memory err':>10s}")
         plans = [("1 device", Plan.one_device(g))]
         plans += [(f"2 dev {a}", tw.partition(g, devices=2, algorithm=a)) for a in PLANNERS]
         plans += [(f"2 dev random {s}", random_plan(g, 2, seed=s)) for s in range(args.random)]
-        for plan_name, plan in plans:
-            m, mem, _ = measure(g, plan, args.steps)
+        t0 = time.perf_counter()
+        measured, op_times = measure_interleaved(g, plans, args.steps, args.rounds)
+        print(f"\n{label}: {len(g.ops)} ops; {len(plans)} plans and the op times measured in {args.rounds} "
+              f"interleaved rounds of {args.steps} steps in {time.perf_counter() - t0:.1f} s")
+        print(f"  {'plan':24s} {'measured':>9s} {'predicted':>9s} {'err':>7s} {'no op t.':>9s} {'err':>7s} "
+              f"{'old est.':>9s} {'err':>7s} {'memory err':>10s}")
+        for (plan_name, plan), (m, mem) in zip(plans, measured, strict=True):
             with_t = plan.predict(cluster.with_devices(max(plan.devices, 1)) if plan.devices != 2 else cluster,
                                   op_times=op_times)
             without = plan.predict(cluster.with_devices(plan.devices) if plan.devices != 2 else cluster)
@@ -163,7 +182,7 @@ def main() -> None:
                   f"({under} under), profile only {statistics.mean(map(abs, e0)):6.1%}, old estimate "
                   f"{statistics.mean(map(abs, eo)):6.1%}; memory max error "
                   f"{max(r['memory_error'] for r in rs):.2%}")
-    mpi_rows = run_mpi(names, args.steps) if args.mpi else []
+    mpi_rows = run_mpi(names, args.steps * args.rounds) if args.mpi else []
     out = pathlib.Path(args.json)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(dict(cluster=cluster.to_dict(), plans=rows, random=table2, mpi=mpi_rows), indent=1))
