@@ -191,6 +191,11 @@ if ! "$PYTHON_EXE" -m pytest -q python; then
 fi
 
 if ((${#failed[@]})); then
+  # A CI log is often read from its tail: repeat what the fuzzers found (their inputs in base64), so
+  # that a finding can be reproduced without the run's build folder.
+  for log in "$ROOT/${CPP_BUILD}-fuzz"/*.log; do
+    [[ -f "$log" ]] && grep -hE "^(SUMMARY|Base64|==[0-9]+==ERROR)|runtime error|artifact_prefix" "$log" | head -8 >&2
+  done
   echo "test_all.sh: FAILED: ${failed[*]}" >&2
   exit 1
 fi
