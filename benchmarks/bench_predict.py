@@ -60,9 +60,7 @@ def measure_interleaved(g, plans, steps: int, rounds: int):
             samples[k] += exe.time_steps(feeds, steps, 1)  # one step to bring its data back into the caches
     out = [(statistics.median(ts), list(exe._core.stats.peak_bytes)) for ts, exe in zip(samples, exes, strict=True)]
     del exes
-    ops = {name: (statistics.median(r.ops[name][0] for r in op_rounds), kind, work)
-           for name, (_, kind, work) in op_rounds[0].ops.items()}
-    return out, tw.OpTimes(ops, "this-machine")
+    return out, tw.OpTimes.median(op_rounds)
 
 
 def old_estimate(plan, cluster) -> float:

@@ -6,10 +6,10 @@ with a third of that memory (or the least memory any pool works in, when more), 
 ``tw.compile(graph, plan)``: median step over ``--steps`` after 3 warm-up steps (swapped and
 unswapped steps alternate, so that both see the same load on a shared machine), beside the swapped
 program simulated (``exe.predict()``) with the calibrated kernel model and with the graph's own op
-times measured just before (``tw.measure_ops``; what remains then is the swap modelling and the
-noise). Also: the pool, the most bytes of tensors in it at once, bytes swapped (measured and the
-plan's). "overhead": the swapped step over the unswapped one, measured and simulated (a ratio, less
-sensitive to the machine's load than either time). Writes benchmarks/out/swap_exec.json.
+times (``tw.measure_ops`` in 3 rounds between the steps, per op the median; what remains then is
+the swap modelling and the noise). Also: the pool, the most bytes of tensors in it at once, bytes
+swapped (measured and the plan's). "overhead": the swapped step over the unswapped one, measured and
+simulated (a ratio, less sensitive to the machine's load than either time). Writes benchmarks/out/swap_exec.json.
 
     python benchmarks/bench_swap_exec.py [--steps 9] [--time-limit 20] [--quick]
 """
@@ -36,7 +36,7 @@ MODELS = {
 }
 
 
-def run(name, build, steps: int, time_limit: float, fraction: float) -> dict:
+def run(name, build, steps: int, time_limit: float, fraction: float, rounds: int = 3) -> dict:
     g = build()
     feeds = example_feeds(g, 0)
     plain = tw.compile(g, Plan.one_device(g)).initialize(0)
@@ -46,16 +46,19 @@ def run(name, build, steps: int, time_limit: float, fraction: float) -> dict:
     memory = max(least, int(need * fraction))
     result = tw.swap_plan(g, "this-machine", device_memory=memory, time_limit=time_limit)
     exe = tw.compile(g, result).initialize(0)
-    ops = tw.measure_ops(g)
-    # Swapped and unswapped steps alternate, so that both see the same load on a shared machine.
+    # Swapped and unswapped steps alternate, so that both see the same load on a shared machine; the
+    # op times are measured in rounds between them (the machine's speed drifts within seconds).
     for _ in range(3):
         exe.step(feeds), plain.step(feeds)
-    times, plain_times = [], []
-    for _ in range(steps):
+    times, plain_times, op_rounds = [], [], []
+    for k in range(steps):
+        if k % max(1, steps // rounds) == 0 and len(op_rounds) < rounds:
+            op_rounds.append(tw.measure_ops(g))
         exe.step(feeds)
         times.append(exe.stats.step_seconds)
         plain.step(feeds)
         plain_times.append(plain.stats.step_seconds)
+    ops = tw.OpTimes.median(op_rounds)
     stats = exe.stats
     one = Plan.one_device(g)
     return dict(model=name, needs=need, memory=memory, pool=stats.memory_bytes, peak_memory=stats.peak_memory,

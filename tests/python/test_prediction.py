@@ -249,3 +249,17 @@ def test_stored_profile_says_how_busy_the_machine_was():
     assert busy is None or 0.0 <= busy <= 1.0  # None: no /proc/stat
     if busy is not None:
         assert "other processes" in tw.Cluster.preset("this-machine", devices=2).source
+
+
+def test_op_times_median_over_rounds():
+    a = tw.OpTimes({"x": (1.0, "gemm", 10.0), "y": (4.0, "copy", 2.0)})
+    b = tw.OpTimes({"x": (3.0, "gemm", 10.0), "y": (2.0, "copy", 2.0)})
+    c = tw.OpTimes({"x": (2.0, "gemm", 10.0), "y": (9.0, "copy", 2.0)})
+    m = tw.OpTimes.median([a, b, c])
+    assert m.ops == {"x": (2.0, "gemm", 10.0), "y": (4.0, "copy", 2.0)} and m.cluster == "this-machine"
+    with pytest.raises(TypeError, match="non-empty"):
+        tw.OpTimes.median([])
+    with pytest.raises(ValueError, match="same ops"):
+        tw.OpTimes.median([a, tw.OpTimes({"x": (1.0, "gemm", 10.0)})])
+    with pytest.raises(ValueError, match="kind/work"):
+        tw.OpTimes.median([a, tw.OpTimes({"x": (1.0, "gemm", 11.0), "y": (4.0, "copy", 2.0)})])

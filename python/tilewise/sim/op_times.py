@@ -13,6 +13,7 @@ per-call costs to matter get relatively slower. Measured by ``tw.measure_ops(gra
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Mapping
 
 from .._util import json_text
@@ -49,6 +50,26 @@ class OpTimes:
             seconds.append(s)
             work.append(w)
         return seconds, work
+
+    @classmethod
+    def median(cls, rounds) -> OpTimes:
+        """Per op, the median seconds over several measurements of one graph on one cluster (op
+        times measured at moments apart, e.g. between other measurements: a shared machine's speed
+        drifts by tens of percent within seconds). Kind and work must agree across the rounds."""
+        rounds = list(rounds)
+        if not rounds or not all(isinstance(r, OpTimes) for r in rounds):
+            raise TypeError("OpTimes.median: expected a non-empty sequence of tw.OpTimes")
+        first = rounds[0]
+        for r in rounds[1:]:
+            if r.cluster != first.cluster or set(r.ops) != set(first.ops):
+                raise ValueError("OpTimes.median: the rounds must time the same ops on the same cluster")
+            for name, (_, kind, work) in r.ops.items():
+                if (kind, work) != first.ops[name][1:]:
+                    raise ValueError(f"OpTimes.median: op '{name}' has kind/work {(kind, work)} in one round "
+                                     f"and {first.ops[name][1:]} in another")
+        ops = {name: (statistics.median(r.ops[name][0] for r in rounds), kind, work)
+               for name, (_, kind, work) in first.ops.items()}
+        return cls(ops, first.cluster)
 
     @property
     def total_seconds(self) -> float:
