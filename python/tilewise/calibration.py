@@ -38,7 +38,8 @@ from .plan.plan import Plan
 from .sim.cluster import register_this_machine
 
 FORMAT = "tilewise-calibration"
-VERSION = 3  # 2: the host link (swapped execution's copies); 3: large copies measured cold
+VERSION = 4  # 2: the host link (swapped execution's copies); 3: large copies measured cold; 4: the host
+#             link capped at the streaming rate, others_busy
 # Kinds priced per FLOP (the others per byte read and written): as cpp/sim/program_sim.cpp.
 FLOP_KINDS = ("gemm", "conv", "interpreter")
 _STEPS = 3
@@ -319,13 +320,20 @@ def measure(*, quick: bool = False, progress: bool = False) -> dict:
 def measure_host_link(repeats: int = 5) -> dict:
     """The host link of a CPU device: a swap copies a tensor between the device's pool and the host
     store, both this machine's memory, so it is a memcpy of one buffer into another (``box_copy_seconds``
-    of a contiguous box, the median of ``repeats``): ``{"sizes": [bytes], "bandwidth": [bytes/s]}``."""
+    of a contiguous box, the median of ``repeats``): ``{"sizes": [bytes], "bandwidth": [bytes/s]}``.
+    Each size's rate is capped by the streaming rate of copies out of the caches (4-64 MiB, both
+    buffers evicted first): the host store holds every swapped tensor, so its side of a swap is not in
+    the caches, and a swap runs no faster than memory streams (measured on an LSTM swapped through a
+    36 MiB pool: 11-13 GB/s for its 0.25-4 MiB swaps, where the same copy repeated in cache runs at
+    48 GB/s and the streaming rate is 9-10 GB/s)."""
+    stream = statistics.median(2**e / s for e in (22, 24, 26)
+                               if (s := _core.box_copy_seconds(2**e, False, False, repeats, 128, True)) > 0)
     sizes, bandwidth = [], []
     for e in range(10, 27, 2):
         seconds = _core.box_copy_seconds(2**e, False, False, repeats)
         if seconds > 0:
             sizes.append(float(2**e))
-            bandwidth.append(2**e / seconds)
+            bandwidth.append(min(2**e / seconds, stream))
     return {"sizes": sizes, "bandwidth": bandwidth}
 
 

@@ -263,3 +263,19 @@ def test_op_times_median_over_rounds():
         tw.OpTimes.median([a, tw.OpTimes({"x": (1.0, "gemm", 10.0)})])
     with pytest.raises(ValueError, match="kind/work"):
         tw.OpTimes.median([a, tw.OpTimes({"x": (1.0, "gemm", 11.0), "y": (4.0, "copy", 2.0)})])
+
+
+def test_host_link_is_capped_at_the_streaming_rate(monkeypatch):
+    # A swap's host side is out of the caches: each size's in-cache rate is capped by the rate of
+    # copies of 4-64 MiB with both buffers evicted.
+    from tilewise import _core, calibration
+
+    def fake(nbytes, strided, combine, repeats, run=128, cold=False):
+        return nbytes / (10e9 if cold else (2e9 if nbytes < 4096 else 40e9))
+
+    monkeypatch.setattr(_core, "box_copy_seconds", fake)
+    link = calibration.measure_host_link()
+    rates = dict(zip(link["sizes"], link["bandwidth"], strict=True))
+    assert rates[1024.0] == pytest.approx(2e9)        # slower than streaming in cache: its own rate
+    assert rates[2.0**20] == pytest.approx(10e9)      # capped
+    assert max(rates.values()) == pytest.approx(10e9)
