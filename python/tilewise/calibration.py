@@ -294,11 +294,15 @@ def measure(*, quick: bool = False, progress: bool = False) -> dict:
     # simulator prices packing and unpacking as copies, so the link keeps the latency alone).
     latency = _core.mailbox_one_way_seconds(4, 2000, 5)
     # The memory bus: what all cores copying at once get, over one core alone (64 MiB each: past
-    # the caches); the best of several runs, as a loaded machine only lowers it.
+    # the caches). Measured in back-to-back pairs and the median ratio taken: on a VM whose memory
+    # bandwidth neighbours share, the ratio of two separate best-of-5 runs ranged 1.08-1.63 in four
+    # calibrations minutes apart (pairs' medians: 1.22-1.44).
     cores = os.cpu_count() or 1
-    one = _core.parallel_copy_rate(1, 64 * 2**20, 5)
-    together = _core.parallel_copy_rate(cores, 64 * 2**20, 5) if cores > 1 else one
-    memory_concurrency = min(float(cores), max(1.0, together / one))
+    ratios = []
+    for _ in range(11 if cores > 1 else 0):
+        together = _core.parallel_copy_rate(cores, 64 * 2**20, 1)
+        ratios.append(together / _core.parallel_copy_rate(1, 64 * 2**20, 1))
+    memory_concurrency = min(float(cores), max(1.0, statistics.median(ratios) if ratios else 1.0))
     if bar:
         bar.update(1)
         bar.close()
