@@ -63,6 +63,7 @@ void bind_cluster(py::module_& m) {
       .def_readwrite("devices_per_machine", &Cluster::devices_per_machine)
       .def_readwrite("concurrent_devices", &Cluster::concurrent_devices)
       .def_readwrite("memory_concurrency", &Cluster::memory_concurrency)
+      .def_readwrite("cache_bytes", &Cluster::cache_bytes)
       .def_readwrite("device", &Cluster::device)
       .def_readwrite("intra", &Cluster::intra)
       .def_readwrite("inter", &Cluster::inter)

@@ -57,6 +57,7 @@ void Cluster::validate() const {
   if (concurrent_devices < 0) fail("concurrent_devices must be 0 (all) or positive");
   if (!(memory_concurrency >= 0) || !std::isfinite(memory_concurrency))
     fail("memory_concurrency must be 0 (own memory per device) or positive and finite");
+  if (!(cache_bytes >= 0) || !std::isfinite(cache_bytes)) fail("cache_bytes must be 0 (not modelled) or positive and finite");
   if (device.memory < 0) fail("device memory must be 0 (unlimited) or positive");
   for (const auto& [kind, r] : device.kernels) {
     r.rate.validate("kernel kind '" + kind + "' rate");

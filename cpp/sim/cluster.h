@@ -89,6 +89,10 @@ struct Cluster {
   /// bandwidth over one device's: CPU cores share one memory bus); 0 = each device has its own
   /// memory (GPUs). Memory-bound calls of 1 MiB and more share it (smaller ones stay in cache).
   double memory_concurrency = 0;
+  /// Bytes of last-level cache one machine's devices share (0: not modelled). A memory-bound call
+  /// whose device touched its data within its share of the cache (the cache over the machine's
+  /// devices at work) reads the cache, not the memory bus, and does not share the bus.
+  double cache_bytes = 0;
   DeviceProfile device;
   Link intra, inter, host;
   // Written so that devices near INT_MAX do not overflow (devices + devices_per_machine - 1 would).

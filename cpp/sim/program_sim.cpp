@@ -58,6 +58,53 @@ double size_cost(const DeviceProfile& device, const std::string& kind, double wo
   return a + work / best;
 }
 
+// Per instruction of a device's step: the bytes the device touched since the buffers it reads were
+// last touched (by this step's earlier instructions, or the previous step's later ones: the step
+// repeats), from each instruction's bytes. A call whose distance plus its own bytes fits the
+// last-level cache's share reads from the cache, not the memory bus.
+std::vector<double> reuse_distances(const exec::Program& prog) {
+  std::vector<double> out(prog.instrs.size(), 0.0);
+  std::vector<double> last(prog.buffers.size(), -1.0);
+  auto reads = [](const exec::Instr& in, auto&& f) {
+    switch (in.kind) {
+      case InstrKind::kCompute:
+        for (int b : in.inputs) f(b);
+        break;
+      case InstrKind::kCopy:
+      case InstrKind::kCombine: f(in.src); f(in.buffer); break;
+      case InstrKind::kSend: f(in.buffer); break;
+      default: break;
+    }
+  };
+  auto writes = [](const exec::Instr& in, auto&& f) {
+    if (in.kind == InstrKind::kCompute || in.kind == InstrKind::kCopy || in.kind == InstrKind::kCombine ||
+        in.kind == InstrKind::kRecv)
+      f(in.buffer);
+  };
+  double clock = 0;
+  for (int pass = 0; pass < 2; ++pass) {  // the first pass finds where the previous step left each buffer
+    for (size_t k = 0; k < prog.instrs.size(); ++k) {
+      const exec::Instr& in = prog.instrs[k];
+      if (in.bytes <= 0) continue;
+      double oldest = clock;
+      bool any = false;
+      reads(in, [&](int b) {
+        if (b < 0 || static_cast<size_t>(b) >= last.size()) return;
+        any = true;
+        oldest = std::min(oldest, last[b] < 0 ? -1e300 : last[b]);
+      });
+      out[k] = any ? clock - oldest : 0.0;  // a call reading nothing (a receive) writes fresh lines
+      clock += static_cast<double>(in.bytes);
+      auto touch = [&](int b) {
+        if (b >= 0 && static_cast<size_t>(b) < last.size()) last[b] = clock;
+      };
+      reads(in, touch);
+      writes(in, touch);
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 namespace {
@@ -154,11 +201,11 @@ Prediction simulate_programs(const graph::Graph& g, const exec::Lowered& low, co
     info.push_back(std::move(i));
     return static_cast<int>(tasks.size()) - 1;
   };
-  auto busy_task = [&](double seconds, int stream, int device, const Priced& p) {
+  auto busy_task = [&](double seconds, int stream, int device, const Priced& p, bool in_cache) {
     Task t;
     t.stream = stream;
     if (share_cores) t.resources.push_back(0);
-    if (share_memory && !priced_by_flops(p.kind) && p.work >= kCacheBytes)
+    if (share_memory && !priced_by_flops(p.kind) && p.work >= kCacheBytes && !in_cache)
       t.resources.push_back(memory_base + cluster.machine_of(device));
     if (t.resources.empty()) t.seconds = seconds;
     else t.work = seconds, t.max_rate = 1;
@@ -200,8 +247,11 @@ Prediction simulate_programs(const graph::Graph& g, const exec::Lowered& low, co
   // Device tasks, program order; sends and receives remembered by tag.
   std::unordered_map<int64_t, std::pair<int, int>> send_of;  // tag -> (task, device)
   std::vector<std::pair<int, int64_t>> recvs;                // (task, tag)
+  const double cache_share = cluster.cache_bytes / std::max(1, std::min(n, cluster.devices_per_machine));
   for (int d = 0; d < n; ++d) {
     const auto& prog = low.programs[d];
+    const std::vector<double> distance = share_memory && cache_share > 0 ? reuse_distances(prog)
+                                                                          : std::vector<double>(prog.instrs.size(), 1e300);
     std::unordered_map<int, int> recorded;  // event -> task
     std::vector<std::pair<int, int>> waits;  // (task, event)
     for (size_t k = 0; k < prog.instrs.size(); ++k) {
@@ -233,7 +283,8 @@ Prediction simulate_programs(const graph::Graph& g, const exec::Lowered& low, co
         continue;
       }
       Priced p = price(g, in, cluster.device);
-      Task t = busy_task(priced_seconds(p, in, cluster, scales), stream, d, p);
+      const bool in_cache = distance[k] + static_cast<double>(in.bytes) <= cache_share;
+      Task t = busy_task(priced_seconds(p, in, cluster, scales), stream, d, p, in_cache);
       ti.kernel = p.kind, ti.work = p.work, ti.bytes = in.bytes;
       ti.kind = in.kind == InstrKind::kCompute ? "compute"
                 : in.kind == InstrKind::kSend  ? "send"

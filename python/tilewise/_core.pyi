@@ -470,6 +470,7 @@ class Cluster:
     devices_per_machine: int
     concurrent_devices: int
     memory_concurrency: float
+    cache_bytes: float
     device: DeviceProfile
     intra: Link
     inter: Link

@@ -38,8 +38,8 @@ from .plan.plan import Plan
 from .sim.cluster import register_this_machine
 
 FORMAT = "tilewise-calibration"
-VERSION = 4  # 2: the host link (swapped execution's copies); 3: large copies measured cold; 4: the host
-#             link capped at the streaming rate, others_busy
+VERSION = 5  # 2: the host link (swapped execution's copies); 3: large copies measured cold; 4: the host
+#             link capped at the streaming rate, others_busy; 5: the last-level cache, paired bus ratios
 # Kinds priced per FLOP (the others per byte read and written): as cpp/sim/program_sim.cpp.
 FLOP_KINDS = ("gemm", "conv", "interpreter")
 _STEPS = 3
@@ -318,7 +318,25 @@ def measure(*, quick: bool = False, progress: bool = False) -> dict:
     return {"format": FORMAT, "version": VERSION, "machine": machine_key(), "kernels": kernels,
             "links": links, "cores": cores,
             "memory_concurrency": memory_concurrency, "seconds": time.perf_counter() - t0,
-            "quick": bool(quick), "others_busy": busy}
+            "quick": bool(quick), "others_busy": busy, "cache_bytes": last_level_cache_bytes()}
+
+
+def last_level_cache_bytes() -> int:
+    """Bytes of the largest cache of CPU 0 (Linux sysfs: /sys/devices/system/cpu/cpu0/cache/index*),
+    the last-level cache its cores share; 0 where it cannot be read."""
+    best = 0
+    for index in pathlib.Path("/sys/devices/system/cpu/cpu0/cache").glob("index*"):
+        try:
+            if (index / "type").read_text().strip() == "Instruction":
+                continue
+            text = (index / "size").read_text().strip().upper()
+        except OSError:
+            continue
+        scale = {"K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1:], 1)
+        digits = text[:-1] if text[-1:] in "KMG" else text
+        if digits.isdigit():
+            best = max(best, int(digits) * scale)
+    return best
 
 
 def measure_host_link(repeats: int = 5) -> dict:
@@ -406,6 +424,9 @@ def _check_profile(data: dict) -> None:
     host = data.get("links", {}).get("host", {})
     if not isinstance(host, dict) or not host.get("sizes") or len(host["sizes"]) != len(host.get("bandwidth", [])):
         raise ValueError("calibration profile: links.host needs equal-length 'sizes' and 'bandwidth'")
+    llc = data.get("cache_bytes", 0)
+    if not isinstance(llc, (int, float)) or isinstance(llc, bool) or not 0 <= llc < 2**50:
+        raise ValueError("calibration profile: cache_bytes must be bytes >= 0")
     lat = data.get("links", {}).get("in-process", {}).get("latency")
     if not isinstance(lat, (int, float)) or isinstance(lat, bool) or not 0 <= lat < 1:
         raise ValueError("calibration profile: links.in-process.latency must be seconds in [0, 1)")
@@ -475,6 +496,7 @@ def this_machine(devices: int | None = None, *, backend: str = "threads", recali
     m = data["machine"]
     return Cluster(name, n, n, device=device, intra=intra if n > 1 else None, host=host, concurrent_devices=cores,
                    memory_concurrency=float(data.get("memory_concurrency", 0.0)),
+                   cache_bytes=float(data.get("cache_bytes", 0) or 0),
                    source=f"measured by tilewise calibrate on {m['host']} ({m['cpu']}, {cores} cores, "
                           f"BLAS {m['blas']}) in {data.get('seconds', 0):.1f} s{_busy_note(data)}")
 

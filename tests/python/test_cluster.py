@@ -311,13 +311,13 @@ def test_presets_round_trip_through_json(name, tmp_path):
     assert c.to_json(path) == text
     assert tw.Cluster.from_json(path) == c and tw.Cluster.from_json(str(path)) == c
     data = json.loads(text)
-    assert (data["format"], data["version"]) == ("tilewise-cluster", 1)
+    assert (data["format"], data["version"]) == ("tilewise-cluster", 2)
 
 
 def test_json_shape():
     data = small_cluster().to_dict()
     assert list(data) == ["format", "version", "name", "source", "devices", "devices_per_machine",
-                          "concurrent_devices", "memory_concurrency", "device", "links"]
+                          "concurrent_devices", "memory_concurrency", "cache_bytes", "device", "links"]
     assert data["links"]["inter"]["bandwidth"] == {"1024": 1e9, "1048576": 10e9}
     assert data["links"]["host"] is None
     assert data["device"]["kernels"] == {"gemm": {"rate": 1e12, "overhead": 0.0},
@@ -333,7 +333,10 @@ def test_json_shape():
     (lambda d: d["device"].pop("memory"), r"device.memory: missing"),
     (lambda d: d["links"]["intra"].update(latncy=1), r"links.intra.latncy: is not a field of a link \(did you mean 'latency'"),
     (lambda d: d["device"]["kernels"].update(gemm=1e12), r"device.kernels.gemm: is a number .*expected an object"),
-    (lambda d: d.update(version=2), r"version: is 2; this tilewise reads version 1"),
+    (lambda d: d.update(version=3), r"version: is 3; this tilewise reads versions 1 and 2"),
+    (lambda d: d.pop("cache_bytes"), r"cache_bytes: missing"),
+    (lambda d: d.update(version=1), r"cache_bytes: is not a field of a cluster"),
+    (lambda d: d.update(cache_bytes=-1), r"cache_bytes: is -1"),
     (lambda d: d.update(format="tilewise.graph/1"), r"not a tilewise cluster \(format 'tilewise.graph/1'"),
     (lambda d: d["links"].update(inter=None), r"links.inter: is missing \(None\), but 6 devices"),
     (lambda d: d.update(devices=True), r"devices: is a boolean"),
@@ -344,6 +347,15 @@ def test_json_errors_name_the_path(edit, message):
     edit(data)
     with pytest.raises(ValueError, match=message):
         tw.Cluster.from_dict(data)
+
+
+def test_version_1_files_load_without_the_cache():
+    data = small_cluster().replace(cache_bytes=2**25).to_dict()
+    assert data["version"] == 2 and data["cache_bytes"] == 2**25
+    del data["cache_bytes"]
+    data["version"] = 1
+    old = tw.Cluster.from_dict(data)
+    assert old.cache_bytes == 0 and old == small_cluster()
 
 
 def test_the_documented_example_loads():
@@ -403,7 +415,8 @@ def _clusters(draw):
     intra = draw(_links() if min(devices, per) > 1 else optional)
     inter = draw(_links() if devices > per else optional)
     return tw.Cluster(draw(_names), devices, per, device=device, intra=intra, inter=inter, host=draw(optional),
-                      concurrent_devices=draw(st.integers(0, 64)), source=draw(st.text(max_size=20)))
+                      concurrent_devices=draw(st.integers(0, 64)), cache_bytes=draw(st.sampled_from([0, 2**25])),
+                      source=draw(st.text(max_size=20)))
 
 
 @settings(max_examples=60, deadline=None)

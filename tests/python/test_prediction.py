@@ -279,3 +279,22 @@ def test_host_link_is_capped_at_the_streaming_rate(monkeypatch):
     assert rates[1024.0] == pytest.approx(2e9)        # slower than streaming in cache: its own rate
     assert rates[2.0**20] == pytest.approx(10e9)      # capped
     assert max(rates.values()) == pytest.approx(10e9)
+
+
+def test_calls_on_cached_data_do_not_share_the_memory_bus():
+    # Two devices streaming element-wise calls of 1 MiB and more share a bus for one: unless their
+    # data is in the last-level cache (touched within the device's share of it since last used).
+    g = tw.models.mlp(layers=2, hidden=1024, batch=512)
+    plan = tw.partition(g, devices=2, algorithm="data_parallel")
+    device = tw.DeviceProfile.roofline("core", 0, 1e11, 1e10)
+    link = tw.Link("in-process", 1e13, latency=1e-6)
+
+    def step(cache_bytes):
+        c = tw.Cluster("bus", 2, device=device, intra=link, memory_concurrency=1.0, cache_bytes=cache_bytes)
+        return plan.predict(c).step_seconds
+
+    shared, cached, tiny = step(0), step(2**40), step(2**20)
+    assert cached < shared * 0.97         # the element-wise calls no longer wait for the bus
+    assert cached <= tiny <= shared       # a 1 MiB cache holds a few of them
+    own = tw.Cluster("own", 2, device=device, intra=link).with_devices(2)
+    assert cached == pytest.approx(plan.predict(own).step_seconds)  # as if each had its own memory

@@ -40,7 +40,7 @@ from ._checks import (
 )
 
 FORMAT = "tilewise-cluster"
-VERSION = 1
+VERSION = 2  # 2: cache_bytes (version 1 files, without it, still load: not modelled)
 #: Cluster files are a few KB; the limit keeps a wrong path (a dataset, a log) from being read whole.
 MAX_FILE_BYTES = 4 * 2**20
 LEVELS = ("intra", "inter", "host")
@@ -304,7 +304,7 @@ class Cluster:
     """Devices grouped into machines, their profile and the links at each level (TensorOpt §2.1).
 
     ``Cluster(name, devices, devices_per_machine=None, *, device, intra=None, inter=None, host=None,
-    concurrent_devices=0, memory_concurrency=0, source="")``: ``devices_per_machine`` defaults to
+    concurrent_devices=0, memory_concurrency=0, cache_bytes=0, source="")``: ``devices_per_machine`` defaults to
     ``devices`` (one machine);
     device ids are machine-major (device d sits on machine d // devices_per_machine), and the
     planners' first cut separates machines: factors of the device count map onto the hierarchy
@@ -313,19 +313,21 @@ class Cluster:
     compute at once (the cores a thread executor's workers share; 0: all). ``memory_concurrency``:
     how many devices of one machine stream memory at full speed at once (CPU cores share one memory
     bus: the machine's bandwidth over one core's; 0: every device has its own memory, as GPUs).
-    ``source``: where the numbers come from.
+    ``cache_bytes``: the last-level cache one machine's devices share (0: not modelled); a
+    memory-bound call whose device touched its data within its share of it reads the cache and
+    does not share the memory bus. ``source``: where the numbers come from.
     """
 
     def __init__(self, name: str, devices: int, devices_per_machine: int | None = None, *,
                  device: DeviceProfile, intra: Link | None = None, inter: Link | None = None,
                  host: Link | None = None, concurrent_devices: int = 0, memory_concurrency: float = 0.0,
-                 source: str = ""):
+                 cache_bytes: float = 0.0, source: str = ""):
         self._state: dict = {}
         self._core_cluster = None
         self._update(name=name, devices=devices,
                      devices_per_machine=devices if devices_per_machine is None else devices_per_machine,
                      device=device, intra=intra, inter=inter, host=host, concurrent_devices=concurrent_devices,
-                     memory_concurrency=memory_concurrency, source=source)
+                     memory_concurrency=memory_concurrency, cache_bytes=cache_bytes, source=source)
 
     name = _field("name", "The cluster's name.")
     devices = _field("devices", "How many devices.")
@@ -333,6 +335,7 @@ class Cluster:
     concurrent_devices = _field("concurrent_devices", "Devices that compute at once (0: all).")
     memory_concurrency = _field("memory_concurrency", "Devices of a machine streaming memory at full speed at once "
                                 "(0: each has its own memory).")
+    cache_bytes = _field("cache_bytes", "Last-level cache bytes a machine's devices share (0: not modelled).")
     device = _field("device", "The tw.DeviceProfile of every device.")
     intra = _field("intra", "The tw.Link inside a machine (None: machines hold one device).")
     inter = _field("inter", "The tw.Link between machines (None: one machine).")
@@ -356,11 +359,12 @@ class Cluster:
                                             "a device count (0: all)")
         s["memory_concurrency"] = c.number("memory_concurrency", s["memory_concurrency"],
                                            "a device count >= 0 (0: own memory per device)", zero_ok=True)
+        s["cache_bytes"] = c.number("cache_bytes", s["cache_bytes"], "bytes >= 0 (0: not modelled)", zero_ok=True)
         c.text("source", s["source"], empty_ok=True)
         core = _core.Cluster()
         core.name, core.devices, core.devices_per_machine = name, s["devices"], s["devices_per_machine"]
         core.concurrent_devices, core.device = s["concurrent_devices"], s["device"]._core
-        core.memory_concurrency = s["memory_concurrency"]
+        core.memory_concurrency, core.cache_bytes = s["memory_concurrency"], s["cache_bytes"]
         for level in LEVELS:
             if s[level] is not None:
                 setattr(core, level, s[level]._core)
@@ -459,7 +463,7 @@ class Cluster:
         return {"format": FORMAT, "version": VERSION, "name": s["name"], "source": s["source"],
                 "devices": s["devices"], "devices_per_machine": s["devices_per_machine"],
                 "concurrent_devices": s["concurrent_devices"], "memory_concurrency": s["memory_concurrency"],
-                "device": s["device"].to_dict(),
+                "cache_bytes": s["cache_bytes"], "device": s["device"].to_dict(),
                 "links": {level: None if s[level] is None else s[level].to_dict() for level in LEVELS}}
 
     def to_json(self, path: str | os.PathLike | None = None) -> str:
@@ -538,7 +542,7 @@ _SHAPE_FIELDS = ("devices", "devices_per_machine", "intra", "inter")
 # ----- loading: a cluster file is validated, not trusted -------------------------------------------
 
 _TOP = ("format", "version", "name", "source", "devices", "devices_per_machine", "concurrent_devices",
-        "memory_concurrency", "device", "links")
+        "memory_concurrency", "device", "links")  # version 2 adds cache_bytes
 _DEVICE = ("name", "memory", "concurrent_streams", "kernels")
 _LINK = ("name", "bandwidth", "latency", "duplex", "duplex_bandwidth", "shared")
 
@@ -548,11 +552,12 @@ def _load(data) -> Cluster:
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         got = data.get("format") if isinstance(data, dict) else data
         raise ValueError(f"not a tilewise cluster (format {short_repr(got)}, expected {FORMAT!r})")
+    version = VERSION
     if "version" in data:
         version = c.integer("version", data["version"], 1, 2**31, "a format version")
-        if version != VERSION:
-            c.fail("version", f"is {version}; this tilewise reads version {VERSION}")
-    c.obj("", data, _TOP, "a cluster")
+        if version not in (1, VERSION):
+            c.fail("version", f"is {version}; this tilewise reads versions 1 and {VERSION}")
+    c.obj("", data, _TOP if version == 1 else _TOP + ("cache_bytes",), "a cluster")
     d = c.obj("device", data["device"], _DEVICE, "a device profile")
     device = device_fields(c, "device", d["name"], d["memory"], d["kernels"], d["concurrent_streams"], from_json=True)
     links_data = c.obj("links", data["links"], LEVELS, "the links")
@@ -571,10 +576,11 @@ def _load(data) -> Cluster:
     c.integer("concurrent_devices", data["concurrent_devices"], 0, MAX_DEVICES, "a device count (0: all)")
     c.number("memory_concurrency", data["memory_concurrency"], "a device count >= 0 (0: own memory per device)",
              zero_ok=True)
+    cache_bytes = c.number("cache_bytes", data.get("cache_bytes", 0.0), "bytes >= 0 (0: not modelled)", zero_ok=True)
     c.text("source", data["source"], empty_ok=True)
     return Cluster(name, data["devices"], data["devices_per_machine"], device=DeviceProfile(**device), **links,
                    concurrent_devices=data["concurrent_devices"], memory_concurrency=data["memory_concurrency"],
-                   source=data["source"])
+                   cache_bytes=cache_bytes, source=data["source"])
 
 
 # ----- display ------------------------------------------------------------------------------------
@@ -624,6 +630,8 @@ def _headline(c: Cluster) -> str:
     at_once = f", {c.concurrent_devices} computing at once" if c.concurrent_devices else ""
     if c.memory_concurrency:
         at_once += f", memory bus for {c.memory_concurrency:.2g} at once"
+    if c.cache_bytes:
+        at_once += f", {c.cache_bytes / 2**20:.0f} MiB cache"
     return f"Cluster {c.name!r}: {c.devices} device{'s' if c.devices > 1 else ''} on {machines}{at_once}"
 
 
