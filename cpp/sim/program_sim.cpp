@@ -72,20 +72,25 @@ std::vector<double> reuse_distances(const exec::Program& prog) {
         break;
       case InstrKind::kCopy:
       case InstrKind::kCombine: f(in.src); f(in.buffer); break;
-      case InstrKind::kSend: f(in.buffer); break;
+      case InstrKind::kSend:
+      case InstrKind::kSwapOut: f(in.buffer); break;
       default: break;
     }
   };
   auto writes = [](const exec::Instr& in, auto&& f) {
     if (in.kind == InstrKind::kCompute || in.kind == InstrKind::kCopy || in.kind == InstrKind::kCombine ||
-        in.kind == InstrKind::kRecv)
+        in.kind == InstrKind::kRecv || in.kind == InstrKind::kSwapIn)
       f(in.buffer);
   };
   double clock = 0;
   for (int pass = 0; pass < 2; ++pass) {  // the first pass finds where the previous step left each buffer
     for (size_t k = 0; k < prog.instrs.size(); ++k) {
       const exec::Instr& in = prog.instrs[k];
-      if (in.bytes <= 0) continue;
+      const bool touches = in.kind == InstrKind::kCompute || in.kind == InstrKind::kCopy ||
+                           in.kind == InstrKind::kCombine || in.kind == InstrKind::kSend ||
+                           in.kind == InstrKind::kRecv || in.kind == InstrKind::kSwapIn ||
+                           in.kind == InstrKind::kSwapOut;  // not Alloc/Free: their bytes are no traffic
+      if (!touches || in.bytes <= 0) continue;
       double oldest = clock;
       bool any = false;
       reads(in, [&](int b) {
