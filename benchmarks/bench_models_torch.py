@@ -3,7 +3,8 @@
 Each model is a torch module (Hugging Face ``transformers`` built from its config, no weights, or
 plain ``torch.nn``), imported with ``tw.from_torch`` (MSE loss on its output, ``torch.optim.Adam``),
 so both sides run the same model, batch and optimizer. Ours: one device (one core), or 2 devices
-(worker threads); torch: ``torch.set_num_threads`` 1, or 2. Runs interleave ours and torch's steps;
+(worker threads); torch: ``torch.set_num_threads`` 1, or 2. Runs interleave ours and torch's steps,
+each side timing the second of two steps in a row (so neither pays for the other's leftovers);
 medians. Issue 14's goal: no slower than 1.2x torch on any model, on 1 device and on 2.
 
     python benchmarks/bench_models_torch.py [--models mlp,lstm,...] [--devices 1,2] [--runs 3] [--quick]
@@ -154,9 +155,14 @@ def measure(name: str, devices: int, runs: int, quick: bool) -> dict:
 
     torch_step()
     ours, theirs = [], []
-    for _ in range(runs):  # interleaved
+    for _ in range(runs):  # interleaved; each side's second step in a row is timed
+        # Right after the other side's step, a step pays for that side's leftovers (torch's OpenMP
+        # workers spin on after a parallel region; measured: our 2-device WRN-16-2 step 87.4 ms
+        # after torch's, 81.7 ms after our own), so each side first runs one untimed step.
+        exe.step(data)
         exe.step(data)
         ours.append(exe._core.stats.step_seconds)
+        torch_step()
         t = time.perf_counter()
         torch_step()
         theirs.append(time.perf_counter() - t)
