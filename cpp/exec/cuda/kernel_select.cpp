@@ -311,18 +311,7 @@ std::string batched(const TileCall& call, std::vector<int> a_tail, std::vector<i
                     std::vector<Step>* s) {
   const int r = static_cast<int>(call.vars.size()) - 1;
   if (r < 2 || call.inputs.size() != 2 || !outputs_first(call, r)) return "not a batched product";
-  const int role[3] = {r - 2, r - 1, r};
-  Contraction c;
-  c.a.input = 0, c.b.input = 1;
-  for (int t = 0; t < r - 2; ++t) {
-    c.loops.push_back(t);
-    c.a.dims.push_back(t);
-    if (b_batched) c.b.dims.push_back(t);
-  }
-  for (int x : a_tail) c.a.dims.push_back(role[x]);
-  for (int x : b_tail) c.b.dims.push_back(role[x]);
-  c.m = role[0], c.n = role[1], c.k = role[2];
-  return add_gemms(call, c, false, s);
+  return add_gemms(call, kernels::batched_contraction(r, a_tail, b_tail, b_batched), false, s);
 }
 
 // linear's layout: output i0..i{r-1}, then the reduction k; rows m = i{r-2}, looping over the rest.

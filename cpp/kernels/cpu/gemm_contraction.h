@@ -25,6 +25,25 @@ struct Contraction {
   std::vector<int> loops;
 };
 
+/// A batched product over r - 2 leading batch axes: variables 0..r-1 are the output (rows m = r-2,
+/// columns n = r-1), r is k. `a_tail` / `b_tail` give each operand's last two dimensions as roles
+/// (0 = m, 1 = n, 2 = k); `b_batched`: b has the batch axes too.
+inline Contraction batched_contraction(int r, const std::vector<int>& a_tail, const std::vector<int>& b_tail,
+                                       bool b_batched) {
+  const int role[3] = {r - 2, r - 1, r};
+  Contraction c;
+  c.a.input = 0, c.b.input = 1;
+  for (int t = 0; t < r - 2; ++t) {
+    c.loops.push_back(t);
+    c.a.dims.push_back(t);
+    if (b_batched) c.b.dims.push_back(t);
+  }
+  for (int x : a_tail) c.a.dims.push_back(role[x]);
+  for (int x : b_tail) c.b.dims.push_back(role[x]);
+  c.m = role[0], c.n = role[1], c.k = role[2];
+  return c;
+}
+
 /// How a BLAS reads a matrix whose element (r, c) lies at r * row_stride + c * col_stride: as stored
 /// (ld = row stride) or transposed (ld = column stride).
 struct BlasLayout {

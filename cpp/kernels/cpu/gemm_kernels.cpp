@@ -186,21 +186,7 @@ static bool batched(const TileCall& call, std::vector<int> a_tail, std::vector<i
   if (r < 2 || call.inputs.size() != 2 || static_cast<int>(call.output_vars.size()) != r) return false;
   for (int t = 0; t < r; ++t)
     if (call.output_vars[t] != t) return false;
-  const int role[3] = {r - 2, r - 1, r};  // m, n, k
-  Contraction c;
-  c.a.input = 0;
-  c.b.input = 1;
-  for (int t = 0; t < r - 2; ++t) {
-    c.loops.push_back(t);
-    c.a.dims.push_back(t);
-    if (b_batched) c.b.dims.push_back(t);
-  }
-  for (int x : a_tail) c.a.dims.push_back(role[x]);
-  for (int x : b_tail) c.b.dims.push_back(role[x]);
-  c.m = role[0];
-  c.n = role[1];
-  c.k = role[2];
-  return contract(call, c);
+  return contract(call, batched_contraction(r, a_tail, b_tail, b_batched));
 }
 
 bool matmul(const TileCall& call, const Attrs&) { return mat(call, {0, 2}, {2, 1}); }
