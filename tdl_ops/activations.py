@@ -40,6 +40,17 @@ def _(g, x, out):
     return (relu6_grad(g, x),)
 
 
+@tw.op(reference=lambda x, lo=-1.0, hi=1.0: np.clip(x, lo, hi), kernel="clip")
+def hardtanh(x, lo=-1.0, hi=1.0):
+    """min(max(x, lo), hi) as torch's hardtanh: its gradient is 0 at the bounds (clip's, torch.clamp's, is dy)."""
+    return tw.compute(x.ndim, lambda *i: tw.min(tw.max(x[i], lo), hi))
+
+
+@hardtanh.def_grad
+def _(g, x, out, lo, hi):
+    return (hardtanh_grad(g, x, lo=lo, hi=hi),)
+
+
 @tw.op(reference=np_sigmoid, kernel="sigmoid")
 def sigmoid(x):
     """1 / (1 + e**-x)."""
@@ -132,10 +143,10 @@ def _(g, x, out):
 # ---------------------------------------------------------------- gradients
 
 
-@tw.op(reference=lambda dy, x: np.where(x > 0, dy, 0.0), kernel="relu_grad")
+@tw.op(reference=lambda dy, x: np.where(x <= 0, 0.0, dy), kernel="relu_grad")
 def relu_grad(dy, x):
-    """dy where x > 0 else 0."""
-    return tw.compute(x.ndim, lambda *i: tw.where(x[i] > 0, dy[i], 0.0))
+    """0 where x <= 0, else dy (NaN included, like torch's threshold_backward)."""
+    return tw.compute(x.ndim, lambda *i: tw.where(x[i] <= 0, 0.0, dy[i]))
 
 
 @tw.op(reference=lambda dy, x, slope=0.01: np.where(x > 0, dy, slope * dy), kernel="leaky_relu_grad")
@@ -166,8 +177,14 @@ def gelu_grad(dy, x):
 
 @tw.op(reference=lambda dy, x: np.where((x > 0) & (x < 6), dy, 0.0), kernel="relu6_grad")
 def relu6_grad(dy, x):
-    """dy where 0 < x < 6 (like PyTorch's hardtanh backward)."""
-    return tw.compute(x.ndim, lambda *i: dy[i] * (x[i] > 0) * (x[i] < 6))
+    """dy where 0 < x < 6, else 0 (at NaN too: torch's vectorised hardtanh backward)."""
+    return tw.compute(x.ndim, lambda *i: tw.where(x[i] > 0, tw.where(x[i] < 6, dy[i], 0.0), 0.0))
+
+
+@tw.op(reference=lambda dy, x, lo=-1.0, hi=1.0: np.where((x > lo) & (x < hi), dy, 0.0), kernel="hardtanh_grad")
+def hardtanh_grad(dy, x, lo=-1.0, hi=1.0):
+    """dy where lo < x < hi, else 0 (at NaN too: torch's vectorised hardtanh backward)."""
+    return tw.compute(x.ndim, lambda *i: tw.where(x[i] > lo, tw.where(x[i] < hi, dy[i], 0.0), 0.0))
 
 
 def _gelu_tanh_grad_ref(dy, x):
@@ -257,7 +274,7 @@ def log_softmax_grad(dy, y):
 
 ELEMENTWISE = ("relu", "relu6", "sigmoid", "tanh", "gelu", "gelu_tanh", "softplus", "leaky_relu", "elu",
                "silu", "relu_grad", "leaky_relu_grad", "sigmoid_grad", "tanh_grad", "gelu_grad", "relu6_grad",
-               "gelu_tanh_grad", "softplus_grad", "elu_grad", "silu_grad")
+               "gelu_tanh_grad", "softplus_grad", "elu_grad", "silu_grad", "hardtanh", "hardtanh_grad")
 
 CASES = [
     Case("relu", [(6, 7)]),
@@ -280,6 +297,10 @@ CASES = [
     Case("softplus_grad", [(6, 7), (6, 7)]),
     Case("elu_grad", [(6, 7), (6, 7)], {"alpha": 0.7}),
     Case("silu_grad", [(6, 7), (6, 7)]),
+    Case("hardtanh", [(6, 7)], {"lo": -0.5, "hi": 0.75}),
+    Case("hardtanh_grad", [(6, 7), (6, 7)], {"lo": -0.5, "hi": 0.75}),
+    Case("hardtanh_grad", [(2, 3), (2, 3)], {"lo": 0.0, "hi": 1.0}, name="hardtanh_grad_bounds",
+         prepare=lambda inputs, attrs: [inputs[0], np.array([[0.0, 0.5, 1.0], [-1.0, 2.0, 1e-3]])]),
     Case("softmax", [(5, 7)]),
     Case("softmax", [(2, 3, 6)], name="softmax_3d"),
     Case("log_softmax", [(5, 7)]),

@@ -103,18 +103,61 @@ def _(g, x, out, axis):
     return (logsumexp_grad(g, x, out, axis=norm_axis(axis, x.ndim)),)
 
 
+def _first_index(row, m):
+    """Min over k of k where row(k) == m or row(k) is NaN: the index torch's argmax/argmin and max/min
+    along a dim return (the first extremum m; the first NaN in a row holding one, m being NaN there)."""
+    def at(k):
+        v = row(k)
+        return tw.where(v == m, tw.index_value(k), tw.where(v != v, tw.index_value(k), _INF))
+    return tw.Min(at)
+
+
+_INF = float("inf")
+
+
 @tw.op(reference=lambda x, axis=-1: np.argmax(x, axis=axis).astype(np.float64), kernel="argmax")
 def argmax(x, axis=-1):
-    """Index of the first maximum along axis (as float64): min of k over k where x == max."""
-    def body(row, a):
-        m = tw.Max(row)
-        return tw.Min(lambda k: tw.where(row(k) == m, tw.index_value(k), float("inf")))
-    return _along(x, axis, body)
+    """Index of the first maximum along axis (as float64), the first NaN in a row holding one (as torch)."""
+    return _along(x, axis, lambda row, a: _first_index(row, tw.Max(row)))
 
 
 @argmax.def_grad
 def _(g, x, out, axis):
     return (None,)  # an index: piecewise constant
+
+
+@tw.op(reference=lambda x, axis=-1: np.argmin(x, axis=axis).astype(np.float64), kernel="argmin")
+def argmin(x, axis=-1):
+    """Index of the first minimum along axis (as float64), the first NaN in a row holding one (as torch)."""
+    return _along(x, axis, lambda row, a: _first_index(row, tw.Min(row)))
+
+
+@argmin.def_grad
+def _(g, x, out, axis):
+    return (None,)
+
+
+@tw.op(reference=lambda x, axis=-1: x.max(axis=axis), kernel="reduce_max")
+def max_dim(x, axis=-1):
+    """Max along axis as torch.max(x, dim)'s values: the gradient goes to the index torch returns (the
+    first maximum, the first NaN), not split over ties as reduce_max's (torch.amax's)."""
+    return _along(x, axis, lambda row, a: tw.Max(row))
+
+
+@max_dim.def_grad
+def _(g, x, out, axis):
+    return (reduce_first_extremum_grad(g, x, out, axis=norm_axis(axis, x.ndim)),)
+
+
+@tw.op(reference=lambda x, axis=-1: x.min(axis=axis), kernel="reduce_min")
+def min_dim(x, axis=-1):
+    """Min along axis as torch.min(x, dim)'s values: the gradient goes to the index torch returns."""
+    return _along(x, axis, lambda row, a: tw.Min(row))
+
+
+@min_dim.def_grad
+def _(g, x, out, axis):
+    return (reduce_first_extremum_grad(g, x, out, axis=norm_axis(axis, x.ndim)),)
 
 
 @tw.op(reference=lambda x: np.cumsum(x, axis=-1), out_shape=lambda x: tuple(x), kernel="cumsum")
@@ -200,6 +243,26 @@ def reduce_extremum_grad(dy, x, y, axis=0):
     return tw.compute(x.ndim, f)
 
 
+def _first_extremum_grad_ref(dy, x, y, axis=0):
+    hit = (x == np.expand_dims(y, axis)) | np.isnan(x)
+    first = np.expand_dims(np.argmax(hit, axis=axis), axis)  # the first hit (0 where none: masked below)
+    dx = np.zeros_like(x, dtype=np.result_type(dy, x))
+    np.put_along_axis(dx, first, np.expand_dims(np.where(hit.any(axis=axis), dy, 0.0), axis), axis=axis)
+    return dx
+
+
+@tw.op(reference=_first_extremum_grad_ref, out_shape=lambda dy, x, y, axis=0: tuple(x),  # i[axis] is only compared
+       kernel="reduce_first_extremum_grad")
+def reduce_first_extremum_grad(dy, x, y, axis=0):
+    """Gradient of max_dim / min_dim (y the result): dy to the index torch returns (the first entry equal
+    to y, or the first NaN), 0 to every other entry, ties included."""
+    def f(*i):
+        j = _drop(i, axis)
+        return tw.where(_first_index(lambda k: x[replace(i, axis, k)], y[j]) == tw.index_value(i[axis]),
+                        dy[j], 0.0)
+    return tw.compute(x.ndim, f)
+
+
 def _prod_grad_ref(dy, x, axis=0):
     n = x.shape[axis]
     others = np.stack([np.prod(np.delete(x, k, axis=axis), axis=axis) for k in range(n)], axis=axis)
@@ -257,6 +320,10 @@ CASES = [
     Case("logsumexp", [(3, 6)]),
     Case("argmax", [(4, 7)], kinds=("distinct",)),
     Case("argmax", [(3, 4, 5)], {"axis": 1}, ("distinct",), name="argmax_axis1"),
+    Case("argmin", [(4, 7)], kinds=("distinct",)),
+    Case("argmin", [(3, 4, 5)], {"axis": 0}, ("distinct",), name="argmin_axis0"),
+    Case("max_dim", [(3, 4, 5)], {"axis": 1}),
+    Case("min_dim", [(6, 5)], {"axis": 0}),
     Case("cumsum", [(4, 6)]),
     Case("sum_rows", [(6, 5)]),
     Case("sum_axes", [(3, 4, 5)], {"axes": (0, 2)}),
@@ -268,6 +335,10 @@ CASES = [
     Case("reduce_extremum_grad", [(3, 5), (3, 4, 5), (3, 5)], {"axis": 1}, ("normal", "distinct"),
          prepare=lambda inputs, attrs: [inputs[0], inputs[1], inputs[1].max(axis=1)]),
     Case("reduce_extremum_grad", [(4,), (3, 4), (4,)], {"axis": 0}, name="reduce_extremum_grad_ties",
+         prepare=lambda inputs, attrs: [inputs[0], np.round(inputs[1]), np.round(inputs[1]).min(axis=0)]),
+    Case("reduce_first_extremum_grad", [(3, 5), (3, 4, 5), (3, 5)], {"axis": 1}, ("normal", "distinct"),
+         prepare=lambda inputs, attrs: [inputs[0], inputs[1], inputs[1].max(axis=1)]),
+    Case("reduce_first_extremum_grad", [(4,), (3, 4), (4,)], {"axis": 0}, name="reduce_first_extremum_grad_ties",
          prepare=lambda inputs, attrs: [inputs[0], np.round(inputs[1]), np.round(inputs[1]).min(axis=0)]),
     Case("reduce_prod_grad", [(3, 5), (3, 4, 5)], {"axis": 1}),
     Case("reduce_prod_grad", [(4,), (3, 4)], {"axis": 0}, name="reduce_prod_grad_zero",

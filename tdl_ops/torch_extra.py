@@ -216,6 +216,27 @@ def _(g, a, b, out, a_bcast, b_bcast):
     return _reduce_to(da, a.shape, a_bcast), _reduce_to(db, b.shape, b_bcast)
 
 
+def _extremum_grads(g, a, b, out, a_bcast, b_bcast, a_wins_when_greater):
+    """Gradients of broadcast max/min(a, b) as torch's: all of g to the winner, half to each on a tie."""
+    from .elementwise import maximum_grad
+
+    full_a = a if tuple(a.shape) == tuple(out.shape) else expand(a, shape=tuple(out.shape), bcast=tuple(a_bcast))
+    full_b = b if tuple(b.shape) == tuple(out.shape) else expand(b, shape=tuple(out.shape), bcast=tuple(b_bcast))
+    first, second = (full_a, full_b) if a_wins_when_greater else (full_b, full_a)
+    return (_reduce_to(maximum_grad(g, first, second), a.shape, a_bcast),
+            _reduce_to(maximum_grad(g, second, first), b.shape, b_bcast))
+
+
+@broadcast_maximum.def_grad
+def _(g, a, b, out, a_bcast, b_bcast):
+    return _extremum_grads(g, a, b, out, a_bcast, b_bcast, True)
+
+
+@broadcast_minimum.def_grad
+def _(g, a, b, out, a_bcast, b_bcast):
+    return _extremum_grads(g, a, b, out, a_bcast, b_bcast, False)
+
+
 @tw.op(reference=lambda x, mask, value=0.0, mask_bcast=(): np.where(mask != 0, value, x),
        out_shape=lambda x, mask, value=0.0, mask_bcast=(): tuple(x), kernel="masked_fill")
 def masked_fill(x, mask, value=0.0, mask_bcast=()):

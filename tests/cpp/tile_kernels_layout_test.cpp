@@ -453,7 +453,7 @@ TEST(TileKernelElementwise, OneHotAndRunningStatistics) {
   }
 }
 
-// Reductions whose formula needs the whole row first: logsumexp, argmax, the variance and its
+// Reductions whose formula needs the whole row first: logsumexp, argmax, argmin, the variance and its
 // gradient, softmax-minus-target, the channel mean; ties split by the global max pool's gradient.
 TEST(TileKernelSum, WholeRowReductions) {
   std::mt19937 rng(44);
@@ -484,6 +484,15 @@ TEST(TileKernelSum, WholeRowReductions) {
     expect_native(a, [&](OpCase& c, Index& v) {
       double m = -kInf;
       for (int64_t k = 0; k < n; ++k) m = std::max(m, row(c, v, k));
+      for (int64_t k = c.vars[nd].lo; k <= c.vars[nd].hi; ++k)
+        if (row(c, v, k) == m) return static_cast<double>(k);
+      return kInf;
+    }, rng);
+    OpCase am = a;
+    am.type = "argmin";
+    expect_native(am, [&](OpCase& c, Index& v) {
+      double m = kInf;
+      for (int64_t k = 0; k < n; ++k) m = std::min(m, row(c, v, k));
       for (int64_t k = c.vars[nd].lo; k <= c.vars[nd].hi; ++k)
         if (row(c, v, k) == m) return static_cast<double>(k);
       return kInf;

@@ -419,6 +419,23 @@ TEST(TileKernelReduction, BiasSumsScalarScaleAndExtremumGradient) {
       Index here(v.begin(), v.begin() + nd);
       return (c.inputs[1](here) == y ? 1.0 : 0.0) * c.inputs[0](j) / count;
     }, rng);
+
+    // reduce_first_extremum_grad on the same tied rows: all of dy to the first tie, none to the rest.
+    OpCase first = e;
+    first.type = "reduce_first_extremum_grad";
+    expect_native(first, [&](OpCase& c, Index& v) {
+      Index j(v.begin(), v.begin() + nd);
+      j.erase(j.begin() + axis);
+      const double y = c.inputs[2](j);
+      Index at(v.begin(), v.begin() + nd);
+      int64_t winner = -1;
+      for (int64_t t = 0; t < x[axis]; ++t) {  // the whole row read: the kernel needs it all
+        at[axis] = t;
+        if (c.inputs[1](at) == y && winner < 0) winner = t;
+      }
+      const double dy = c.inputs[0](j);
+      return winner == v[axis] ? dy : 0.0;
+    }, rng);
   }
 }
 

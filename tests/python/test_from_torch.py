@@ -255,7 +255,7 @@ def test_many_aten_ops_against_torch():
     g = check_against_torch(model, ids, x)
     types = op_types(g)
     assert {"masked_fill", "bmatmul_nt", "bmatmul", "depthwise_conv2d", "conv1d", "batch_norm_train", "layer_norm",
-            "embedding_seq", "slice_axis", "pad", "reduce_var", "reduce_max"} <= types
+            "embedding_seq", "slice_axis", "pad", "reduce_var", "max_dim"} <= types
     assert g.tensor("ids").dtype == "int64"
 
 

@@ -1,8 +1,9 @@
 """Gradients of max, min and their relatives where inputs tie, against torch (float64): the reference
 interpreter and the runtime on 1 and 2 devices give what torch's matching function gives. Max pools
 route a window's gradient to the one input torch's indices name (the first maximum, row-major);
-``reduce_max``/``reduce_min`` (torch.amax/amin) split it evenly; ``maximum``/``minimum`` give half to
-each on an exact tie; relu, relu6 and leaky relu take torch's value at their kinks."""
+``reduce_max``/``reduce_min`` (torch.amax/amin) split it evenly, ``max_dim``/``min_dim`` (torch.max/min
+along a dim) give it to the returned index; ``maximum``/``minimum`` give half to each on an exact tie;
+relu, relu6, hardtanh, clip and leaky relu take torch's value at their kinks, and at NaN."""
 import numpy as np
 import pytest
 
@@ -62,6 +63,10 @@ _CASES = {
     "relu6": (_KINKS, tdl_ops.relu6, F.relu6),
     "leaky_relu": (_KINKS, lambda x: tdl_ops.leaky_relu(x, slope=0.25), lambda x: F.leaky_relu(x, 0.25)),
     "clip": (_KINKS, lambda x: tdl_ops.clip(x, lo=0.0, hi=6.0), lambda x: torch.clamp(x, 0.0, 6.0)),
+    "clip_one_sided": (_KINKS, lambda x: tdl_ops.clip(x, lo=0.0, hi=float("inf")), lambda x: torch.clamp(x, min=0.0)),
+    "hardtanh": (_KINKS, lambda x: tdl_ops.hardtanh(x, lo=0.0, hi=6.0), lambda x: F.hardtanh(x, 0.0, 6.0)),
+    "max_dim": (_X2, lambda x: tdl_ops.max_dim(x, axis=1), lambda x: torch.max(x, dim=1).values),
+    "min_dim_axis0": (_X2, lambda x: tdl_ops.min_dim(x, axis=0), lambda x: torch.min(x, dim=0).values),
 }
 
 
@@ -97,3 +102,57 @@ def test_a_window_holding_nan_sends_its_gradient_to_the_last_nan(devices):
     exe.set(p, x.astype(np.float32))
     exe.step({})
     np.testing.assert_array_equal(exe.get(grads["x"]), want)
+
+
+_NAN_CASES = {
+    "relu": (tdl_ops.relu, torch.relu),
+    "relu6": (tdl_ops.relu6, F.relu6),
+    "elu": (lambda x: tdl_ops.elu(x, alpha=0.5), lambda x: F.elu(x, 0.5)),
+    "leaky_relu": (lambda x: tdl_ops.leaky_relu(x, slope=0.25), lambda x: F.leaky_relu(x, 0.25)),
+    "hardtanh": (lambda x: tdl_ops.hardtanh(x, lo=-1.0, hi=2.0), lambda x: F.hardtanh(x, -1.0, 2.0)),
+    "clip": (lambda x: tdl_ops.clip(x, lo=-1.0, hi=2.0), lambda x: torch.clamp(x, -1.0, 2.0)),
+    "max_dim": (lambda x: tdl_ops.max_dim(x, axis=1), lambda x: torch.max(x, dim=1).values),
+    "min_dim": (lambda x: tdl_ops.min_dim(x, axis=1), lambda x: torch.min(x, dim=1).values),
+}
+
+
+@pytest.mark.parametrize("devices", [1, 2])
+@pytest.mark.parametrize("name", list(_NAN_CASES))
+def test_the_gradient_at_nan_is_torchs(name, devices):
+    """d sum(f(x)) / dx where x holds NaN (the forward output is NaN there, but dy is 1): the kinks'
+    comparisons are false at NaN, and which side that lands on is torch's choice (for elu and hardtanh
+    its vectorised kernels', which 40 elements take; its scalar tail differs)."""
+    build, torch_fn = _NAN_CASES[name]
+    x = _X2.copy()
+    x[0, 1] = x[3, 4] = x[5, 0] = np.nan
+    g = tw.Graph()
+    p = g.parameter("x", x.shape)
+    y = build(p)
+    total = tdl_ops.reduce_sum(y, axis=0)
+    while total.shape:
+        total = tdl_ops.reduce_sum(total, axis=0)
+    grads = tw.grad(g, total)
+    xt = torch.tensor(x, requires_grad=True)
+    torch_fn(xt).sum().backward()
+    want = xt.grad.numpy()
+    np.testing.assert_array_equal(tw.run_reference(g, {"x": x})[grads["x"].name], want)
+    exe = tw.compile(g, tw.partition(g, devices=devices, algorithm="tofu"))
+    exe.set(p, x.astype(np.float32))
+    exe.step({})
+    assert exe.stats.interpreted_ops == 0
+    np.testing.assert_allclose(exe.get(grads["x"]), want, rtol=1e-6, atol=1e-7)  # NaN where torch's
+
+
+@pytest.mark.parametrize("op, torch_fn", [("argmax", torch.argmax), ("argmin", torch.argmin)])
+def test_argmax_and_argmin_name_torchs_index_with_ties_and_nan(op, torch_fn):
+    x = _X2.copy()
+    x[2, 3] = x[2, 1] = np.nan
+    g = tw.Graph()
+    i = g.input("x", x.shape)
+    y = getattr(tdl_ops, op)(i, axis=1)
+    want = torch_fn(torch.tensor(x), dim=1).numpy()
+    np.testing.assert_array_equal(tw.run_reference(g, {"x": x})[y.name], want)
+    exe = tw.compile(g, tw.partition(g, devices=2, algorithm="tofu"))
+    exe.step({"x": x.astype(np.float32)})
+    assert exe.stats.interpreted_ops == 0
+    np.testing.assert_array_equal(exe.get(y), want)

@@ -87,7 +87,7 @@ TW_HD float map_apply(int fn, const float* p, const float* v) {
     case MapFn::kCopy: return a;
     case MapFn::kNeg: return -a;
     case MapFn::kRelu: return a > 0.0f || a != a ? a : 0.0f;
-    case MapFn::kReluGrad: return b > 0.0f ? a : 0.0f;  // (dy, x)
+    case MapFn::kReluGrad: return b <= 0.0f ? 0.0f : a;  // (dy, x); dy at NaN, as torch
     case MapFn::kScale: return p[0] * a + p[1];
     case MapFn::kAdd: return a + b;
     case MapFn::kSub: return a - b;

@@ -172,7 +172,8 @@ bool relu(const TileCall& call, const Attrs&) {
 }
 
 bool relu_grad(const TileCall& call, const Attrs&) {  // (dy, x)
-  return map_aligned<2>(call, [](float dy, float x) { return x > 0.0f ? dy : 0.0f; });
+  // dy where x is NaN, as torch's threshold_backward (NaN <= 0 is false).
+  return map_aligned<2>(call, [](float dy, float x) { return x <= 0.0f ? 0.0f : dy; });
 }
 
 bool scale(const TileCall& call, const Attrs& attrs) {
@@ -453,7 +454,7 @@ TW_BINARY(square_grad, dy, x, 2.0f * dy * x)
 TW_BINARY(erf_grad, dy, x, dy * kTwoOverSqrtPi * std::exp(-x * x))
 TW_BINARY(sigmoid_grad, dy, y, dy * y * (1.0f - y))
 TW_BINARY(tanh_grad, dy, y, dy * (1.0f - y * y))
-TW_BINARY(relu6_grad, dy, x, dy * truth(x > 0) * truth(x < 6))
+TW_BINARY(relu6_grad, dy, x, x > 0 && x < 6 ? dy : 0.0f)  // 0 at NaN, as torch's vectorised hardtanh_backward
 TW_BINARY(softplus_grad, dy, x, dy * logistic(x))
 TW_BINARY(maximum, a, b, nan_max(a, b))
 TW_BINARY(minimum, a, b, nan_min(a, b))
@@ -531,6 +532,13 @@ bool clip(const TileCall& call, const Attrs& attrs) {
 bool clip_grad(const TileCall& call, const Attrs& attrs) {  // (dy, x)
   const float lo = static_cast<float>(attrs.num("lo", -1.0)), hi = static_cast<float>(attrs.num("hi", 1.0));
   return attrs.ok() && map_aligned<2>(call, [=](float dy, float x) { return dy * truth(x >= lo) * truth(x <= hi); });
+}
+
+// torch's hardtanh_backward: 0 at and beyond the bounds (clip_grad keeps them, as torch.clamp), 0 at NaN
+// (its vectorised kernel's answer; its scalar tail's is dy).
+bool hardtanh_grad(const TileCall& call, const Attrs& attrs) {  // (dy, x)
+  const float lo = static_cast<float>(attrs.num("lo", -1.0)), hi = static_cast<float>(attrs.num("hi", 1.0));
+  return attrs.ok() && map_aligned<2>(call, [=](float dy, float x) { return x > lo && x < hi ? dy : 0.0f; });
 }
 
 bool power(const TileCall& call, const Attrs& attrs) {

@@ -4,6 +4,7 @@
 
 #include <cctype>
 #include <cstdlib>
+#include <limits>
 #include <utility>
 
 namespace tilewise::kernels {
@@ -99,6 +100,12 @@ class JsonReader {
       out->push_back(1.0);
     } else if (word("false")) {
       out->push_back(0.0);
+    } else if (word("Infinity")) {  // Python's json writes non-finite floats so (a one-sided clip bound)
+      out->push_back(std::numeric_limits<double>::infinity());
+    } else if (word("-Infinity")) {
+      out->push_back(-std::numeric_limits<double>::infinity());
+    } else if (word("NaN")) {
+      out->push_back(std::numeric_limits<double>::quiet_NaN());
     } else if ((std::isdigit(static_cast<unsigned char>(peek())) || peek() == '-') && number(&v)) {
       out->push_back(v);
     } else {

@@ -384,9 +384,12 @@ bool logsumexp(const TileCall& call, const Attrs& attrs) {
   });
 }
 
-// lambda i..: Min(k': k' where row[k'] == Max(k: row), else inf): the first maximum's index, partial
-// over k' (a row holding NaN has none: inf, as in the description).
-bool argmax(const TileCall& call, const Attrs& attrs) {
+inline double sticky_min(double m, double v) { return std::isnan(v) || v < m ? v : m; }
+
+// lambda i..: Min(k': k' where row[k'] == Max(k: row) or row[k'] is NaN, else inf): the index torch.argmax
+// returns (the first maximum; the first NaN in a row holding one), partial over k'. argmin alike.
+template <bool kMax>
+bool arg_extremum(const TileCall& call, const Attrs& attrs) {
   if (call.inputs.size() != 1) return false;
   const TileIn& x = call.inputs[0];
   const int nd = static_cast<int>(x.shape.size());
@@ -396,11 +399,11 @@ bool argmax(const TileCall& call, const Attrs& attrs) {
   const int64_t n = x.shape[axis];
   const Span k = call.vars[nd];
   return for_each_row_along(call, x, axis, [n, k](const float* row, int64_t st, float* out) {
-    double m = -std::numeric_limits<double>::infinity();
-    for (int64_t t = 0; t < n; ++t) m = sticky_max(m, row[t * st]);
+    double m = kMax ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
+    for (int64_t t = 0; t < n; ++t) m = kMax ? sticky_max(m, row[t * st]) : sticky_min(m, row[t * st]);
     float best = std::numeric_limits<float>::infinity();
     for (int64_t t = k.lo; t <= k.hi; ++t) {
-      if (row[t * st] == m) {
+      if (row[t * st] == m || std::isnan(row[t * st])) {
         best = static_cast<float>(t);
         break;
       }
@@ -408,6 +411,9 @@ bool argmax(const TileCall& call, const Attrs& attrs) {
     *out = best;
   });
 }
+
+bool argmax(const TileCall& call, const Attrs& attrs) { return arg_extremum<true>(call, attrs); }
+bool argmin(const TileCall& call, const Attrs& attrs) { return arg_extremum<false>(call, attrs); }
 
 // lambda i..: Sum(k': (row[k'] - Sum(k: row) / n)^2) / n: the biased variance, partial over k'.
 bool reduce_var(const TileCall& call, const Attrs& attrs) {
@@ -649,6 +655,58 @@ bool reduce_extremum_grad(const TileCall& call, const Attrs& attrs) {
     for (int64_t k = 0; k < x.shape[a]; ++k) count += row[k * xs[a]] == yv;
     const float xv = row[idx[a] * xs[a]];
     *out++ = static_cast<float>(static_cast<double>(xv == yv) * dv / count);
+    int d = nd - 1;
+    while (d >= 0 && idx[d] == block[d].hi) idx[d] = block[d].lo, --d;
+    if (d < 0) return true;
+    ++idx[d];
+  }
+}
+
+// lambda i..: dy[j] where i[axis] == Min(k: k where x[i with k at axis] == y[j] or is NaN, else inf), else
+// 0; j = i without `axis`: the gradient of torch.max/min(x, dim)'s values (max_dim / min_dim), all of a
+// row's dy to the index torch returns (the first extremum, the first NaN), none to the other ties. The
+// winner is a nested reduction over the whole axis, found once per row of the block.
+bool reduce_first_extremum_grad(const TileCall& call, const Attrs& attrs) {
+  const int64_t axis = attrs.integer("axis", 0);
+  if (!attrs.ok() || call.inputs.size() != 3) return false;
+  const TileIn &dy = call.inputs[0], &x = call.inputs[1], &y = call.inputs[2];
+  const int nd = static_cast<int>(x.shape.size());
+  if (axis < 0 || axis >= nd || !outputs_first(call, nd) || static_cast<int>(call.vars.size()) != nd + 1 ||
+      !nested_full(call, nd) || y.shape.size() != static_cast<size_t>(nd - 1) || dy.shape != y.shape)
+    return false;
+  const int a = static_cast<int>(axis);
+  std::vector<Span> block(call.vars.begin(), call.vars.begin() + nd), whole = block, rest = block;
+  whole[a] = {0, x.shape[a] - 1};
+  rest.erase(rest.begin() + a);
+  if (!in_tensor(x, whole) || !holds(x, whole) || !in_tensor(y, rest) || !holds(y, rest) || !holds(dy, rest))
+    return false;
+  const std::vector<int64_t> xs = region_strides(x);
+  // The winner of each row of the block, in row-major order of `rest`.
+  std::vector<int64_t> winner;
+  std::vector<int64_t> at(nd - 1), first(nd);
+  for (int d = 0; d < nd - 1; ++d) at[d] = rest[d].lo;
+  while (true) {
+    for (int d = 0, e = 0; d < nd; ++d) first[d] = d == a ? 0 : at[e++];
+    const float* row = element(x, first);
+    const float yv = *element(y, at);
+    int64_t w = -1;
+    for (int64_t k = 0; k < x.shape[a] && w < 0; ++k)
+      if (row[k * xs[a]] == yv || std::isnan(row[k * xs[a]])) w = k;
+    winner.push_back(w);
+    int d = nd - 2;
+    while (d >= 0 && at[d] == rest[d].hi) at[d] = rest[d].lo, --d;
+    if (d < 0) break;
+    ++at[d];
+  }
+  std::vector<int64_t> idx(nd), rstride(nd - 1, 1);
+  for (int d = nd - 3; d >= 0; --d) rstride[d] = rstride[d + 1] * rest[d + 1].size();
+  for (int d = 0; d < nd; ++d) idx[d] = block[d].lo;
+  float* out = call.out;
+  while (true) {
+    int64_t r = 0;
+    for (int d = 0, e = 0; d < nd; ++d)
+      if (d != a) at[e] = idx[d], r += (idx[d] - rest[e].lo) * rstride[e], ++e;
+    *out++ = winner[r] == idx[a] ? *element(dy, at) : 0.0f;
     int d = nd - 1;
     while (d >= 0 && idx[d] == block[d].hi) idx[d] = block[d].lo, --d;
     if (d < 0) return true;

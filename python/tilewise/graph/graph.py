@@ -574,8 +574,8 @@ class _GraphLoader:
             if abs(v) > _MAX_ATTR_INT:
                 self.fail(path, f"is {v}; integer attributes may be at most 2^40 in magnitude")
         elif isinstance(v, float):
-            if v != v or v in (float("inf"), float("-inf")):
-                self.fail(path, f"is {v}; expected a finite number")
+            if v != v:  # +-Infinity is a bound (a one-sided clip); NaN no attribute means
+                self.fail(path, "is NaN; expected a number (Infinity and -Infinity allowed)")
         elif isinstance(v, list):
             for j, x in enumerate(v):
                 self.check_attr(f"{path}[{j}]", x, depth + 1)

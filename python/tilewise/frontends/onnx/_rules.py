@@ -214,7 +214,7 @@ def _swish(ctx, n):
 
 @rule("Clip")
 def _clip(ctx, n):
-    """clip (both bounds), relu (min 0), maximum / minimum with a constant (one bound)"""
+    """clip (a missing bound infinite)"""
     x = n.inputs[0]
     if n.opset < 11:
         lo, hi = n.attr("min", -_FLT_MAX), n.attr("max", _FLT_MAX)
@@ -224,13 +224,7 @@ def _clip(ctx, n):
         lo, hi = (None if n.input(k) is None else _bound(ctx, n.input(k), name) for k, name in ((1, "min"), (2, "max")))
     if lo is None and hi is None:
         return x
-    if lo is not None and hi is not None:
-        return ctx.emit(T.clip, x, lo=lo, hi=hi)
-    if lo == 0.0:
-        return ctx.emit(T.relu, x)
-    # One bound: max/min with a one-element constant (clip would need an infinite other bound).
-    bound = Known(np.array([lo if hi is None else hi], np.float32), f"{ctx.node.name}.bound")
-    return binary(ctx, "maximum" if hi is None else "minimum", x, bound)
+    return ctx.emit(T.clip, x, lo=-math.inf if lo is None else lo, hi=math.inf if hi is None else hi)
 
 
 def _bound(ctx, v, name):

@@ -155,22 +155,41 @@ def _gelu(ctx, a):
 
 @rule(aten.hardtanh.default)
 def _hardtanh(ctx, a):
-    """relu6 for (0, 6), else clip"""
+    """relu6 for (0, 6), else hardtanh (gradient 0 at the bounds, as torch's)"""
     lo, hi = float(a.min_val), float(a.max_val)
     if (lo, hi) == (0.0, 6.0):
         return ctx.emit(T.relu6, a.self)
-    return ctx.emit(T.clip, a.self, lo=lo, hi=hi)
+    return ctx.emit(T.hardtanh, a.self, lo=lo, hi=hi)
+
+
+def _clip(ctx, x, lo, hi):
+    """clip to [lo, hi], a missing bound infinite (torch.clamp: gradient dy at the bounds, 0 at NaN)"""
+    if lo is None and hi is None:
+        raise Unsupported("clamp with neither min nor max")
+    for bound in (lo, hi):
+        if bound is not None and ctx.scalar(bound) is None:
+            raise Unsupported("clamp with a tensor bound (only numbers)")
+    lo = -math.inf if lo is None else float(ctx.scalar(lo))
+    hi = math.inf if hi is None else float(ctx.scalar(hi))
+    return ctx.emit(T.clip, x, lo=lo, hi=hi)
 
 
 @rule(aten.clamp.default)
 def _clamp(ctx, a):
-    """clip (both bounds), relu (min=0)"""
-    lo, hi = a.min, a.max
-    if lo is not None and hi is not None:
-        return ctx.emit(T.clip, a.self, lo=float(lo), hi=float(hi))
-    if lo == 0 and hi is None:
-        return ctx.emit(T.relu, a.self)
-    raise Unsupported(f"clamp(min={lo}, max={hi}): only both bounds, or min=0")
+    """clip (a missing bound infinite)"""
+    return _clip(ctx, a.self, a.min, a.max)
+
+
+@rule(aten.clamp_min.default)
+def _clamp_min(ctx, a):
+    """clip to [min, inf)"""
+    return _clip(ctx, a.self, a.min, None)
+
+
+@rule(aten.clamp_max.default)
+def _clamp_max(ctx, a):
+    """clip to (-inf, max]"""
+    return _clip(ctx, a.self, None, a.max)
 
 
 @rule(aten.leaky_relu.default)
@@ -229,8 +248,12 @@ def _with_scalar(ctx, kind, x, s, scalar_first):
             r = ctx.emit(T.reciprocal, x)
             return r if s == 1 else ctx.emit(T.scale, r, alpha=float(s), beta=0.0)
         return ctx.emit(T.scale, x, alpha=1.0 / float(s), beta=0.0)
-    if kind == "maximum" and s == 0:
-        return ctx.emit(T.relu, x)
+    if kind in ("maximum", "minimum"):
+        # A one-element constant, broadcast: torch halves the gradient where x ties with the number
+        # (relu would give 0 there).
+        shape = ctx.shape(x)
+        c = Const.of(torch.full((1,) * len(shape), float(s)))
+        return ctx.emit(_BROADCAST[kind], x, c, a_bcast=_bcast(shape, shape), b_bcast=_bcast(c.shape, shape))
     raise Unsupported(f"{kind} of a tensor and the number {s}")
 
 
@@ -478,6 +501,14 @@ def _reduce(ctx, x, dims, op, keepdim):
     shape = ctx.shape(x)
     if op is T.reduce_mean and len(shape) == 4 and dims == (2, 3):
         y = ctx.emit(T.global_avg_pool2d, x)
+    elif op in (T.reduce_max, T.reduce_min) and 1 < len(dims) < len(shape):
+        # One reduction over the reduced axes made one (moved last), so a tie is split evenly over all
+        # the tied entries as torch.amax's; one axis at a time would split it row by row.
+        kept = tuple(d for d in range(len(shape)) if d not in dims)
+        perm = kept + tuple(sorted(dims))
+        if perm != tuple(range(len(shape))):
+            x = ctx.emit(T.permute, x, perm=perm)
+        y = ctx.emit(op, ctx.view(x, tuple(shape[d] for d in kept) + (prod(shape[d] for d in dims),)), axis=-1)
     else:
         if len(dims) == len(shape) and len(shape) > 1:
             # Reducing every axis: one axis of all the elements.
@@ -499,19 +530,20 @@ def _reduction(op):
 
 rule(aten.sum.dim_IntList, aten.sum.default)(_reduction(T.reduce_sum))
 rule(aten.mean.dim, aten.mean.default)(_reduction(T.reduce_mean))
-rule(aten.amax.default)(_reduction(T.reduce_max))
-rule(aten.amin.default)(_reduction(T.reduce_min))
+rule(aten.amax.default, aten.max.default)(_reduction(T.reduce_max))  # torch splits a tie evenly
+rule(aten.amin.default, aten.min.default)(_reduction(T.reduce_min))
 
 
-@rule(aten.argmax.default)
+@rule(aten.argmax.default, aten.argmin.default)
 def _argmax(ctx, a):
-    """argmax along one axis (float indices)"""
+    """argmax / argmin along one axis (float indices; the first extremum, the first NaN)"""
     shape = ctx.shape(a.self)
     if a.dim is None:
         x, d = ctx.view(a.self, (prod(shape),)), 0
     else:
         x, d = a.self, _axis(a.dim, len(shape))
-    return ctx.view(ctx.emit(T.argmax, x, axis=d), ctx.out_shape)
+    op = T.argmax if ctx.node.target == aten.argmax.default else T.argmin
+    return ctx.view(ctx.emit(op, x, axis=d), ctx.out_shape)
 
 
 class LazyOutputs:
@@ -528,19 +560,18 @@ class LazyOutputs:
 
 @rule(aten.max.dim, aten.min.dim)
 def _max_dim(ctx, a):
-    """(reduce_max, argmax) / (reduce_min, -) along one axis, each made only if used"""
+    """(max_dim, argmax) / (min_dim, argmin) along one axis, each made only if used; the values' gradient
+    goes to the returned index, as torch's"""
     x = a.self
     d = _axis(a.dim, len(ctx.shape(x)))
     is_max = ctx.node.target == aten.max.dim
     vshape, ishape = (tuple(v.shape) for v in ctx.node.meta["val"])
 
     def values(c):
-        return c.view(c.emit(T.reduce_max if is_max else T.reduce_min, x, axis=d), vshape)
+        return c.view(c.emit(T.max_dim if is_max else T.min_dim, x, axis=d), vshape)
 
     def indices(c):
-        if not is_max:
-            raise Unsupported("the indices of min along an axis (no argmin op)")
-        return c.view(c.emit(T.argmax, x, axis=d), ishape)
+        return c.view(c.emit(T.argmax if is_max else T.argmin, x, axis=d), ishape)
     return LazyOutputs(values, indices)
 
 
