@@ -4,7 +4,8 @@ For each model: plans at 1 and 2 devices (several planners, and ``--random`` ran
 plans: TensorOpt Table 2 samples strategies at random) compiled and run, and the ops measured on one
 device (``tw.measure_ops``), in ``--rounds`` interleaved rounds of ``--steps`` steps per plan (the
 medians over the rounds: this machine's speed drifts over seconds), then predicted
-by the simulator on the "this-machine" cluster, with and without the op measurements. Reported:
+by the simulator on the "this-machine" cluster, with the op measurements (each plan's shares timed
+alone: ``tw.measure_ops(g, plans=...)``), with them but the shares scaled by work, and without them. Reported:
 the step-time error and its sign, the peak-memory error, the per-op error (median over the compute
 instructions of one profiled plan), and beside them the old estimate (busiest device's FLOPs at the
 GEMM rate + bytes at the copy bandwidth: the bytes/bandwidth model TensorOpt §3.2 measured 74.8 %
@@ -55,7 +56,7 @@ def measure_interleaved(g, plans, steps: int, rounds: int):
     samples: list[list[float]] = [[] for _ in plans]
     op_rounds = []
     for _ in range(rounds):
-        op_rounds.append(tw.measure_ops(g))
+        op_rounds.append(tw.measure_ops(g, plans=[plan for _, plan in plans if plan.devices > 1]))
         for k, exe in enumerate(exes):
             samples[k] += exe.time_steps(feeds, steps, 1)  # one step to bring its data back into the caches
     out = [(statistics.median(ts), list(exe._core.stats.peak_bytes)) for ts, exe in zip(samples, exes, strict=True)]
@@ -147,19 +148,23 @@ def main() -> None:
         measured, op_times = measure_interleaved(g, plans, args.steps, args.rounds)
         print(f"\n{label}: {len(g.ops)} ops; {len(plans)} plans and the op times measured in {args.rounds} "
               f"interleaved rounds of {args.steps} steps in {time.perf_counter() - t0:.1f} s")
-        print(f"  {'plan':24s} {'measured':>9s} {'predicted':>9s} {'err':>7s} {'no op t.':>9s} {'err':>7s} "
-              f"{'old est.':>9s} {'err':>7s} {'memory err':>10s}")
+        by_work = tw.OpTimes(op_times.ops, op_times.cluster)  # the shares scaled by work alone
+        print(f"  {'plan':24s} {'measured':>9s} {'predicted':>9s} {'err':>7s} {'by work':>9s} {'err':>7s} "
+              f"{'no op t.':>9s} {'err':>7s} {'old est.':>9s} {'err':>7s} {'memory err':>10s}")
         for (plan_name, plan), (m, mem) in zip(plans, measured, strict=True):
-            with_t = plan.predict(cluster.with_devices(max(plan.devices, 1)) if plan.devices != 2 else cluster,
-                                  op_times=op_times)
-            without = plan.predict(cluster.with_devices(plan.devices) if plan.devices != 2 else cluster)
+            on = cluster.with_devices(max(plan.devices, 1)) if plan.devices != 2 else cluster
+            with_t = plan.predict(on, op_times=op_times)
+            work_t = plan.predict(on, op_times=by_work)
+            without = plan.predict(on)
             old = old_estimate(plan, cluster)
             mem_err = max(abs(p - q) / q for p, q in zip(with_t.memory_per_device, mem, strict=True))
             row = dict(model=name, plan=plan_name, devices=plan.devices, measured=m, predicted=with_t.step_seconds,
+                       predicted_shares_by_work=work_t.step_seconds,
                        predicted_without_op_times=without.step_seconds, old_estimate=old, memory_error=mem_err)
             (table2 if "random" in plan_name else rows).append(row)
             print(f"  {plan_name:24s} {m * 1e3:8.2f}m {with_t.step_seconds * 1e3:8.2f}m "
-                  f"{err(with_t.step_seconds, m):+7.1%} {without.step_seconds * 1e3:8.2f}m "
+                  f"{err(with_t.step_seconds, m):+7.1%} {work_t.step_seconds * 1e3:8.2f}m "
+                  f"{err(work_t.step_seconds, m):+7.1%} {without.step_seconds * 1e3:8.2f}m "
                   f"{err(without.step_seconds, m):+7.1%} {old * 1e3:8.2f}m "
                   f"{err(old, m):+7.1%} {mem_err:10.2%}", flush=True)
         tofu = dict(plans)["2 dev tofu"]
@@ -174,10 +179,12 @@ def main() -> None:
                 continue
             e = [err(r["predicted"], r["measured"]) for r in rs]
             e0 = [err(r["predicted_without_op_times"], r["measured"]) for r in rs]
+            ew = [err(r["predicted_shares_by_work"], r["measured"]) for r in rs]
             eo = [err(r["old_estimate"], r["measured"]) for r in rs]
             under = sum(x < 0 for x in e)
             print(f"  {name:12s} {label:9s} {len(rs):3d} plans: with op times {statistics.mean(map(abs, e)):6.1%} "
-                  f"({under} under), profile only {statistics.mean(map(abs, e0)):6.1%}, old estimate "
+                  f"({under} under), shares by work {statistics.mean(map(abs, ew)):6.1%} "
+                  f"({sum(x < 0 for x in ew)} under), profile only {statistics.mean(map(abs, e0)):6.1%}, old estimate "
                   f"{statistics.mean(map(abs, eo)):6.1%}; memory max error "
                   f"{max(r['memory_error'] for r in rs):.2%}")
     mpi_rows = run_mpi(names, args.steps * args.rounds) if args.mpi else []

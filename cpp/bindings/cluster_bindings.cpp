@@ -18,6 +18,8 @@ using namespace tilewise::sim;
 
 void bind_cluster(py::module_& m) {
   m.def("kernel_kinds", &kernel_kinds, "The kernel kinds a device profile prices, in table order.");
+  m.def("cached_kernel_kinds", &cached_kernel_kinds,
+        "Kinds a profile may add: copies, combines and sends from a source in the last-level cache.");
 
   py::class_<Profile>(m, "Profile", "A quantity measured at sizes, interpolated linearly in log2(size).")
       .def(py::init<>())

@@ -72,9 +72,11 @@ void bind_exec(py::module_& m) {
         py::call_guard<py::gil_scoped_release>(),
         "One-way seconds per message of `bytes` between two in-process devices (ping-pong, median of runs).");
   m.def("box_copy_seconds", &box_copy_seconds, py::arg("bytes"), py::arg("strided"), py::arg("combine"),
-        py::arg("repeats"), py::arg("run") = 128, py::arg("cold") = false, py::call_guard<py::gil_scoped_release>(),
+        py::arg("repeats"), py::arg("run") = 128, py::arg("cold") = false, py::arg("warm_source") = false,
+        py::call_guard<py::gil_scoped_release>(),
         "Seconds of one box copy (or combine) of `bytes`: contiguous, or runs of `run` floats (half the columns "
-        "of rows of 2 * run); `cold`: both buffers evicted from the caches before each.");
+        "of rows of 2 * run); `cold`: both buffers evicted from the caches before each; `warm_source`: the "
+        "source read back into them after that.");
   m.def("parallel_copy_rate", &parallel_copy_rate, py::arg("threads"), py::arg("bytes"), py::arg("repeats"),
         py::call_guard<py::gil_scoped_release>(),
         "Bytes per second (read + written) of `threads` threads copying their own buffers at once.");

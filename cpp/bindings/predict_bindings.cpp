@@ -5,11 +5,14 @@
 
 #include <stdexcept>
 #include <string>
+#include <tuple>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "bindings/bindings.h"
 #include "exec/lowering.h"
+#include "exec/share_timing.h"
 #include "partition/plan.h"
 #include "sim/program_sim.h"
 
@@ -21,11 +24,14 @@ using sim::Prediction;
 
 namespace {
 
-sim::OpScales measured_ops(std::vector<double> seconds, std::vector<double> work) {
-  if (seconds.size() != work.size())
+using Shares = std::vector<std::unordered_map<std::string, double>>;
+
+sim::OpScales measured_ops(std::vector<double> seconds, std::vector<double> work, Shares shares) {
+  if (seconds.size() != work.size() || (!shares.empty() && shares.size() != seconds.size()))
     throw std::invalid_argument("op times: " + std::to_string(seconds.size()) + " seconds but " +
-                                std::to_string(work.size()) + " work figures");
-  return sim::OpScales{std::move(seconds), std::move(work)};
+                                std::to_string(work.size()) + " work figures and " + std::to_string(shares.size()) +
+                                " share tables");
+  return sim::OpScales{std::move(seconds), std::move(work), std::move(shares)};
 }
 
 }  // namespace
@@ -58,16 +64,29 @@ void bind_predict(py::module_& m) {
   m.def(
       "simulate_plan",
       [](const graph::Graph& g, const partition::Plan& plan, const sim::Cluster& cluster, std::vector<int> keep,
-         std::vector<double> op_seconds, std::vector<double> op_work, bool keep_tasks) {
+         std::vector<double> op_seconds, std::vector<double> op_work, Shares op_shares, bool keep_tasks) {
         const exec::Lowered low = exec::lower(g, plan, keep);
-        const sim::OpScales s = measured_ops(std::move(op_seconds), std::move(op_work));
+        const sim::OpScales s = measured_ops(std::move(op_seconds), std::move(op_work), std::move(op_shares));
         return sim::simulate_programs(g, low, cluster, s.seconds.empty() ? nullptr : &s, keep_tasks);
       },
       py::arg("graph"), py::arg("plan"), py::arg("cluster"), py::arg("keep"), py::arg("op_seconds"),
-      py::arg("op_work"), py::arg("keep_tasks") = true, py::call_guard<py::gil_scoped_release>(),
+      py::arg("op_work"), py::arg("op_shares") = Shares{}, py::arg("keep_tasks") = true,
+      py::call_guard<py::gil_scoped_release>(),
       "Lowers the plan (keeping `keep` after the step, as the executable does) and simulates one step of its "
       "programs on the cluster; `op_seconds`/`op_work`: per op, measured at full size on one device (empty: "
-      "the kernel model alone; seconds <= 0: that op unmeasured).");
+      "the kernel model alone; seconds <= 0: that op unmeasured); `op_shares`: per op, {share signature: "
+      "its timed seconds over the whole op's} (empty: shares scaled by work).");
+  m.def(
+      "time_shares",
+      [](const graph::Graph& g, const partition::Plan& plan, int repeats) {
+        const exec::Lowered low = exec::lower(g, plan);
+        std::vector<std::tuple<int, std::string, double>> out;
+        for (auto& t : exec::time_shares(g, low, repeats)) out.emplace_back(t.op, std::move(t.signature), t.seconds);
+        return out;
+      },
+      py::arg("graph"), py::arg("plan"), py::arg("repeats") = 5, py::call_guard<py::gil_scoped_release>(),
+      "Every distinct share of the plan's ops timed as its native kernel runs it alone (exec::time_shares): "
+      "(op id, share signature, median seconds).");
   m.def(
       "predicted_peak_memory",
       [](const graph::Graph& g, const partition::Plan& plan, std::vector<int> keep) {

@@ -112,7 +112,7 @@ void bind_swapped(py::module_& m) {
         if (op_seconds.size() != op_work.size())
           throw std::invalid_argument("op times: " + std::to_string(op_seconds.size()) + " seconds but " +
                                       std::to_string(op_work.size()) + " work figures");
-        const sim::OpScales s{std::move(op_seconds), std::move(op_work)};
+        const sim::OpScales s{std::move(op_seconds), std::move(op_work), {}};  // one device: no shares to time
         return sim::simulate_programs(g, e.lowered().low, cluster, s.seconds.empty() ? nullptr : &s, keep_tasks);
       },
       py::arg("graph"), py::arg("executable"), py::arg("cluster"), py::arg("op_seconds"), py::arg("op_work"),

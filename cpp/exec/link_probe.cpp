@@ -46,7 +46,8 @@ double mailbox_one_way_seconds(int64_t bytes, int rounds, int repeats) {
 
 namespace tilewise::exec {
 
-double box_copy_seconds(int64_t bytes, bool strided, bool combine, int repeats, int64_t run, bool cold) {
+double box_copy_seconds(int64_t bytes, bool strided, bool combine, int repeats, int64_t run, bool cold,
+                        bool warm_source) {
   using Clock = std::chrono::steady_clock;
   if (run < 1) throw std::invalid_argument("box_copy_seconds: run must be >= 1 float, got " + std::to_string(run));
   const int64_t n = std::max<int64_t>(1, bytes / 4);
@@ -62,8 +63,14 @@ double box_copy_seconds(int64_t bytes, bool strided, bool combine, int repeats, 
   // Cold: both buffers evicted from the caches first (a step's copies read tensors written many ops
   // before), by writing a buffer larger than any last-level cache.
   std::vector<float> evict(cold ? size_t{32} << 20 : 0);
+  volatile float sink = 0;
   auto flush = [&] {
     for (size_t i = 0; i < evict.size(); i += 16) evict[i] += 1.0f;
+    if (warm_source) {
+      float sum = 0;
+      for (size_t i = 0; i < src.size(); i += 16) sum += src[i];  // one read per cache line
+      sink = sum;
+    }
   };
   once();
   std::vector<double> runs;

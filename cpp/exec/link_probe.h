@@ -18,8 +18,10 @@ double mailbox_one_way_seconds(int64_t bytes, int rounds, int repeats);
 /// Seconds of one copy_box (or combine_box with `combine`) of `bytes` from a buffer twice as wide:
 /// `strided` copies half the columns of a 2-D buffer (runs of `run` floats out of rows of 2 * `run`),
 /// else one contiguous run. Median of `repeats` after a warm-up; `cold`: both buffers evicted from the
-/// caches before each (128 MiB written).
-double box_copy_seconds(int64_t bytes, bool strided, bool combine, int repeats, int64_t run = 128, bool cold = false);
+/// caches before each (128 MiB written); `warm_source` (with `cold`): the source read back into the
+/// caches after that (a tensor just computed, copied into a buffer not touched for a while).
+double box_copy_seconds(int64_t bytes, bool strided, bool combine, int repeats, int64_t run = 128, bool cold = false,
+                        bool warm_source = false);
 
 /// Bytes per second (read + written) of `threads` threads each copying its own `bytes`-sized
 /// buffer at the same time, all together (the best of `repeats`).

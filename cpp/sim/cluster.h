@@ -22,6 +22,13 @@ inline const std::vector<std::string>& kernel_kinds() {
   return kinds;
 }
 
+/// Kinds a profile may add (calibration does): a copy, combine or send whose source the simulator's
+/// reuse distance puts in the last-level cache. Where a profile lacks one, the plain kind prices it.
+inline const std::vector<std::string>& cached_kernel_kinds() {
+  static const std::vector<std::string> kinds = {"copy_cached", "combine_cached", "send_cached"};
+  return kinds;
+}
+
 /// A quantity measured at sizes: `values[i]` at `sizes[i]` (sizes ascending, positive).
 struct Profile {
   std::vector<double> sizes;
@@ -51,7 +58,10 @@ struct DeviceProfile {
   /// Kernel kinds (kernels::kernel_kind): "gemm", "conv", "elementwise", "reduction", "norm",
   /// "layout", "embedding", "interpreter" (ops without a native kernel: work = FLOPs), "copy"
   /// (box copies of the runtime; a received message unpacked), "combine" (adding partials),
-  /// "send" (a message packed and handed over: a copy plus the hand-over's fixed cost).
+  /// "send" (a message packed and handed over: a copy plus the hand-over's fixed cost); optionally
+  /// "copy_cached", "combine_cached", "send_cached": the same from a source in the last-level cache
+  /// (the simulator's reuse distance says so) into a destination out of it (calibration measures
+  /// copies of 1 MiB and more both ways; below that the suite's copies, which run warm, price both).
   std::map<std::string, KernelRate> kernels;
   /// Whether a device's compute and copy streams run at the same time (a GPU) or one worker runs
   /// its program in order (a CPU device of the thread or MPI executor).

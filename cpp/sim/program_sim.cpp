@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "exec/arena.h"
+#include "exec/share_timing.h"
 #include "kernels/cpu/tile_kernels.h"
 
 namespace tilewise::sim {
@@ -114,14 +115,35 @@ std::vector<double> reuse_distances(const exec::Program& prog) {
 
 namespace {
 
-// The seconds of an instruction already priced as `p` (a measured op: its share by size_cost).
-double priced_seconds(const Priced& p, const exec::Instr& in, const Cluster& cluster, const OpScales* scales) {
+// The seconds of an instruction already priced as `p` (a measured op: its share by its timed ratio
+// when `share_ratio` > 0, else by size_cost).
+double priced_seconds(const Priced& p, const exec::Instr& in, const Cluster& cluster, const OpScales* scales,
+                      double share_ratio = 0) {
   if (p.kind.empty()) return 0;
   if (scales && in.kind == InstrKind::kCompute && in.op >= 0 && static_cast<size_t>(in.op) < scales->seconds.size() &&
-      scales->seconds[in.op] > 0 && scales->work[in.op] > 0)
+      scales->seconds[in.op] > 0 && scales->work[in.op] > 0) {
+    if (share_ratio > 0) return scales->seconds[in.op] * share_ratio;
     return scales->seconds[in.op] * size_cost(cluster.device, p.kind, p.work) /
            size_cost(cluster.device, p.kind, scales->work[in.op]);
+  }
   return cluster.device.kernel_seconds(p.kind, p.work);
+}
+
+// Per device, per op: the timed ratio of its share (OpScales::shares), 0 where none was timed.
+std::vector<std::vector<double>> share_ratios(const exec::Lowered& low, const OpScales* scales) {
+  std::vector<std::vector<double>> out(static_cast<size_t>(low.devices));
+  if (!scales || scales->shares.empty()) return out;
+  for (auto& row : out) row.assign(scales->shares.size(), 0.0);
+  for (const exec::OpPlan& op : low.ops) {
+    if (op.op < 0 || static_cast<size_t>(op.op) >= scales->shares.size() || scales->shares[op.op].empty()) continue;
+    const auto& timed = scales->shares[op.op];
+    for (size_t d = 0; d < op.devices.size() && d < out.size(); ++d) {
+      if (!op.devices[d].active) continue;
+      auto it = timed.find(exec::share_signature(op.devices[d]));
+      if (it != timed.end()) out[d][op.op] = it->second;
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -253,6 +275,7 @@ Prediction simulate_programs(const graph::Graph& g, const exec::Lowered& low, co
   std::unordered_map<int64_t, std::pair<int, int>> send_of;  // tag -> (task, device)
   std::vector<std::pair<int, int64_t>> recvs;                // (task, tag)
   const double cache_share = cluster.cache_bytes / std::max(1, std::min(n, cluster.devices_per_machine));
+  const std::vector<std::vector<double>> ratios = share_ratios(low, scales);
   for (int d = 0; d < n; ++d) {
     const auto& prog = low.programs[d];
     const std::vector<double> distance = share_memory && cache_share > 0 ? reuse_distances(prog)
@@ -289,7 +312,13 @@ Prediction simulate_programs(const graph::Graph& g, const exec::Lowered& low, co
       }
       Priced p = price(g, in, cluster.device);
       const bool in_cache = distance[k] + static_cast<double>(in.bytes) <= cache_share;
-      Task t = busy_task(priced_seconds(p, in, cluster, scales), stream, d, p, in_cache);
+      if (in_cache && in.kind != InstrKind::kCompute && !p.kind.empty() &&
+          cluster.device.kernels.count(p.kind + "_cached"))
+        p.kind += "_cached";  // its source in the cache: a large copy runs faster than from memory
+      const double ratio = in.kind == InstrKind::kCompute && in.op >= 0 && static_cast<size_t>(in.op) < ratios[d].size()
+                                ? ratios[d][in.op]
+                                : 0.0;
+      Task t = busy_task(priced_seconds(p, in, cluster, scales, ratio), stream, d, p, in_cache);
       ti.kernel = p.kind, ti.work = p.work, ti.bytes = in.bytes;
       ti.kind = in.kind == InstrKind::kCompute ? "compute"
                 : in.kind == InstrKind::kSend  ? "send"

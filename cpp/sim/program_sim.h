@@ -22,6 +22,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "exec/lowering.h"
@@ -47,8 +48,14 @@ struct TaskInfo {
 /// seconds_full x g(work) / g(work_full), with g(w) = a + w / R from its kind's profile (a: the
 /// time of the profile's smallest call, R: its highest rate): the op keeps what it measured, and
 /// only a share small enough for per-call costs to matter gets relatively slower.
+///
+/// `shares` (per op; may be empty) holds what tw.measure_ops(graph, plans=...) timed of a plan's shares:
+/// per share signature (exec::share_signature), the share's kernel time over the whole op's, both
+/// timed alone. A share found there takes seconds_full x that ratio instead (a GEMM share's packing,
+/// the kernel a share's shape picks: what g cannot know).
 struct OpScales {
   std::vector<double> seconds, work;
+  std::vector<std::unordered_map<std::string, double>> shares;
 };
 
 /// A simulated step.

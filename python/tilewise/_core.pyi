@@ -1,6 +1,6 @@
 """Type stub of the C++ extension tilewise._core (conversion layer; see cpp/bindings)."""
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -365,7 +365,8 @@ class Program:
     def instructions(self) -> list[tuple[str, str, str, str, int, int]]: ...
 
 def box_copy_seconds(
-    bytes: int, strided: bool, combine: bool, repeats: int, run: int = 128, cold: bool = False
+    bytes: int, strided: bool, combine: bool, repeats: int, run: int = 128, cold: bool = False,
+    warm_source: bool = False,
 ) -> float: ...
 def parallel_copy_rate(threads: int, bytes: int, repeats: int) -> float: ...
 def mailbox_one_way_seconds(bytes: int, rounds: int, repeats: int) -> float: ...
@@ -432,6 +433,7 @@ class Executable:
 # ----- sim: the cluster description (cpp/sim/cluster.h) -----
 
 def kernel_kinds() -> list[str]: ...
+def cached_kernel_kinds() -> list[str]: ...
 
 class Profile:
     sizes: list[float]
@@ -535,7 +537,9 @@ class Prediction:
     def tasks(self) -> list[tuple[int, float, float, int, int, int, str, str, float, int]]: ...
 
 def simulate_plan(graph: Graph, plan: Plan, cluster: Cluster, keep: Sequence[int], op_seconds: Sequence[float],
-                  op_work: Sequence[float], keep_tasks: bool = True) -> Prediction: ...
+                  op_work: Sequence[float], op_shares: Sequence[Mapping[str, float]] = ...,
+                  keep_tasks: bool = True) -> Prediction: ...
+def time_shares(graph: Graph, plan: Plan, repeats: int = 5) -> list[tuple[int, str, float]]: ...
 def predicted_peak_memory(graph: Graph, plan: Plan, keep: Sequence[int]) -> list[int]: ...
 
 # ----- swap: SwapAdvisor's planner, simulation and searches (cpp/swap) -----

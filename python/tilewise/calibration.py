@@ -38,8 +38,9 @@ from .plan.plan import Plan
 from .sim.cluster import register_this_machine
 
 FORMAT = "tilewise-calibration"
-VERSION = 5  # 2: the host link (swapped execution's copies); 3: large copies measured cold; 4: the host
-#             link capped at the streaming rate, others_busy; 5: the last-level cache, paired bus ratios
+VERSION = 6  # 2: the host link (swapped execution's copies); 3: large copies measured cold; 4: the host
+#             link capped at the streaming rate, others_busy; 5: the last-level cache, paired bus ratios;
+#             6: copies from a cached source ("*_cached")
 # Kinds priced per FLOP (the others per byte read and written): as cpp/sim/program_sim.cpp.
 FLOP_KINDS = ("gemm", "conv", "interpreter")
 _STEPS = 3
@@ -278,18 +279,28 @@ def measure(*, quick: bool = False, progress: bool = False) -> dict:
     # 1-64 MiB (the suite's messages are smaller), from buffers out of the caches: in a step, a copy
     # this large reads a tensor written many ops before (measured: a 4 MiB copy inside a step runs at
     # the cold rate, 5-9 GB/s here, not the 30-48 GB/s of the same copy repeated).
+    # The same copies from a source in the caches into a destination out of them ("*_cached": a tensor
+    # just computed, copied into a buffer not touched for a while; the simulator picks these where its
+    # reuse distance says the source is cached). Measured: the 2 MiB halves of a data-parallel MLP's
+    # gradients, copied right after their GEMM, ran at 8-24 GB/s, priced at 7.6 from memory.
     large: dict[str, list[tuple[float, float]]] = defaultdict(list)
     for kind, factor in (("copy", 2.0), ("combine", 3.0)):
-        for e in (20, 22, 24, 26):
-            seconds = statistics.median(_core.box_copy_seconds(2**e, strided, kind == "combine", 3, cold=True)
-                                        for strided in (False, True))
-            large[kind].append((factor * 2**e, seconds))
-    large["send"] = large["copy"]
+        for cached in (False, True):
+            for e in (20, 22, 24, 26):
+                seconds = statistics.median(_core.box_copy_seconds(2**e, strided, kind == "combine", 3, cold=True,
+                                                                   warm_source=cached)
+                                            for strided in (False, True))
+                large[kind + ("_cached" if cached else "")].append((factor * 2**e, seconds))
+    large["send"], large["send_cached"] = large["copy"], large["copy_cached"]
     kernels = {}
     for kind, pts in sorted(samples.items()):
         sizes, rates = fit_copies(pts, large[kind]) if kind in ("copy", "send", "combine") else fit_rates(pts)
         if sizes:
             kernels[kind] = {"sizes": sizes, "rates": rates, "overhead": 0.0, "samples": len(pts)}
+        if kind in ("copy", "send", "combine"):
+            sizes, rates = fit_copies(pts, large[kind + "_cached"])
+            if sizes:
+                kernels[kind + "_cached"] = {"sizes": sizes, "rates": rates, "overhead": 0.0, "samples": len(pts)}
     # The in-process link: ping-pong through the mailbox communicator (packing included: the
     # simulator prices packing and unpacking as copies, so the link keeps the latency alone).
     latency = _core.mailbox_one_way_seconds(4, 2000, 5)
@@ -531,10 +542,13 @@ def _mpi_link(profile: dict, device):
     return Link("intra", bandwidth=bandwidth, latency=latency, duplex=True, shared=False)
 
 
-def measure_ops(graph: Graph, *, steps: int = 7, warmup: int = 2):
+def measure_ops(graph: Graph, *, plans=(), steps: int = 7, warmup: int = 2, share_repeats: int = 5):
     """``tw.OpTimes``: every op of ``graph`` timed on one device of this machine, in the median one of
     ``steps`` profiled steps (so the ops add up to a step as it is measured: the median of several),
-    with the kernel kind and work that price it."""
+    with the kernel kind and work that price it. ``plans``: each plan's shares (every device's part of
+    every op with a native kernel) are timed as their kernels run them alone, ``share_repeats`` times
+    each (the median), beside the whole ops timed the same way; the simulator prices a share at the
+    op's measured seconds times that ratio (``OpTimes.shares``)."""
     from .sim.op_times import OpTimes
 
     kinds = _core.native_kernel_kinds()
@@ -549,7 +563,27 @@ def measure_ops(graph: Graph, *, steps: int = 7, warmup: int = 2):
         entry = ops.setdefault(op.name, [0.0, kind, 0.0])
         entry[0] += seconds
         entry[2] += instruction_work(kind, ins)
-    return OpTimes({k: tuple(v) for k, v in ops.items()}, "this-machine")
+    shares = _time_shares(graph, list(plans), share_repeats) if plans else {}
+    return OpTimes({k: tuple(v) for k, v in ops.items()}, "this-machine",
+                   {k: v for k, v in shares.items() if k in ops})
+
+
+def _time_shares(graph: Graph, plans, repeats: int) -> dict[str, dict[str, float]]:
+    """Per op name: {share signature: share seconds / whole seconds}, every share of ``plans`` and the
+    whole op timed alone (exec/share_timing.h)."""
+    if repeats < 1:
+        raise ValueError(f"measure_ops: share_repeats must be >= 1, got {repeats}")
+    for plan in plans:
+        if not isinstance(plan, Plan) or (plan.graph is not graph and
+                                          [o.name for o in plan.graph.ops] != [o.name for o in graph.ops]):
+            raise ValueError("measure_ops: plans must be tw.Plan objects of this graph")
+    whole = {op: seconds for op, _, seconds in _core.time_shares(graph._g, Plan.one_device(graph)._core, repeats)}
+    out: dict[str, dict[str, float]] = {}
+    for plan in plans:
+        for op, sig, seconds in _core.time_shares(graph._g, plan._core, repeats):
+            if op in whole and whole[op] > 0:
+                out.setdefault(graph.ops[op].name, {})[sig] = seconds / whole[op]
+    return out
 
 
 register_this_machine(lambda devices: this_machine(devices))

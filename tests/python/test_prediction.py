@@ -165,7 +165,7 @@ def test_predicted_step_within_ten_percent_on_this_machine(build):
         busy = _others_busy()
         if busy > 0.25:
             pytest.skip(f"other processes use {busy:.2f} cores: step times here are not this machine's")
-        op_times = tw.measure_ops(g)
+        op_times = tw.measure_ops(g, plans=plans[1:])
         ok = True
         for plan in plans:
             first, second = _measured(g, plan), _measured(g, plan)
@@ -251,6 +251,50 @@ def test_stored_profile_says_how_busy_the_machine_was():
         assert "other processes" in tw.Cluster.preset("this-machine", devices=2).source
 
 
+def test_each_plans_shares_are_timed_beside_the_whole_op():
+    g = _mlp()
+    plan = tw.partition(g, devices=2, algorithm="data_parallel")
+    t = tw.measure_ops(g, plans=[plan], share_repeats=2)
+    native = {op.name for op in g.ops if op.op.kernel}
+    assert set(t.shares) == native  # every op with a kernel: one batch half each, on both devices
+    for name, table in t.shares.items():
+        assert len(table) == 1, name
+        assert all(0 < r < 10 for r in table.values()), (name, table)
+    assert "shares timed" in repr(t)
+    back = tw.OpTimes.from_dict(t.to_dict())
+    assert back.shares == t.shares and back.ops == t.ops
+    with pytest.raises(ValueError, match="plans must be tw.Plan objects of this graph"):
+        tw.measure_ops(g, plans=[tw.partition(_transformer(), devices=2)])
+    with pytest.raises(ValueError, match="share_repeats must be >= 1"):
+        tw.measure_ops(g, plans=[plan], share_repeats=0)
+
+
+def test_a_timed_share_prices_its_instruction_at_the_ops_seconds_times_its_ratio():
+    g = _mlp()
+    plan = tw.partition(g, devices=2, algorithm="data_parallel")
+    base = tw.OpTimes({op.name: (1e-3, "gemm" if op.type == "linear" else "elementwise", 1e6) for op in g.ops})
+    linear = next(op for op in g.ops if op.type == "linear")
+    sig = next(iter(tw.measure_ops(g, plans=[plan], share_repeats=1).shares[linear.name]))
+    timed = tw.OpTimes(base.ops, base.cluster, {linear.name: {sig: 3.0}})
+    cluster = tw.Cluster.preset("this-machine", devices=2)
+    by_work = plan.predict(cluster, op_times=base).instruction_seconds()
+    with_share = plan.predict(cluster, op_times=timed).instruction_seconds()
+    ids = {i for i, op in enumerate(g.ops) if op.name == linear.name}
+    pred = plan.predict(cluster, op_times=timed)
+    shares = {(d, i) for _, _, _, d, i, op, kind, *_ in pred._tasks if kind == "compute" and op in ids}
+    assert len(shares) == 2  # the op's share on each device
+    for key, seconds in with_share.items():
+        if key in shares:
+            assert seconds == pytest.approx(3e-3, rel=1e-12)
+            assert by_work[key] != pytest.approx(3e-3, rel=1e-3)
+        else:  # every other instruction priced as before
+            assert seconds == pytest.approx(by_work[key], rel=1e-12)
+    with pytest.raises(ValueError, match="finite ratio > 0"):
+        tw.OpTimes(base.ops, base.cluster, {linear.name: {sig: 0.0}})
+    with pytest.raises(ValueError, match="measured op"):
+        tw.OpTimes(base.ops, base.cluster, {"nope": {sig: 1.0}})
+
+
 def test_op_times_median_over_rounds():
     a = tw.OpTimes({"x": (1.0, "gemm", 10.0), "y": (4.0, "copy", 2.0)})
     b = tw.OpTimes({"x": (3.0, "gemm", 10.0), "y": (2.0, "copy", 2.0)})
@@ -298,3 +342,27 @@ def test_calls_on_cached_data_do_not_share_the_memory_bus():
     assert cached <= tiny <= shared       # a 1 MiB cache holds a few of them
     own = tw.Cluster("own", 2, device=device, intra=link).with_devices(2)
     assert cached == pytest.approx(plan.predict(own).step_seconds)  # as if each had its own memory
+
+
+def test_copies_from_a_cached_source_take_the_cached_kinds_rate():
+    # A copy, send or combine whose source the reuse distance puts in the last-level cache is priced at
+    # the profile's "*_cached" kind where it has one (calibration measures those), else as before.
+    g = tw.models.mlp(layers=2, hidden=1024, batch=512)
+    plan = tw.partition(g, devices=2, algorithm="data_parallel")
+    plain = tw.DeviceProfile.roofline("core", 0, 1e11, 1e10)
+    kernels = dict(plain.kernels) | {k: (1e12, 0.0) for k in ("copy_cached", "send_cached", "combine_cached")}
+    cached = tw.DeviceProfile("core", 0, kernels)
+    link = tw.Link("in-process", 1e13, latency=1e-6)
+
+    def prediction(device, cache_bytes):
+        c = tw.Cluster("bus", 2, device=device, intra=link, memory_concurrency=1.0, cache_bytes=cache_bytes)
+        return plan.predict(c)
+
+    base, fast, out_of_cache = prediction(plain, 2**40), prediction(cached, 2**40), prediction(cached, 0)
+    assert fast.step_seconds < base.step_seconds
+    assert out_of_cache.step_seconds == pytest.approx(prediction(plain, 0).step_seconds)  # nothing cached
+    kinds = {t[7] for t in fast._tasks if t[6] in ("copy", "send", "recv", "combine")}
+    assert kinds & {"copy_cached", "send_cached", "combine_cached"}
+    assert not kinds & {"copy_cached", "send_cached", "combine_cached"} - set(kernels)
+    with pytest.raises(ValueError, match="not a kernel kind"):
+        tw.DeviceProfile("core", 0, kernels | {"copy_warm": 1e9})

@@ -152,7 +152,8 @@ class SwapExecutable(Executable):
         c = resolve_cluster(cluster, 1)
         names = [op.name for op in self.graph.ops]
         return simulate_lowered(
-            lambda core, seconds, work: _core.simulate_swapped(self.graph._g, self._core, core, seconds, work),
+            lambda core, seconds, work, _shares: _core.simulate_swapped(self.graph._g, self._core, core, seconds,
+                                                                       work),  # one device: shares are whole ops
             c, names, op_times)
 
     def __repr__(self):

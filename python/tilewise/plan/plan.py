@@ -216,7 +216,8 @@ class Plan:
         keep = [t.id for t in self.graph.results().values()]
         names = [op.name for op in self.graph.ops]
         return simulate_lowered(
-            lambda core, seconds, work: _core.simulate_plan(self.graph._g, self._core, core, keep, seconds, work),
+            lambda core, seconds, work, shares: _core.simulate_plan(self.graph._g, self._core, core, keep, seconds,
+                                                                   work, shares),
             c, names, op_times)
 
     def evaluate(self) -> PlanCost:

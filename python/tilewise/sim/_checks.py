@@ -19,6 +19,8 @@ from .._util import did_you_mean, json_kind, short_repr
 
 #: Kernel kinds a device profile prices (cpp/sim/cluster.h), in table order.
 KERNEL_KINDS: tuple[str, ...] = tuple(_core.kernel_kinds())
+#: Kinds a profile may add (calibration does): copies from a source in the last-level cache.
+CACHED_KINDS: tuple[str, ...] = tuple(_core.cached_kernel_kinds())
 #: Kinds whose work is FLOPs; the others' work is bytes read and written.
 FLOP_KINDS = ("gemm", "conv", "interpreter")
 #: Device counts a cluster may have (the planners' limit, tilewise.plan).
@@ -135,9 +137,9 @@ class Checker:
         if not isinstance(kind, str):
             self.fail(path, f"the kernel kind {short_repr(kind)} is {self.kind_of(kind)}; expected one of "
                       f"{', '.join(KERNEL_KINDS)}", self.type_error)
-        if kind not in KERNEL_KINDS:
-            self.fail(path, f"{kind!r} is not a kernel kind{did_you_mean(kind, KERNEL_KINDS)}; expected one of "
-                      f"{', '.join(KERNEL_KINDS)}")
+        if kind not in KERNEL_KINDS + CACHED_KINDS:
+            self.fail(path, f"{kind!r} is not a kernel kind{did_you_mean(kind, KERNEL_KINDS + CACHED_KINDS)}; "
+                      f"expected one of {', '.join(KERNEL_KINDS + CACHED_KINDS)}")
         return kind
 
 
@@ -193,7 +195,7 @@ def device_fields(c: Checker, path: str, name, memory, kernels, concurrent_strea
     for kind, spec in kernels.items():
         at = f"{join(path, 'kernels')}.{kind}" if isinstance(kind, str) else join(path, "kernels")
         rates[c.kind(at, kind)] = kernel_rate(c, at, spec, from_json=from_json)
-    return {"name": name, "memory": memory, "kernels": {k: rates[k] for k in KERNEL_KINDS if k in rates},
+    return {"name": name, "memory": memory, "kernels": {k: rates[k] for k in KERNEL_KINDS + CACHED_KINDS if k in rates},
             "concurrent_streams": c.flag(join(path, "concurrent_streams"), concurrent_streams)}
 
 

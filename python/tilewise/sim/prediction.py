@@ -128,7 +128,7 @@ def resolve_cluster(cluster, devices: int):
 
 
 def simulate_lowered(simulate, cluster, op_names: Sequence[str], op_times=None) -> Prediction:
-    """Runs ``simulate(core_cluster, op_seconds, op_work)`` (a bound C++ simulation of some programs)
-    and wraps the result; ``op_times`` (a ``tw.OpTimes``) prices the ops it measured."""
-    seconds, work = op_times.columns(op_names, cluster) if op_times is not None else ([], [])
-    return Prediction(simulate(cluster._core, seconds, work), cluster.name, op_names, scaled=bool(seconds))
+    """Runs ``simulate(core_cluster, op_seconds, op_work, op_shares)`` (a bound C++ simulation of some
+    programs) and wraps the result; ``op_times`` (a ``tw.OpTimes``) prices the ops it measured."""
+    seconds, work, shares = op_times.columns(op_names, cluster) if op_times is not None else ([], [], [])
+    return Prediction(simulate(cluster._core, seconds, work, shares), cluster.name, op_names, scaled=bool(seconds))
