@@ -78,15 +78,18 @@ void bind_predict(py::module_& m) {
       "its timed seconds over the whole op's} (empty: shares scaled by work).");
   m.def(
       "time_shares",
-      [](const graph::Graph& g, const partition::Plan& plan, int repeats) {
-        const exec::Lowered low = exec::lower(g, plan);
+      [](const graph::Graph& g, const std::vector<const partition::Plan*>& plans, int repeats) {
+        std::vector<exec::Lowered> lows;
+        lows.reserve(plans.size());
+        std::vector<const exec::Lowered*> ptrs;
+        for (const partition::Plan* plan : plans) ptrs.push_back(&lows.emplace_back(exec::lower(g, *plan)));
         std::vector<std::tuple<int, std::string, double>> out;
-        for (auto& t : exec::time_shares(g, low, repeats)) out.emplace_back(t.op, std::move(t.signature), t.seconds);
+        for (auto& t : exec::time_shares(g, ptrs, repeats)) out.emplace_back(t.op, std::move(t.signature), t.seconds);
         return out;
       },
-      py::arg("graph"), py::arg("plan"), py::arg("repeats") = 5, py::call_guard<py::gil_scoped_release>(),
-      "Every distinct share of the plan's ops timed as its native kernel runs it alone (exec::time_shares): "
-      "(op id, share signature, median seconds).");
+      py::arg("graph"), py::arg("plans"), py::arg("repeats") = 5, py::call_guard<py::gil_scoped_release>(),
+      "Every distinct share of the plans' ops timed once, as its native kernel runs it alone from cold caches "
+      "(exec::time_shares): (op id, share signature, median seconds).");
   m.def(
       "predicted_peak_memory",
       [](const graph::Graph& g, const partition::Plan& plan, std::vector<int> keep) {

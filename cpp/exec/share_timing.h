@@ -29,4 +29,7 @@ struct ShareTime {
 /// value it cannot take), is left out: the simulator scales that one by work.
 std::vector<ShareTime> time_shares(const graph::Graph& g, const Lowered& low, int repeats);
 
+/// The same over several lowered plans of one graph, each distinct (op, signature) timed once.
+std::vector<ShareTime> time_shares(const graph::Graph& g, const std::vector<const Lowered*>& lows, int repeats);
+
 }  // namespace tilewise::exec

@@ -577,12 +577,11 @@ def _time_shares(graph: Graph, plans, repeats: int) -> dict[str, dict[str, float
         if not isinstance(plan, Plan) or (plan.graph is not graph and
                                           [o.name for o in plan.graph.ops] != [o.name for o in graph.ops]):
             raise ValueError("measure_ops: plans must be tw.Plan objects of this graph")
-    whole = {op: seconds for op, _, seconds in _core.time_shares(graph._g, Plan.one_device(graph)._core, repeats)}
+    whole = {op: seconds for op, _, seconds in _core.time_shares(graph._g, [Plan.one_device(graph)._core], repeats)}
     out: dict[str, dict[str, float]] = {}
-    for plan in plans:
-        for op, sig, seconds in _core.time_shares(graph._g, plan._core, repeats):
-            if op in whole and whole[op] > 0:
-                out.setdefault(graph.ops[op].name, {})[sig] = seconds / whole[op]
+    for op, sig, seconds in _core.time_shares(graph._g, [plan._core for plan in plans], repeats):
+        if op in whole and whole[op] > 0:
+            out.setdefault(graph.ops[op].name, {})[sig] = seconds / whole[op]
     return out
 
 
