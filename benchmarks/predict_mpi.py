@@ -18,8 +18,8 @@ from bench_predict import MODELS  # noqa: E402
 def main() -> None:
     name, algorithm, steps = sys.argv[1], sys.argv[2], int(sys.argv[3])
     g = MODELS[name][1]()
-    op_times = tw.measure_ops(g) if mpi.load().rank() == 0 else None
     plan = tw.partition(g, devices=mpi.load().size(), algorithm=algorithm)
+    op_times = tw.measure_ops(g, plans=[plan]) if mpi.load().rank() == 0 else None
     exe = tw.compile(g, plan, backend="mpi").initialize(0)
     times = exe.time_steps(example_feeds(g), steps)
     if exe.rank == 0:

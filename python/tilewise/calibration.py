@@ -577,11 +577,14 @@ def _time_shares(graph: Graph, plans, repeats: int) -> dict[str, dict[str, float
         if not isinstance(plan, Plan) or (plan.graph is not graph and
                                           [o.name for o in plan.graph.ops] != [o.name for o in graph.ops]):
             raise ValueError("measure_ops: plans must be tw.Plan objects of this graph")
-    whole = {op: seconds for op, _, seconds in _core.time_shares(graph._g, [Plan.one_device(graph)._core], repeats)}
+    whole = {op: (sig, seconds) for op, sig, seconds in _core.time_shares(graph._g, [Plan.one_device(graph)._core],
+                                                                           repeats)}
     out: dict[str, dict[str, float]] = {}
     for op, sig, seconds in _core.time_shares(graph._g, [plan._core for plan in plans], repeats):
-        if op in whole and whole[op] > 0:
-            out.setdefault(graph.ops[op].name, {})[sig] = seconds / whole[op]
+        if op in whole and whole[op][1] > 0:
+            # A share that is the whole op (replicated, or on one device) is the same call: exactly 1,
+            # not two timings' noise.
+            out.setdefault(graph.ops[op].name, {})[sig] = 1.0 if sig == whole[op][0] else seconds / whole[op][1]
     return out
 
 
