@@ -623,10 +623,18 @@ bool batch_norm_mean(const TileCall& call, const Attrs&) {
 bool conv2d_bias_grad(const TileCall& call, const Attrs&) { return sum_into(call, {1, 0, 2, 3}, 1.0); }
 bool sum_rows(const TileCall& call, const Attrs&) { return sum_into(call, {1, 0}, 1.0); }
 
-// lambda i..: (x[i] == y[j]) dy[j] / Sum(k: x[i with k at axis] == y[j]), j = i without `axis`: the
-// gradient of reduce_max / reduce_min (y the result) split evenly over the ties. The count is a
-// nested reduction over the whole axis; 0 / 0 where y matches nothing (a NaN) is NaN, as there.
-bool reduce_extremum_grad(const TileCall& call, const Attrs& attrs) {
+namespace {
+
+// The shared shape of the extremum gradients (dy, x, y; lambda i..: ... over a nested k along `axis`):
+// the call checked, the block of the output, its rows (the block without the axis), x's strides.
+struct ExtremumGrad {
+  const TileIn *dy = nullptr, *x = nullptr, *y = nullptr;
+  int nd = 0, a = 0;
+  std::vector<Span> block, rest;
+  std::vector<int64_t> xs;
+};
+
+bool extremum_grad_call(const TileCall& call, const Attrs& attrs, ExtremumGrad* e) {
   const int64_t axis = attrs.integer("axis", 0);
   if (!attrs.ok() || call.inputs.size() != 3) return false;
   const TileIn &dy = call.inputs[0], &x = call.inputs[1], &y = call.inputs[2];
@@ -640,7 +648,22 @@ bool reduce_extremum_grad(const TileCall& call, const Attrs& attrs) {
   rest.erase(rest.begin() + a);
   if (!in_tensor(x, whole) || !holds(x, whole) || !in_tensor(y, rest) || !holds(y, rest) || !holds(dy, rest))
     return false;
-  const std::vector<int64_t> xs = region_strides(x);
+  *e = {&dy, &x, &y, nd, a, std::move(block), std::move(rest), region_strides(x)};
+  return true;
+}
+
+}  // namespace
+
+// lambda i..: (x[i] == y[j]) dy[j] / Sum(k: x[i with k at axis] == y[j]), j = i without `axis`: the
+// gradient of reduce_max / reduce_min (y the result) split evenly over the ties. The count is a
+// nested reduction over the whole axis; 0 / 0 where y matches nothing (a NaN) is NaN, as there.
+bool reduce_extremum_grad(const TileCall& call, const Attrs& attrs) {
+  ExtremumGrad e;
+  if (!extremum_grad_call(call, attrs, &e)) return false;
+  const TileIn &dy = *e.dy, &x = *e.x, &y = *e.y;
+  const int nd = e.nd, a = e.a;
+  const std::vector<Span>& block = e.block;
+  const std::vector<int64_t>& xs = e.xs;
   std::vector<int64_t> idx(nd), at(nd - 1);
   for (int d = 0; d < nd; ++d) idx[d] = block[d].lo;
   float* out = call.out;
@@ -667,20 +690,13 @@ bool reduce_extremum_grad(const TileCall& call, const Attrs& attrs) {
 // row's dy to the index torch returns (the first extremum, the first NaN), none to the other ties. The
 // winner is a nested reduction over the whole axis, found once per row of the block.
 bool reduce_first_extremum_grad(const TileCall& call, const Attrs& attrs) {
-  const int64_t axis = attrs.integer("axis", 0);
-  if (!attrs.ok() || call.inputs.size() != 3) return false;
-  const TileIn &dy = call.inputs[0], &x = call.inputs[1], &y = call.inputs[2];
-  const int nd = static_cast<int>(x.shape.size());
-  if (axis < 0 || axis >= nd || !outputs_first(call, nd) || static_cast<int>(call.vars.size()) != nd + 1 ||
-      !nested_full(call, nd) || y.shape.size() != static_cast<size_t>(nd - 1) || dy.shape != y.shape)
-    return false;
-  const int a = static_cast<int>(axis);
-  std::vector<Span> block(call.vars.begin(), call.vars.begin() + nd), whole = block, rest = block;
-  whole[a] = {0, x.shape[a] - 1};
-  rest.erase(rest.begin() + a);
-  if (!in_tensor(x, whole) || !holds(x, whole) || !in_tensor(y, rest) || !holds(y, rest) || !holds(dy, rest))
-    return false;
-  const std::vector<int64_t> xs = region_strides(x);
+  ExtremumGrad e;
+  if (!extremum_grad_call(call, attrs, &e)) return false;
+  const TileIn &dy = *e.dy, &x = *e.x, &y = *e.y;
+  const int nd = e.nd, a = e.a;
+  const std::vector<Span>& block = e.block;
+  const std::vector<Span>& rest = e.rest;
+  const std::vector<int64_t>& xs = e.xs;
   // The winner of each row of the block, in row-major order of `rest`.
   std::vector<int64_t> winner;
   std::vector<int64_t> at(nd - 1), first(nd);
