@@ -276,6 +276,10 @@ Prediction simulate_programs(const graph::Graph& g, const exec::Lowered& low, co
   std::vector<std::pair<int, int64_t>> recvs;                // (task, tag)
   const double cache_share = cluster.cache_bytes / std::max(1, std::min(n, cluster.devices_per_machine));
   const std::vector<std::vector<double>> ratios = share_ratios(low, scales);
+  // The profile's "*_cached" kinds, by the kind they stand in for (looked up once, not per instruction).
+  std::map<std::string, std::string> cached_kind;
+  for (const std::string& kind : cached_kernel_kinds())
+    if (cluster.device.kernels.count(kind)) cached_kind[kind.substr(0, kind.size() - 7)] = kind;  // "_cached"
   for (int d = 0; d < n; ++d) {
     const auto& prog = low.programs[d];
     const std::vector<double> distance = share_memory && cache_share > 0 ? reuse_distances(prog)
@@ -312,9 +316,10 @@ Prediction simulate_programs(const graph::Graph& g, const exec::Lowered& low, co
       }
       Priced p = price(g, in, cluster.device);
       const bool in_cache = distance[k] + static_cast<double>(in.bytes) <= cache_share;
-      if (in_cache && in.kind != InstrKind::kCompute && !p.kind.empty() &&
-          cluster.device.kernels.count(p.kind + "_cached"))
-        p.kind += "_cached";  // its source in the cache: a large copy runs faster than from memory
+      if (in_cache && in.kind != InstrKind::kCompute && !cached_kind.empty()) {
+        auto it = cached_kind.find(p.kind);
+        if (it != cached_kind.end()) p.kind = it->second;  // its source in the cache: faster than from memory
+      }
       const double ratio = in.kind == InstrKind::kCompute && in.op >= 0 && static_cast<size_t>(in.op) < ratios[d].size()
                                 ? ratios[d][in.op]
                                 : 0.0;
