@@ -59,19 +59,27 @@ double size_cost(const DeviceProfile& device, const std::string& kind, double wo
   return a + work / best;
 }
 
-// Per instruction of a device's step: the bytes the device touched since the buffers it reads were
-// last touched (by this step's earlier instructions, or the previous step's later ones: the step
-// repeats), from each instruction's bytes. A call whose distance plus its own bytes fits the
-// last-level cache's share reads from the cache, not the memory bus.
+}  // namespace
+
+// Per instruction of a device's step: its reuse distance, the bytes of the distinct buffers the
+// device touched since the buffers it reads were last touched (by this step's earlier instructions,
+// or the previous step's later ones: the step repeats) — an LRU stack distance over buffers, each
+// counted once at its size however often it was touched in between. A call whose distance plus its
+// own bytes fits the last-level cache's share reads from the cache, not the memory bus. (Counting
+// the traffic instead counted a buffer read by every time step of an RNN once per read, and put
+// weights fetched every time step in memory.)
 std::vector<double> reuse_distances(const exec::Program& prog) {
   std::vector<double> out(prog.instrs.size(), 0.0);
-  std::vector<double> last(prog.buffers.size(), -1.0);
+  const size_t nb = prog.buffers.size();
+  std::vector<int64_t> last(nb, -1);  // the time of a buffer's latest touch
+  std::vector<double> size(nb, 0.0);
+  for (size_t b = 0; b < nb; ++b) size[b] = static_cast<double>(prog.buffers[b].bytes());
   auto reads = [](const exec::Instr& in, auto&& f) {
     switch (in.kind) {
       case InstrKind::kCompute:
         for (int b : in.inputs) f(b);
         break;
-      case InstrKind::kCopy:
+      case InstrKind::kCopy: f(in.src); break;  // its destination is written (copy_cached: a cold one)
       case InstrKind::kCombine: f(in.src); f(in.buffer); break;
       case InstrKind::kSend:
       case InstrKind::kSwapOut: f(in.buffer); break;
@@ -82,36 +90,58 @@ std::vector<double> reuse_distances(const exec::Program& prog) {
     if (in.kind == InstrKind::kCompute || in.kind == InstrKind::kCopy || in.kind == InstrKind::kCombine ||
         in.kind == InstrKind::kRecv || in.kind == InstrKind::kSwapIn)
       f(in.buffer);
+    if (in.kind == InstrKind::kCompute) f(in.scratch);
   };
-  double clock = 0;
+  auto touches = [](const exec::Instr& in) {  // not Alloc/Free: their bytes are no traffic
+    return in.bytes > 0 && (in.kind == InstrKind::kCompute || in.kind == InstrKind::kCopy ||
+                            in.kind == InstrKind::kCombine || in.kind == InstrKind::kSend ||
+                            in.kind == InstrKind::kRecv || in.kind == InstrKind::kSwapIn ||
+                            in.kind == InstrKind::kSwapOut);
+  };
+  auto valid = [&](int b) { return b >= 0 && static_cast<size_t>(b) < nb; };
+  // Touch times over both passes; a Fenwick tree over them holds each buffer's size at its latest
+  // touch, so the bytes touched between two times are a difference of prefix sums.
+  int64_t times = 0;
+  for (const auto& in : prog.instrs)
+    if (touches(in)) {
+      reads(in, [&](int b) { times += valid(b); });
+      writes(in, [&](int b) { times += valid(b); });
+    }
+  times *= 2;
+  std::vector<double> tree(static_cast<size_t>(times) + 1, 0.0);
+  auto add = [&](int64_t t, double v) {
+    for (++t; t <= times; t += t & -t) tree[static_cast<size_t>(t)] += v;
+  };
+  auto prefix = [&](int64_t t) {  // the sum over times < t
+    double s = 0;
+    for (; t > 0; t -= t & -t) s += tree[static_cast<size_t>(t)];
+    return s;
+  };
+  int64_t now = 0;
+  auto touch = [&](int b) {
+    if (!valid(b)) return;
+    if (last[b] >= 0) add(last[b], -size[b]);
+    add(now, size[b]);
+    last[b] = now++;
+  };
   for (int pass = 0; pass < 2; ++pass) {  // the first pass finds where the previous step left each buffer
     for (size_t k = 0; k < prog.instrs.size(); ++k) {
       const exec::Instr& in = prog.instrs[k];
-      const bool touches = in.kind == InstrKind::kCompute || in.kind == InstrKind::kCopy ||
-                           in.kind == InstrKind::kCombine || in.kind == InstrKind::kSend ||
-                           in.kind == InstrKind::kRecv || in.kind == InstrKind::kSwapIn ||
-                           in.kind == InstrKind::kSwapOut;  // not Alloc/Free: their bytes are no traffic
-      if (!touches || in.bytes <= 0) continue;
-      double oldest = clock;
+      if (!touches(in)) continue;
+      double distance = 0;
       bool any = false;
       reads(in, [&](int b) {
-        if (b < 0 || static_cast<size_t>(b) >= last.size()) return;
+        if (!valid(b)) return;
         any = true;
-        oldest = std::min(oldest, last[b] < 0 ? -1e300 : last[b]);
+        distance = std::max(distance, last[b] < 0 ? 1e300 : prefix(now) - prefix(last[b] + 1));
       });
-      out[k] = any ? clock - oldest : 0.0;  // a call reading nothing (a receive) writes fresh lines
-      clock += static_cast<double>(in.bytes);
-      auto touch = [&](int b) {
-        if (b >= 0 && static_cast<size_t>(b) < last.size()) last[b] = clock;
-      };
+      out[k] = any ? distance : 0.0;  // a call reading nothing (a receive) writes fresh lines
       reads(in, touch);
       writes(in, touch);
     }
   }
   return out;
 }
-
-}  // namespace
 
 namespace {
 

@@ -32,6 +32,12 @@
 
 namespace tilewise::sim {
 
+/// Per instruction of a program (a step that repeats): its reuse distance, the bytes of the distinct
+/// buffers the device touched since the buffers it reads were last touched (an LRU stack distance,
+/// each buffer counted once at its size; a copy reads only its source). 0 for an instruction that
+/// reads nothing or moves no bytes.
+std::vector<double> reuse_distances(const exec::Program& prog);
+
 /// What a task of a simulated program stands for.
 struct TaskInfo {
   int device = -1;       ///< the device whose program holds the instruction (links: the sender)
