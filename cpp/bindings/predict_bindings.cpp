@@ -77,19 +77,25 @@ void bind_predict(py::module_& m) {
       "the kernel model alone; seconds <= 0: that op unmeasured); `op_shares`: per op, {share signature: "
       "its timed seconds over the whole op's} (empty: shares scaled by work).");
   m.def(
-      "time_shares",
-      [](const graph::Graph& g, const std::vector<const partition::Plan*>& plans, int repeats) {
+      "time_share_ratios",
+      [](const graph::Graph& g, const partition::Plan& whole, const std::vector<const partition::Plan*>& plans,
+         int repeats) {
+        if (whole.devices != 1) throw std::invalid_argument("time_share_ratios: `whole` must be a one-device plan");
+        const exec::Lowered whole_low = exec::lower(g, whole);
         std::vector<exec::Lowered> lows;
         lows.reserve(plans.size());
         std::vector<const exec::Lowered*> ptrs;
         for (const partition::Plan* plan : plans) ptrs.push_back(&lows.emplace_back(exec::lower(g, *plan)));
         std::vector<std::tuple<int, std::string, double>> out;
-        for (auto& t : exec::time_shares(g, ptrs, repeats)) out.emplace_back(t.op, std::move(t.signature), t.seconds);
+        for (auto& t : exec::time_share_ratios(g, whole_low, ptrs, repeats))
+          out.emplace_back(t.op, std::move(t.signature), t.ratio);
         return out;
       },
-      py::arg("graph"), py::arg("plans"), py::arg("repeats") = 5, py::call_guard<py::gil_scoped_release>(),
-      "Every distinct share of the plans' ops timed once, as its native kernel runs it alone from cold caches "
-      "(exec::time_shares): (op id, share signature, median seconds).");
+      py::arg("graph"), py::arg("whole"), py::arg("plans"), py::arg("repeats") = 5,
+      py::call_guard<py::gil_scoped_release>(),
+      "Every distinct share of the plans' ops timed as its native kernel runs it alone from cold caches, in "
+      "turns with the whole op of the one-device plan `whole` (exec::time_share_ratios): (op id, share "
+      "signature, share seconds over the whole op's).");
   m.def(
       "predicted_peak_memory",
       [](const graph::Graph& g, const partition::Plan& plan, std::vector<int> keep) {

@@ -16,20 +16,21 @@ namespace tilewise::exec {
 /// for equal shapes wherever they lie (a border share of a padded convolution has smaller regions).
 std::string share_signature(const DeviceOp& dev);
 
-/// One op's share as timed: the op, the share's signature, the median seconds of its kernel call.
-struct ShareTime {
+/// One op's share as timed: the op, the share's signature, its kernel's seconds over the whole op's.
+struct ShareRatio {
   int op = -1;
   std::string signature;
-  double seconds = 0;
+  double ratio = 0;
 };
 
-/// Every distinct (op, signature) of `low` whose op declares a native kernel that takes the share,
-/// timed alone: inputs filled with ones (integer inputs with zeros: valid ids), the call run once to
-/// warm up and then `repeats` times; the median. A share its kernel declines, or rejects (an input
-/// value it cannot take), is left out: the simulator scales that one by work.
-std::vector<ShareTime> time_shares(const graph::Graph& g, const Lowered& low, int repeats);
-
-/// The same over several lowered plans of one graph, each distinct (op, signature) timed once.
-std::vector<ShareTime> time_shares(const graph::Graph& g, const std::vector<const Lowered*>& lows, int repeats);
+/// Every distinct (op, signature) of the lowered plans `lows` whose op declares a native kernel that
+/// takes the share, timed alone beside the whole op's call from `whole` (a one-device lowering of the
+/// same graph): inputs filled with ones (integer inputs with zeros: valid ids), each call run once to
+/// warm up, then `repeats` rounds of the whole op and the op's shares in turns (in batches of at most
+/// 256 MiB of buffers), each run from cold caches; the ratio of the medians. A share equal to the
+/// whole op is 1 exactly. A share its kernel declines, or rejects (an input value it cannot take), is
+/// left out: the simulator scales that one by work.
+std::vector<ShareRatio> time_share_ratios(const graph::Graph& g, const Lowered& whole,
+                                          const std::vector<const Lowered*>& lows, int repeats);
 
 }  // namespace tilewise::exec

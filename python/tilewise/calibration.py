@@ -569,22 +569,19 @@ def measure_ops(graph: Graph, *, plans=(), steps: int = 7, warmup: int = 2, shar
 
 
 def _time_shares(graph: Graph, plans, repeats: int) -> dict[str, dict[str, float]]:
-    """Per op name: {share signature: share seconds / whole seconds}, every share of ``plans`` and the
-    whole op timed alone (exec/share_timing.h)."""
+    """Per op name: {share signature: share seconds / whole seconds}, every share of ``plans`` timed
+    alone in turns with the whole op (exec/share_timing.h)."""
     if repeats < 1:
         raise ValueError(f"measure_ops: share_repeats must be >= 1, got {repeats}")
     for plan in plans:
         if not isinstance(plan, Plan) or (plan.graph is not graph and
                                           [o.name for o in plan.graph.ops] != [o.name for o in graph.ops]):
             raise ValueError("measure_ops: plans must be tw.Plan objects of this graph")
-    whole = {op: (sig, seconds) for op, sig, seconds in _core.time_shares(graph._g, [Plan.one_device(graph)._core],
-                                                                           repeats)}
     out: dict[str, dict[str, float]] = {}
-    for op, sig, seconds in _core.time_shares(graph._g, [plan._core for plan in plans], repeats):
-        if op in whole and whole[op][1] > 0:
-            # A share that is the whole op (replicated, or on one device) is the same call: exactly 1,
-            # not two timings' noise.
-            out.setdefault(graph.ops[op].name, {})[sig] = 1.0 if sig == whole[op][0] else seconds / whole[op][1]
+    # Each share timed in turns with its whole op, so both see the machine as it is then.
+    for op, sig, ratio in _core.time_share_ratios(graph._g, Plan.one_device(graph)._core,
+                                                  [plan._core for plan in plans], repeats):
+        out.setdefault(graph.ops[op].name, {})[sig] = ratio
     return out
 
 

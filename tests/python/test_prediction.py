@@ -269,6 +269,19 @@ def test_each_plans_shares_are_timed_beside_the_whole_op():
         tw.measure_ops(g, plans=[plan], share_repeats=0)
 
 
+def test_a_share_equal_to_the_whole_op_is_one_and_the_whole_must_be_one_device():
+    # Shares are timed in turns with the op's whole call (exec::time_share_ratios): the same call is 1
+    # exactly, not the ratio of two timings; the whole comes from a one-device plan only.
+    g = _mlp()
+    one = tw.Plan.one_device(g)
+    t = tw.measure_ops(g, plans=[one], share_repeats=1)
+    assert t.shares and all(r == 1.0 for table in t.shares.values() for r in table.values())
+    from tilewise import _core
+    two = tw.partition(g, devices=2, algorithm="data_parallel")
+    with pytest.raises(ValueError, match="one-device plan"):
+        _core.time_share_ratios(g._g, two._core, [two._core], 1)
+
+
 def test_a_timed_share_prices_its_instruction_at_the_ops_seconds_times_its_ratio():
     g = _mlp()
     plan = tw.partition(g, devices=2, algorithm="data_parallel")
