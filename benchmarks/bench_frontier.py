@@ -6,8 +6,9 @@ Transformer 9.7 GB (batch 256). Ours, matched in parameters: wresnet-152-6 (7.8 
 (about 100 GB), transformer-48-2048-16 (about 9.9 GB), batch 256, on the ``tensoropt`` preset with 16
 devices (parts [2, 8]: machines, then the GPUs of one machine). Smaller members of each family
 show where the exact search stands; the Table-1 sizes need TensorOpt's heuristic (Eq. 7, tables
-past 2^14 entries fix a class), 16 MiB memory buckets and 8 GiB for the tables (``max_bytes``). Each row runs in a child process under a wall-clock limit
-(``--timeout``): a row past it is reported as such, as is ``SearchTooLarge``.
+past 2^14 entries fix a class), 16 MiB memory buckets and 8 GiB for the tables (``max_bytes``).
+Each row runs in a child process under a wall-clock limit (``--timeout``): a row past it is reported
+as such, as is ``SearchTooLarge``.
 
 Per row: costing seconds (configurations, bytes, compute), search seconds, op classes, K per op class
 (before / after pruning), frontier points, the largest frontier of one table entry, heuristic
