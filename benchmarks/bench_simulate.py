@@ -98,10 +98,11 @@ def main(argv=None):
                      ("transformer-6-512", tw.models.transformer(layers=6, hidden=512, heads=8, seq=128, batch=8))):
         plan = tw.partition(g, devices=8, algorithm="tofu")
         keep = [t.id for t in g.results().values()]
-        pred = _core.simulate_plan(g._g, plan._core, cluster._core, keep, [], [], True)
+        pred = _core.simulate_plan(g._g, plan._core, cluster._core, keep, [], [], keep_tasks=True)
         n = len(pred.tasks())
         rows.append((f"predict {label} @8 ({n:,} tasks)", n, median_time(
-            lambda g=g, plan=plan, keep=keep: _core.simulate_plan(g._g, plan._core, cluster._core, keep, [], [], False),
+            lambda g=g, plan=plan, keep=keep: _core.simulate_plan(g._g, plan._core, cluster._core, keep, [], [],
+                                                                  keep_tasks=False),
             runs)))
     print(f"simulator: {STREAMS} streams, {RESOURCES} shared resources; median of {args.runs} runs")
     print(f"{'':44}{'seconds':>10}{'tasks/s':>14}{'runs/s':>9}{'goal':>10}")
