@@ -53,6 +53,9 @@ class PreparedCall {
     call_.scratch_size = scratch;
     bytes_ += static_cast<int64_t>(out_.size() + scratch_.size()) * 4;
   }
+  // The call points into its own buffers: not copied or moved.
+  PreparedCall(const PreparedCall&) = delete;
+  PreparedCall& operator=(const PreparedCall&) = delete;
   /// Runs it once (the warm-up): false when the kernel declines the call or rejects a value.
   bool ready() {
     try {
