@@ -112,19 +112,22 @@ def run_mpi(names, steps: int, op_times: dict) -> list[dict]:
     for name in names:
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
             json.dump(op_times[name].to_dict(), f)
-        for algorithm in ("tofu", "kcuts"):
-            cmd = [mpirun, "-np", "2", "--oversubscribe", sys.executable, str(script), name, algorithm, str(steps),
-                   f.name]
-            proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
-            if proc.returncode != 0:
-                print(f"  {name} {algorithm}: failed\n{proc.stderr[-2000:]}")
-                continue
-            r = json.loads(proc.stdout.strip().splitlines()[-1])
-            mem = max(abs(p - q) / q for p, q in zip(r["predicted_memory"], r["memory"], strict=True))
-            print(f"  {name:12s} {algorithm:6s} measured {r['measured'] * 1e3:8.2f} ms, predicted "
-                  f"{r['predicted'] * 1e3:8.2f} ms ({err(r['predicted'], r['measured']):+.1%}), memory error {mem:.2%}")
-            out.append(r)
-        os.unlink(f.name)
+        try:
+            for algorithm in ("tofu", "kcuts"):
+                cmd = [mpirun, "-np", "2", "--oversubscribe", sys.executable, str(script), name, algorithm, str(steps),
+                       f.name]
+                proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+                if proc.returncode != 0:
+                    print(f"  {name} {algorithm}: failed\n{proc.stderr[-2000:]}")
+                    continue
+                r = json.loads(proc.stdout.strip().splitlines()[-1])
+                mem = max(abs(p - q) / q for p, q in zip(r["predicted_memory"], r["memory"], strict=True))
+                print(f"  {name:12s} {algorithm:6s} measured {r['measured'] * 1e3:8.2f} ms, predicted "
+                      f"{r['predicted'] * 1e3:8.2f} ms ({err(r['predicted'], r['measured']):+.1%}), "
+                      f"memory error {mem:.2%}")
+                out.append(r)
+        finally:
+            os.unlink(f.name)
     return out
 
 

@@ -130,10 +130,11 @@ std::vector<double> reuse_distances(const exec::Program& prog) {
       if (!touches(in)) continue;
       double distance = 0;
       bool any = false;
+      const double touched = prefix(now);  // the sizes at every buffer's latest touch so far
       reads(in, [&](int b) {
         if (!valid(b)) return;
         any = true;
-        distance = std::max(distance, last[b] < 0 ? 1e300 : prefix(now) - prefix(last[b] + 1));
+        distance = std::max(distance, last[b] < 0 ? 1e300 : touched - prefix(last[b] + 1));
       });
       out[k] = any ? distance : 0.0;  // a call reading nothing (a receive) writes fresh lines
       reads(in, touch);
