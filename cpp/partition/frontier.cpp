@@ -32,34 +32,45 @@ void sweep(int64_t n, const Memory& memory, const Time& time, std::vector<Key>& 
     if (k.time < v) kept.push_back(k.index), v = k.time;
 }
 
-// A sorted list of candidates `base[j] + shift`, j < size: for one value x of the eliminated
+// Sorted lists of candidates `base[j] + shift`, j < size: for one value x of the eliminated
 // variable, `shift` sums the inputs with a single point and `base` is the one input with several
 // points ({0, 0} when there is none). With two or more such inputs the product is not multiplied
 // out: the last one is `base`, and there is one list per point `outer` of the product of the others
-// (its costs added to `shift`). Each list is a frontier up to rounding.
-struct List {
-  int32_t x, input, outer, size;  // input: the one whose frontier `base` is (-1: none, or a fold's last)
-  int32_t fold;                   // the fold (product of the others) `outer` is a point of, or -1
+// (its costs added to `shift`): a chain of `count` lists, made only as the merge reaches them. Each
+// list is a frontier up to rounding, and the lists' shifts increase in memory along the chain.
+struct Chain {
+  int32_t x, input, size;  // input: the one whose frontier `base` is (-1: none, or a fold's last)
+  int32_t fold;            // the fold (product of the others) the outer points are of, or -1
+  int32_t count;           // lists: the outer points, or 1 without a fold
   Point shift;
   const Point* base;
-  bool starts_next;  // popping this list's first point starts list + 1 (shifts increase in memory)
+  const Point* outers;  // the outer points (null: one list, shifted by `shift` alone)
+  Point list_shift(int32_t outer) const {
+    return outers ? Point{shift.time + outers[outer].time, shift.memory + outers[outer].memory} : shift;
+  }
 };
 
 struct Head {
   double memory, time;
-  int32_t list, pos;
+  int32_t chain, outer, pos;
 };
-// Min-heap order: (memory, time, generation); generation = (list, position).
+// Min-heap order: (memory, time, generation); generation = (chain, outer point, position).
 bool after(const Head& a, const Head& b) {
   if (a.memory != b.memory) return a.memory > b.memory;
   if (a.time != b.time) return a.time > b.time;
-  if (a.list != b.list) return a.list > b.list;
+  if (a.chain != b.chain) return a.chain > b.chain;
+  if (a.outer != b.outer) return a.outer > b.outer;
   return a.pos > b.pos;
 }
 
-Point candidate(const List& l, int32_t j) {
-  return {l.base[j].time + l.shift.time, l.base[j].memory + l.shift.memory};
+Point candidate(const Chain& c, const Point& shift, int32_t j) {
+  return {c.base[j].time + shift.time, c.base[j].memory + shift.memory};
 }
+
+// A kept candidate: list `outer` of `chain`, position `pos`.
+struct Pick {
+  int32_t chain, outer, pos;
+};
 
 // Incumbents to prune against inside a merge (FrontierSum::kBounds): a candidate c is beaten
 // when an incumbent of memory at most c.memory + rest.memory has time below (c.time + rest.time)
@@ -76,60 +87,104 @@ struct Prune {
   }
 };
 
-// Algorithm 1 over the union of `lists` without materialising it: a k-way merge in (memory,
-// time, generation) order into `chosen` ((list, position) of each kept candidate). A popped head
-// no faster than the best kept time is dominated, and so is every later point of its list until
-// the first faster one (times fall along a list), which a galloping search finds; with `prune`, a
-// head an incumbent beats is skipped alike (later points are heavier, so the incumbents that
-// qualify only get faster). Rounding can give two candidates equal memories with the faster
-// second; the faster then replaces the first, as sorting would have ordered them. Lists chained by
-// `starts_next` enter the heap only when their predecessor's first point leaves it: their heads
-// come no earlier (rounding is monotone), so the heap holds the lists under way, not every point of
-// a product's outer frontier.
-void merge_lists(const std::vector<List>& lists, std::vector<Head>& heap,
-                 std::vector<std::pair<int32_t, int32_t>>& chosen, Prune* prune = nullptr) {
+// A binary min-heap in `after` order with a replace-top: most pops put the same list's next head
+// back at once (one sift instead of two).
+void sift_down(std::vector<Head>& heap, size_t i) {
+  const size_t n = heap.size();
+  const Head h = heap[i];
+  for (;;) {
+    size_t c = 2 * i + 1;
+    if (c >= n) break;
+    if (c + 1 < n && after(heap[c], heap[c + 1])) ++c;
+    if (!after(h, heap[c])) break;
+    heap[i] = heap[c];
+    i = c;
+  }
+  heap[i] = h;
+}
+void sift_up(std::vector<Head>& heap, size_t i) {
+  const Head h = heap[i];
+  while (i > 0) {
+    size_t parent = (i - 1) / 2;
+    if (!after(heap[parent], h)) break;
+    heap[i] = heap[parent];
+    i = parent;
+  }
+  heap[i] = h;
+}
+
+// Algorithm 1 over the union of the chains' lists without materialising it: a k-way merge in
+// (memory, time, generation) order into `chosen`. A popped head no faster than the best kept time
+// is dominated, and so is every later point of its list until the first faster one (times fall
+// along a list), which a galloping search finds; a list whose fastest (last) point is dominated is
+// dropped whole. With `prune`, a head an incumbent beats is skipped alike (later points are
+// heavier, so the incumbents that qualify only get faster). Rounding can give two candidates equal
+// memories with the faster second; the faster then replaces the first, as sorting would have ordered
+// them. A chain's list enters the heap only when its predecessor's first point leaves it: its head
+// comes no earlier (rounding is monotone), so the heap holds the lists under way, not every point
+// of a product's outer frontier, and a list already dominated then passes its turn on at once.
+void merge_lists(const std::vector<Chain>& chains, std::vector<Head>& heap, std::vector<Pick>& chosen,
+                 Prune* prune = nullptr) {
   heap.clear();
   chosen.clear();
-  auto push = [&](int32_t l, int32_t pos) {
-    Point p = candidate(lists[l], pos);
-    heap.push_back({p.memory, p.time, l, pos});
-    std::push_heap(heap.begin(), heap.end(), after);
+  auto head = [&](int32_t c, int32_t outer, const Point& shift, int32_t pos) {
+    Point p = candidate(chains[c], shift, pos);
+    return Head{p.memory, p.time, c, outer, pos};
   };
-  for (size_t l = 0; l < lists.size(); ++l) {
-    if (l > 0 && lists[l - 1].starts_next) continue;
-    Point p = candidate(lists[l], 0);
-    heap.push_back({p.memory, p.time, static_cast<int32_t>(l), 0});
-  }
+  for (size_t c = 0; c < chains.size(); ++c)
+    heap.push_back(head(static_cast<int32_t>(c), 0, chains[c].list_shift(0), 0));
   std::make_heap(heap.begin(), heap.end(), after);
   double v = std::numeric_limits<double>::infinity(), last_memory = 0;
   // Whether a candidate at the current memory is dominated or beaten.
   auto skipped = [&](double time) { return time >= v || (prune && prune->beaten(time)); };
+  // A list whose fastest (last) point is skipped now is skipped whole, now and later: v only falls,
+  // and its later points are heavier, so more incumbents qualify.
+  auto dead = [&](const Chain& c, const Point& shift) { return skipped(candidate(c, shift, c.size - 1).time); };
+  // The top leaves; up to two heads enter (the first takes the top's place).
+  Head enter[2];
   while (!heap.empty()) {
-    std::pop_heap(heap.begin(), heap.end(), after);
-    Head h = heap.back();
-    heap.pop_back();
-    const List& l = lists[h.list];
-    if (h.pos == 0 && l.starts_next) push(h.list + 1, 0);
+    const Head h = heap[0];
+    int entering = 0;
+    const Chain& c = chains[h.chain];
+    const Point shift = c.list_shift(h.outer);
     if (prune) prune->reach(h.memory);
+    if (h.pos == 0 && h.outer + 1 < c.count) {
+      // The chain's next list enters now; a dead one passes its turn on at once.
+      int32_t n = h.outer + 1;
+      Point sn = c.list_shift(n);
+      while (dead(c, sn) && n + 1 < c.count) sn = c.list_shift(++n);
+      if (!dead(c, sn)) enter[entering++] = head(h.chain, n, sn, 0);
+    }
     int32_t next = h.pos + 1;
     if (!skipped(h.time)) {
-      if (!chosen.empty() && h.memory == last_memory) chosen.back() = {h.list, h.pos};
-      else chosen.push_back({h.list, h.pos});
+      if (!chosen.empty() && h.memory == last_memory) chosen.back() = {h.chain, h.outer, h.pos};
+      else chosen.push_back({h.chain, h.outer, h.pos});
       v = h.time, last_memory = h.memory;
+    } else if (dead(c, shift)) {
+      next = c.size;
     } else {
       // The first position not skipped, galloping from `next`: it is usually close, and the
       // list is long (a binary search over all of it misses the cache at every step).
       int32_t lo = next, hi = next;
-      for (int64_t step = 1; hi < l.size && skipped(candidate(l, hi).time); step *= 2)
-        lo = hi + 1, hi = static_cast<int32_t>(std::min<int64_t>(l.size, hi + step));
+      for (int64_t step = 1; hi < c.size && skipped(candidate(c, shift, hi).time); step *= 2)
+        lo = hi + 1, hi = static_cast<int32_t>(std::min<int64_t>(c.size, hi + step));
       while (lo < hi) {
         int32_t mid = lo + (hi - lo) / 2;
-        if (skipped(candidate(l, mid).time)) lo = mid + 1;
+        if (skipped(candidate(c, shift, mid).time)) lo = mid + 1;
         else hi = mid;
       }
       next = lo;
     }
-    if (next < l.size) push(h.list, next);
+    if (next < c.size) enter[entering++] = head(h.chain, h.outer, shift, next);
+    if (entering == 0) {
+      heap[0] = heap.back();
+      heap.pop_back();
+      if (!heap.empty()) sift_down(heap, 0);
+    } else {
+      heap[0] = enter[0];
+      sift_down(heap, 0);
+      if (entering == 2) heap.push_back(enter[1]), sift_up(heap, heap.size() - 1);
+    }
   }
 }
 
@@ -142,14 +197,14 @@ struct Fold {
 };
 
 struct Scratch {
-  std::vector<List> lists, fold_lists;
+  std::vector<Chain> chains, fold_chain;
   std::vector<int> multis;
   std::vector<Fold> folds;  // the folds of one elimination (first `num_folds`; reused, not freed)
   int32_t num_folds = 0;
   std::vector<Point> next_points;
   std::vector<int32_t> next_inputs;
   std::vector<Head> heap;
-  std::vector<std::pair<int32_t, int32_t>> chosen;
+  std::vector<Pick> chosen;
   std::vector<int32_t> fold_at;  // per fold, where its table is in the record
 };
 
@@ -165,17 +220,15 @@ void fold_product(const Frontier* const* in, int k, const std::vector<int>& mult
   for (size_t j = 0; j < fold.points.size(); ++j) fold.inputs[j * k + multis[0]] = static_cast<int32_t>(j);
   for (size_t m = 1; m + 1 < multis.size(); ++m) {
     const Frontier& f = *in[multis[m]];
-    s.fold_lists.clear();
-    for (size_t o = 0; o < fold.points.size(); ++o)
-      s.fold_lists.push_back({0, multis[m], static_cast<int32_t>(o), static_cast<int32_t>(f.size()), -1,
-                              fold.points[o], f.data(), o + 1 < fold.points.size()});
-    merge_lists(s.fold_lists, s.heap, s.chosen);
+    s.fold_chain.assign(1, {0, multis[m], static_cast<int32_t>(f.size()), -1,
+                            static_cast<int32_t>(fold.points.size()), kZero, f.data(), fold.points.data()});
+    merge_lists(s.fold_chain, s.heap, s.chosen);
     s.next_points.clear(), s.next_inputs.clear();
-    for (const auto& [li, j] : s.chosen) {
-      s.next_points.push_back(candidate(s.fold_lists[li], j));
-      const int32_t* from = fold.inputs.data() + static_cast<size_t>(s.fold_lists[li].outer) * k;
+    for (const Pick& pick : s.chosen) {
+      s.next_points.push_back(candidate(s.fold_chain[0], s.fold_chain[0].list_shift(pick.outer), pick.pos));
+      const int32_t* from = fold.inputs.data() + static_cast<size_t>(pick.outer) * k;
       s.next_inputs.insert(s.next_inputs.end(), from, from + k);
-      s.next_inputs[s.next_inputs.size() - k + multis[m]] = j;
+      s.next_inputs[s.next_inputs.size() - k + multis[m]] = pick.pos;
     }
     fold.points.swap(s.next_points), fold.inputs.swap(s.next_inputs);
   }
@@ -217,7 +270,7 @@ FrontierSum::Bound FrontierSum::lower_of(const std::vector<Value>& table) {
 void FrontierSum::eliminate_frontiers(int k, int dv, const Frontier* const* ops, Frontier& out, Back& back,
                                       const Bound* rest) const {
   thread_local Scratch s;
-  s.lists.clear();
+  s.chains.clear();
   s.num_folds = 0;
   for (int x = 0; x < dv; ++x) {
     const Frontier* const* in = ops + static_cast<size_t>(x) * k;
@@ -231,33 +284,32 @@ void FrontierSum::eliminate_frontiers(int k, int dv, const Frontier* const* ops,
     }
     if (!possible) continue;
     if (s.multis.empty()) {
-      s.lists.push_back({x, -1, -1, 1, -1, shift, &kZero, false});
+      s.chains.push_back({x, -1, 1, -1, 1, shift, &kZero, nullptr});
     } else if (s.multis.size() == 1) {
       const Frontier& f = *in[s.multis[0]];
-      s.lists.push_back({x, s.multis[0], -1, static_cast<int32_t>(f.size()), -1, shift, f.data(), false});
+      s.chains.push_back({x, s.multis[0], static_cast<int32_t>(f.size()), -1, 1, shift, f.data(), nullptr});
     } else {
       if (s.num_folds == static_cast<int32_t>(s.folds.size())) s.folds.emplace_back();
       const int32_t fi = s.num_folds++;
       Fold& fold = s.folds[fi];
       fold_product(in, k, s.multis, s, fold);
       const Frontier& last = *in[fold.last];
-      for (size_t o = 0; o < fold.points.size(); ++o) {
-        const Point sh{shift.time + fold.points[o].time, shift.memory + fold.points[o].memory};
-        s.lists.push_back({x, fold.last, static_cast<int32_t>(o), static_cast<int32_t>(last.size()), fi, sh,
-                           last.data(), o + 1 < fold.points.size()});
-      }
+      s.chains.push_back({x, fold.last, static_cast<int32_t>(last.size()), fi,
+                          static_cast<int32_t>(fold.points.size()), shift, last.data(), fold.points.data()});
     }
   }
 
   Prune prune{&incumbents_, rest ? *rest : Point{}};
-  merge_lists(s.lists, s.heap, s.chosen, rest ? &prune : nullptr);
+  merge_lists(s.chains, s.heap, s.chosen, rest ? &prune : nullptr);
+  auto point_of = [&](const Pick& pick) {
+    const Chain& c = s.chains[pick.chain];
+    return candidate(c, c.list_shift(pick.outer), pick.pos);
+  };
   if (bucket_ > 0) {
     // Per bucket only the fastest point, the last of its bucket on the frontier.
     size_t kept = 0;
     for (size_t p = 0; p < s.chosen.size(); ++p) {
-      auto bucket_of = [&](size_t q) {
-        return std::floor(candidate(s.lists[s.chosen[q].first], s.chosen[q].second).memory / bucket_);
-      };
+      auto bucket_of = [&](size_t q) { return std::floor(point_of(s.chosen[q]).memory / bucket_); };
       if (p + 1 < s.chosen.size() && bucket_of(p + 1) == bucket_of(p)) continue;
       s.chosen[kept++] = s.chosen[p];
     }
@@ -275,22 +327,22 @@ void FrontierSum::eliminate_frontiers(int k, int dv, const Frontier* const* ops,
   out.clear();
   out.reserve(s.chosen.size());
   for (size_t p = 0; p < s.chosen.size(); ++p) {
-    const auto [li, j] = s.chosen[p];
-    const List& l = s.lists[li];
-    out.push_back(candidate(l, j));
-    back[2 * p + 1] = j;
-    if (l.outer < 0) {
-      back[2 * p] = l.x * (k + 1) + l.input + 1;
+    const Pick& pick = s.chosen[p];
+    const Chain& c = s.chains[pick.chain];
+    out.push_back(point_of(pick));
+    back[2 * p + 1] = pick.pos;
+    if (c.fold < 0) {
+      back[2 * p] = c.x * (k + 1) + c.input + 1;
       continue;
     }
-    if (s.fold_at[l.fold] < 0) {
-      const Fold& fold = s.folds[l.fold];
-      s.fold_at[l.fold] = static_cast<int32_t>(back.size());
+    if (s.fold_at[c.fold] < 0) {
+      const Fold& fold = s.folds[c.fold];
+      s.fold_at[c.fold] = static_cast<int32_t>(back.size());
       back.push_back(fold.last);
       back.insert(back.end(), fold.inputs.begin(), fold.inputs.end());
     }
     back[2 * p] = -1 - static_cast<int32_t>(back.size());
-    back.push_back(l.x), back.push_back(l.outer), back.push_back(s.fold_at[l.fold]);
+    back.push_back(c.x), back.push_back(pick.outer), back.push_back(s.fold_at[c.fold]);
   }
 }
 
