@@ -322,8 +322,19 @@ void FrontierSum::eliminate_frontiers(int k, int dv, const Frontier* const* ops,
   // then k input points per outer point (written once per fold, when a kept point needs it). No
   // per-value header: entries of wide tables mostly keep a few points.
   TW_ASSERT(static_cast<int64_t>(dv) * (k + 1) + k < (int64_t{1} << 31), "a point's record fits an int");
-  back.assign(2 * s.chosen.size(), 0);
   s.fold_at.assign(s.num_folds, -1);  // -1: not written yet
+  // The record's size first (one allocation of the right size: growing it was a twentieth of a search).
+  size_t record = 2 * s.chosen.size();
+  for (const Pick& pick : s.chosen) {
+    const int32_t fold = s.chains[pick.chain].fold;
+    if (fold < 0) continue;
+    record += 3;
+    if (s.fold_at[fold] < 0) s.fold_at[fold] = 0, record += 1 + s.folds[fold].inputs.size();
+  }
+  s.fold_at.assign(s.num_folds, -1);
+  back.clear();
+  back.reserve(record);
+  back.resize(2 * s.chosen.size(), 0);
   out.clear();
   out.reserve(s.chosen.size());
   for (size_t p = 0; p < s.chosen.size(); ++p) {
