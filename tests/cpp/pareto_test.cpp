@@ -301,6 +301,58 @@ TEST(FrontierSolve, MemoryBucketStaysWithinItsBound) {
   }
 }
 
+// One elimination step against its definition: for every value x, every combination of one point of
+// each input summed; the result is Algorithm 1 (then the bucket's thinning) over all of them, and each
+// kept point unrolls to a combination that sums to it. Inputs with several points at one x make the
+// merge fold products (two, three, four such inputs), drop dominated lists and pass a chain's turn on.
+TEST(FrontierEliminate, EqualsTheReducedUnionOfEveryCombination) {
+  std::mt19937 rng(57);
+  std::uniform_int_distribution<int> cost(0, 40), count(0, 5), k_of(1, 4), dv_of(1, 5);
+  for (int trial = 0; trial < 3000; ++trial) {
+    const int k = k_of(rng), dv = dv_of(rng);
+    const double bucket = trial % 3 == 0 ? 0.0 : (trial % 3 == 1 ? 4.0 : 16.0);
+    std::vector<Frontier> inputs(static_cast<size_t>(k) * dv);  // [x * k + i]
+    for (auto& f : inputs) {
+      std::vector<Point> raw(static_cast<size_t>(count(rng) == 0 && rng() % 4 == 0 ? 0 : 1 + count(rng)));
+      for (auto& p : raw) p = {static_cast<double>(cost(rng)), static_cast<double>(cost(rng))};
+      for (int i : reduce_indices(raw)) f.push_back(raw[i]);
+    }
+    std::vector<Point> all;
+    for (int x = 0; x < dv; ++x) {
+      std::vector<Point> sums{Point{}};
+      for (int i = 0; i < k; ++i) {
+        std::vector<Point> next;
+        for (const Point& a : sums)
+          for (const Point& b : inputs[static_cast<size_t>(x) * k + i]) next.push_back({a.time + b.time, a.memory + b.memory});
+        sums.swap(next);
+      }
+      all.insert(all.end(), sums.begin(), sums.end());
+    }
+    std::vector<Point> want;
+    for (int i : reduce_indices(all, bucket)) want.push_back(all[i]);
+    FrontierSum s(bucket);
+    Frontier got;
+    FrontierSum::Back back;
+    s.eliminate(k, dv, [&](int i, int x) -> const Frontier& { return inputs[static_cast<size_t>(x) * k + i]; }, got,
+                back);
+    ASSERT_EQ(got.size(), want.size()) << "trial " << trial;
+    for (size_t p = 0; p < got.size(); ++p) {
+      EXPECT_EQ(got[p].time, want[p].time) << "trial " << trial << " point " << p;
+      EXPECT_EQ(got[p].memory, want[p].memory) << "trial " << trial << " point " << p;
+      std::vector<int> at(k);
+      const int x = FrontierSum::unroll(back, static_cast<int>(p), k, at.data());
+      Point sum{};
+      for (int i = 0; i < k; ++i) {
+        const Frontier& f = inputs[static_cast<size_t>(x) * k + i];
+        ASSERT_LT(at[i], static_cast<int>(f.size())) << "trial " << trial;
+        sum.time += f[at[i]].time, sum.memory += f[at[i]].memory;
+      }
+      EXPECT_EQ(sum.time, got[p].time) << "trial " << trial;
+      EXPECT_EQ(sum.memory, got[p].memory) << "trial " << trial;
+    }
+  }
+}
+
 TEST(FrontierSolve, EmptyProblemAndImpossibleNothing) {
   ParetoSolution s = solve_pareto({});
   ASSERT_EQ(s.points.size(), 1u);
