@@ -196,6 +196,14 @@ def test_cli_frontier(tmp_path, capsys):
     assert "turning point" in text and "best within 1 GB" in text and "data_parallel" in text
     assert json.loads(out.read_text())["devices"] == 4
     assert main(["frontier", "mlp-2-64", "--devices", "0"]) == 2
+    # The heuristic from the shell: a tiny table limit forces fixes.
+    assert main(["frontier", "mlp-2-64", "--devices", "4", "--heuristic", "--max-table", "4"]) == 0
+    fixes = int(capsys.readouterr().out.split("heuristic eliminations ")[1].split()[0].rstrip(","))
+    assert fixes > 0
+    # A search past its byte budget is a message naming what it used and what to try, not a traceback.
+    assert main(["frontier", "mlp-2-64", "--devices", "4", "--max-bytes", "1e-6"]) == 2
+    err = capsys.readouterr().err
+    assert "tables would take more than" in err and "heuristic=False" in err and "try heuristic=True" in err
 
 
 def test_the_simulator_reranks_the_frontier():

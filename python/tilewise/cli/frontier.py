@@ -12,7 +12,8 @@ def add_frontier(subparsers: Any) -> None:
         "frontier",
         help="the cost frontier (time per iteration against memory per device) of a model on a cluster",
         description="Build the training graph of a zoo model (or load a graph JSON file), cost every configuration "
-        "of its tensor and op classes on K devices of a cluster (TensorOpt Eq. 1-3) and search the exact frontier. "
+        "of its tensor and op classes on K devices of a cluster (TensorOpt Eq. 1-3) and search the exact frontier "
+        "(--heuristic for models of TensorOpt Table 1's size). "
         "Prints the points, the turning point, the baselines (data parallel, tofu, Mesh-TensorFlow) and, with "
         "--memory-limit, the fastest point that fits (1/1.1 of the limit, TensorOpt's margin).",
         epilog="Example: tilewise frontier mlp-4-1024 --cluster tensoropt --devices 16 --memory-limit 16",
@@ -25,6 +26,13 @@ def add_frontier(subparsers: Any) -> None:
     parser.add_argument("--time-limit", type=float, metavar="S", help="seconds for costing and search")
     parser.add_argument("--memory-bucket", type=float, metavar="MB",
                         help="memories within this many MB count as equal (smaller, approximate frontiers)")
+    parser.add_argument("--heuristic", action="store_true",
+                        help="fix a class where a table would pass --max-table entries (TensorOpt Eq. 7: for "
+                        "Table-1-size models; fast, not exact)")
+    parser.add_argument("--max-table", type=int, metavar="N",
+                        help="entries a table may reach (default 2**18 exact, 2**14 with --heuristic)")
+    parser.add_argument("--max-bytes", type=float, metavar="GB",
+                        help="memory the search's tables may take, in GB (1e9 bytes; default 4 GiB)")
     parser.add_argument("--coarsen", action="store_true",
                         help="element-wise ops follow their input's tiling (a smaller space, far faster search)")
     parser.add_argument("--plot", metavar="PNG", help="draw the frontier (TensorOpt Fig. 6) to this file")
@@ -41,6 +49,7 @@ def _fail(message: str) -> int:
 def run_frontier(args: argparse.Namespace) -> int:
     import pathlib
 
+    from .. import SearchTimeout, SearchTooLarge
     from .._util import fmt_bytes
     from ..plan.frontier import frontier
     from ..sim.cluster import Cluster
@@ -54,11 +63,17 @@ def run_frontier(args: argparse.Namespace) -> int:
         return _fail(f"--time-limit must be positive, got {args.time_limit}")
     g = load_model(args.model, batch=args.batch)
     cluster = Cluster.from_json(pathlib.Path(args.cluster)) if args.cluster.endswith(".json") else args.cluster
+    if args.max_table is not None and args.max_table < 1:
+        return _fail(f"--max-table must be at least 1, got {args.max_table}")
+    if args.max_bytes is not None and not args.max_bytes > 0:
+        return _fail(f"--max-bytes must be positive, got {args.max_bytes}")
     bucket = None if args.memory_bucket is None else args.memory_bucket * 1e6
+    max_bytes = None if args.max_bytes is None else int(args.max_bytes * 1e9)
     try:
         f = frontier(g, cluster, devices=args.devices, time_limit=args.time_limit, progress=args.progress,
-                     memory_bucket=bucket, coarsen=args.coarsen)
-    except ValueError as e:
+                     memory_bucket=bucket, coarsen=args.coarsen, heuristic=args.heuristic, max_table=args.max_table,
+                     max_bytes=max_bytes)
+    except (ValueError, SearchTooLarge, SearchTimeout) as e:
         return _fail(str(e))
     print(repr(f))
     ops = [r for r in f.configurations() if r["kind"] == "op"]

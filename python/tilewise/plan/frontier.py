@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from .. import _core
 from .._util import check_int, fmt_bytes, json_text
 from ..graph.graph import Graph
-from .pareto import DEFAULT_MAX_BYTES, DEFAULT_MAX_TABLE, Elimination, FrontierStats
+from .pareto import DEFAULT_MAX_BYTES, Elimination, FrontierStats, default_max_table, too_large
 from .pareto import reduce as _reduce_points
 from .plan import Plan
 
@@ -374,7 +374,9 @@ def frontier(graph: Graph, cluster="tensoropt", devices: int | None = None, time
     cluster, devices = _resolve(cluster, devices)
     limit = _seconds("time_limit", time_limit)
     threads = 0 if threads is None else check_int("threads", threads, minimum=1, maximum=4096)
-    max_table = DEFAULT_MAX_TABLE if max_table is None else check_int("max_table", max_table, minimum=1)
+    if not isinstance(heuristic, bool):
+        raise TypeError(f"heuristic must be True or False, not {type(heuristic).__name__}")
+    max_table = default_max_table(heuristic) if max_table is None else check_int("max_table", max_table, minimum=1)
     max_bytes = DEFAULT_MAX_BYTES if max_bytes is None else check_int("max_bytes", max_bytes, minimum=1, maximum=2**62)
     if not isinstance(coarsen, bool):
         raise TypeError(f"coarsen must be a bool, not {type(coarsen).__name__}")
@@ -392,9 +394,12 @@ def frontier(graph: Graph, cluster="tensoropt", devices: int | None = None, time
                                     batch_split_inputs=bool(batch_split_inputs), progress=report)
         left = 0.0 if not limit else max(limit - (_time.monotonic() - start), 1e-3)
         solve_report = None if report is None else (lambda d, t: report("frontier search", d, t))
-        sol = model.solve(max_table=max_table, heuristic=heuristic, memory_bucket=bucket, threads=threads,
-                          time_limit=left, progress=solve_report, bound=bool(bound), max_bytes=max_bytes,
-                          coarsen=coarsen)
+        try:
+            sol = model.solve(max_table=max_table, heuristic=heuristic, memory_bucket=bucket, threads=threads,
+                              time_limit=left, progress=solve_report, bound=bool(bound), max_bytes=max_bytes,
+                              coarsen=coarsen)
+        except _core.SearchTooLarge as e:
+            raise too_large(e, heuristic, max_table, bucket, max_bytes) from None
     finally:
         if close is not None:
             close()

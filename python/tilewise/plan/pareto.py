@@ -34,6 +34,9 @@ __all__ = ["Elimination", "Frontier", "FrontierPoint", "FrontierStats", "reduce"
 
 #: Entries a table may have before the search conditions on a variable (``max_table=None``).
 DEFAULT_MAX_TABLE = 1 << 18
+# With the heuristic: tables past 2^14 entries fix a class (the Table-1-size models' benchmark setting; a
+# 2^18 threshold let wresnet-50-2's search pass the 4 GiB budget after 263 s, docs/FRONTIERS.md).
+HEURISTIC_MAX_TABLE = 1 << 14
 DEFAULT_MAX_BYTES = 4 << 30  # what the search's tables may take
 
 
@@ -270,6 +273,30 @@ def _progress_bar(progress):
 # ----- the search ---------------------------------------------------------------------------------
 
 
+def default_max_table(heuristic: bool) -> int:
+    """The table limit when none is given: 2**18 for the exact search, 2**14 with the heuristic."""
+    return HEURISTIC_MAX_TABLE if heuristic else DEFAULT_MAX_TABLE
+
+
+def too_large(error: Exception, heuristic: bool, max_table: int, memory_bucket: float,
+              max_bytes: int) -> Exception:
+    """``error`` (the engine's SearchTooLarge) with what the search used and what to change next."""
+    used = (f"heuristic={heuristic}, max_table=2**{max_table.bit_length() - 1}"
+            if max_table & (max_table - 1) == 0 else f"heuristic={heuristic}, max_table={max_table}")
+    used += f", memory_bucket={fmt_bytes(memory_bucket) if memory_bucket else None}, max_bytes={fmt_bytes(max_bytes)}"
+    tries = []
+    if not heuristic:
+        tries.append("heuristic=True (TensorOpt Eq. 7; max_table 2**14 then)")
+    else:
+        tries.append("a smaller max_table (each factor of 4 fixes more classes and shrinks the tables; "
+                     "2**12 fits the Table-1-size zoo models in 4 GiB)")
+    if not memory_bucket:
+        tries.append("memory_bucket=16 * 2**20 (fewer points per table)")
+    tries.append(f"a larger max_bytes (now {fmt_bytes(max_bytes)})")
+    msg = str(error).split("; a memory bucket")[0]
+    return _core.SearchTooLarge(f"{msg} with {used}; try {', or '.join(tries)}")
+
+
 def solve(nodes: Mapping[str, Sequence], edges: Mapping[tuple[str, str], Sequence] | None = None, *,
           time_limit: float | None = None, max_table: int | None = None, heuristic: bool = False,
           memory_bucket: float | None = None, threads: int | None = None,
@@ -286,12 +313,12 @@ def solve(nodes: Mapping[str, Sequence], edges: Mapping[tuple[str, str], Sequenc
     ``max_table``: entries a table may reach before the search enumerates (conditions on) a
     neighbour's configurations instead, staying exact (default 2**18). ``heuristic=True`` fixes a
     neighbour to one configuration instead (TensorOpt Eq. 7: fast, not exact; counted in
-    ``stats.heuristic_eliminations``). ``memory_bucket``: bytes within which memories count as equal
-    (smaller frontiers; every exact point stays within ``stats.memory_error_bound`` bytes of a
-    returned one, no slower). ``bound``: first solve a few weighted sums of time and memory (cheap
-    scalar searches) and drop every partial strategy one of their solutions beats however it is
-    completed (exact; ``stats.incumbents`` counts them; ignored with ``heuristic``; False for the
-    plain search). ``max_bytes``: memory the search's tables may take (default 4 GiB), then
+    ``stats.heuristic_eliminations``; ``max_table`` then defaults to 2**14). ``memory_bucket``: bytes within
+    which memories count as equal (smaller frontiers; every exact point stays within
+    ``stats.memory_error_bound`` bytes of a returned one, no slower). ``bound``: first solve a few weighted
+    sums of time and memory (cheap scalar searches) and drop every partial strategy one of their solutions
+    beats however it is completed (exact; ``stats.incumbents`` counts them; ignored with ``heuristic``; False
+    for the plain search). ``max_bytes``: memory the search's tables may take (default 4 GiB), then
     ``tw.SearchTooLarge`` rather than exhausting the machine's memory.
     ``time_limit``: seconds, then ``tw.SearchTimeout``. ``threads``: None
     for every core. ``progress``: True for a tqdm bar, or a callable ``(done, total)``.
@@ -327,12 +354,12 @@ def solve(nodes: Mapping[str, Sequence], edges: Mapping[tuple[str, str], Sequenc
         table = _table(key, table, len(node_costs[index[u]]), len(node_costs[index[v]]), (u, v))
         edge_costs.append((index[u], index[v], table))
     limit = _seconds(time_limit)
-    max_table = DEFAULT_MAX_TABLE if max_table is None else check_int("max_table", max_table, minimum=1,
-                                                                    maximum=2**62, error=ValueError)
-    max_bytes = DEFAULT_MAX_BYTES if max_bytes is None else check_int("max_bytes", max_bytes, minimum=1,
-                                                                    maximum=2**62, error=ValueError)
     if not isinstance(heuristic, bool):
         raise TypeError(f"heuristic must be True or False, not {type(heuristic).__name__}")
+    max_table = default_max_table(heuristic) if max_table is None else check_int(
+        "max_table", max_table, minimum=1, maximum=2**62, error=ValueError)
+    max_bytes = DEFAULT_MAX_BYTES if max_bytes is None else check_int("max_bytes", max_bytes, minimum=1,
+                                                                    maximum=2**62, error=ValueError)
     bucket = 0.0
     if memory_bucket is not None:
         if not _is_number(memory_bucket):
@@ -346,6 +373,8 @@ def solve(nodes: Mapping[str, Sequence], edges: Mapping[tuple[str, str], Sequenc
         sol = _core.pareto_solve(node_costs, edge_costs, max_table=max_table, heuristic=heuristic,
                                  memory_bucket=bucket, threads=threads, time_limit=limit, progress=report,
                                  bound=bool(bound), max_bytes=max_bytes)
+    except _core.SearchTooLarge as e:
+        raise too_large(e, heuristic, max_table, bucket, max_bytes) from None
     finally:
         close()
     points = [FrontierPoint(t, m, types.MappingProxyType(dict(zip(names, c))))
