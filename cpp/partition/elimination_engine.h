@@ -297,8 +297,9 @@ Pass<S> run_pass(const S& s, const std::vector<int>& domains, std::vector<BasicF
     }
     check_interrupt();
     auto too_large = [&] {
-      return SearchTooLarge("the search's tables would take more than " + std::to_string(options.max_bytes >> 20) +
-                            " MiB (eliminating variable " + std::to_string(step + 1) + " of " + std::to_string(n) +
+      const int64_t b = options.max_bytes;
+      const std::string limit = b >= (int64_t{1} << 20) ? std::to_string(b >> 20) + " MiB" : std::to_string(b) + " bytes";
+      return SearchTooLarge("the search's tables would take more than " + limit + " (eliminating variable " + std::to_string(step + 1) + " of " + std::to_string(n) +
                             "); a memory bucket, the heuristic or a larger limit would do");
     };
     if (too_many) throw too_large();

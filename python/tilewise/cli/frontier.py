@@ -49,7 +49,7 @@ def _fail(message: str) -> int:
 def run_frontier(args: argparse.Namespace) -> int:
     import pathlib
 
-    from .. import SearchTimeout, SearchTooLarge
+    from .._core import SearchTimeout, SearchTooLarge
     from .._util import fmt_bytes
     from ..plan.frontier import frontier
     from ..sim.cluster import Cluster
