@@ -399,7 +399,7 @@ def frontier(graph: Graph, cluster="tensoropt", devices: int | None = None, time
                               time_limit=left, progress=solve_report, bound=bool(bound), max_bytes=max_bytes,
                               coarsen=coarsen)
         except _core.SearchTooLarge as e:
-            raise too_large(e, heuristic, max_table, bucket, max_bytes) from None
+            raise too_large(e, heuristic, max_table, bucket, max_bytes, graph=True) from None
     finally:
         if close is not None:
             close()

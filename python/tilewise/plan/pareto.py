@@ -278,20 +278,21 @@ def default_max_table(heuristic: bool) -> int:
     return HEURISTIC_MAX_TABLE if heuristic else DEFAULT_MAX_TABLE
 
 
-def too_large(error: Exception, heuristic: bool, max_table: int, memory_bucket: float,
-              max_bytes: int) -> Exception:
-    """``error`` (the engine's SearchTooLarge) with what the search used and what to change next."""
-    used = (f"heuristic={heuristic}, max_table=2**{max_table.bit_length() - 1}"
-            if max_table & (max_table - 1) == 0 else f"heuristic={heuristic}, max_table={max_table}")
-    used += f", memory_bucket={fmt_bytes(memory_bucket) if memory_bucket else None}, max_bytes={fmt_bytes(max_bytes)}"
+def too_large(error: Exception, heuristic: bool, max_table: int, memory_bucket: float, max_bytes: int,
+              graph: bool = False) -> Exception:
+    """``error`` (the engine's SearchTooLarge) with what the search used and what to change next; ``graph``:
+    raised by ``tw.frontier`` (memory in bytes, the zoo's measured settings apply)."""
+    table = f"2**{max_table.bit_length() - 1}" if max_table & (max_table - 1) == 0 else str(max_table)
+    bucket = (fmt_bytes(memory_bucket) if graph else f"{memory_bucket:g}") if memory_bucket else None
+    used = f"heuristic={heuristic}, max_table={table}, memory_bucket={bucket}, max_bytes={fmt_bytes(max_bytes)}"
     tries = []
     if not heuristic:
         tries.append("heuristic=True (TensorOpt Eq. 7; max_table 2**14 then)")
     else:
-        tries.append("a smaller max_table (each factor of 4 fixes more classes and shrinks the tables; "
-                     "2**12 fits the Table-1-size zoo models in 4 GiB)")
+        tries.append("a smaller max_table (each factor of 4 fixes more classes and shrinks the tables"
+                     + ("; 2**12 fits the Table-1-size zoo models in 4 GiB)" if graph else ")"))
     if not memory_bucket:
-        tries.append("memory_bucket=16 * 2**20 (fewer points per table)")
+        tries.append("memory_bucket=16 * 2**20 (fewer points per table)" if graph else "a memory_bucket")
     tries.append(f"a larger max_bytes (now {fmt_bytes(max_bytes)})")
     msg = str(error).split("; a memory bucket")[0]
     return _core.SearchTooLarge(f"{msg} with {used}; try {', or '.join(tries)}")
