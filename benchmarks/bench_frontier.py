@@ -74,16 +74,6 @@ compare = options.pop("compare", False)
 g = tw.models.get(name, batch=batch)
 
 
-def loss(coarse):  # time lost at equal memory against the exact frontier: (median, max) over its points
-    exact = tw.frontier(g, "tensoropt", devices=16, baselines=False)
-    out = []
-    for p in exact.points:
-        fit = [q.time for q in coarse.points if q.memory <= p.memory]
-        out.append(min(fit) / p.time - 1 if fit else float("inf"))
-    out.sort()
-    return [out[len(out) // 2], out[-1]]
-
-
 start = time.monotonic()
 try:
     f = tw.frontier(g, "tensoropt", devices=16, baselines=False, **options)
@@ -102,22 +92,22 @@ print(json.dumps({
     "heuristic_eliminations": f.stats.heuristic_eliminations, "conditioned": len(f.stats.conditioned),
     "incumbents": f.stats.incumbents,
     "min_memory_gib": f.points[0].memory / 2**30, "min_time_s": f.points[-1].time,
-    "tied_ops": f.stats.tied_ops, "loss": loss(f) if compare else None,
-    "frontier": [[p.time, p.memory] for p in f.points],
+    "tied_ops": f.stats.tied_ops, "frontier": [[p.time, p.memory] for p in f.points],
+    # The exact frontier to measure the time this row loses against (the parent compares).
+    "exact_frontier": ([[p.time, p.memory] for p in tw.frontier(g, "tensoropt", devices=16, baselines=False).points]
+                       if compare else None),
 }))
 """
 
 
-def against(points: list, reference: list) -> tuple[float, float, int]:
-    """Per reference point, this frontier's least time within its memory against the reference's time: the
-    median and max of (ours / theirs - 1) and how many reference points have no point of ours within their memory."""
+def time_at_equal_memory(points: list, reference: list) -> list[float]:
+    """Per reference point (time, memory), this frontier's least time within its memory against the reference's
+    time, ours / theirs - 1 (inf where no point of ours fits its memory), sorted."""
     ratios = []
     for t, m in reference:
         fit = [q[0] for q in points if q[1] <= m]
-        if fit:
-            ratios.append(min(fit) / t - 1)
-    ratios.sort()
-    return ratios[len(ratios) // 2], ratios[-1], len(reference) - len(ratios)
+        ratios.append(min(fit) / t - 1 if fit else float("inf"))
+    return sorted(ratios)
 
 
 def run_row(name: str, batch: int, options: dict, timeout: float) -> dict:
@@ -154,15 +144,22 @@ def main() -> None:
         ref = next((q for q in results[:-1] if q["model"] == name and q["options"] == APPROX and "frontier" in q), None)
         vs = ""
         if options == {**APPROX, "max_table": options.get("max_table")} != APPROX and ref and "frontier" in r:
-            med, worst, uncovered = against(r["frontier"], ref["frontier"])
-            vs = f"{100 * med:+.2f} %, {100 * worst:+.2f} %; {uncovered}"
+            ratios = time_at_equal_memory(r["frontier"], ref["frontier"])
+            covered = [x for x in ratios if x != float("inf")]
+            vs = (f"{100 * covered[len(covered) // 2]:+.2f} %, {100 * covered[-1]:+.2f} %; "
+                  f"{len(ratios) - len(covered)}")
+        loss = None  # time lost at equal memory against the exact frontier: (median, max) over its points
+        if r.get("exact_frontier"):
+            ratios = time_at_equal_memory(r["frontier"], r["exact_frontier"])
+            loss = (ratios[len(ratios) // 2], ratios[-1])
+        results[-1]["loss"] = loss
         if "error" in r:
             print(f"{head} {r['error']} | | | | | | | | | | |", flush=True)
         else:
             print(f"{head} {r['op_classes']} | {r['K_mean']:.1f}, {r['K_max']}; {r['K_pruned_mean']:.1f} | "
                   f"{r['costing_s']:.2f} | {r['search_s']:.2f} | {r['points']} | {r['largest_frontier']} | "
                   f"{r['heuristic_eliminations']} | {r['conditioned']} | {r['tied_ops']} | "
-                  + ("" if r["loss"] is None else f"{100 * r['loss'][0]:.2f} %, {100 * r['loss'][1]:.2f} %")
+                  + ("" if loss is None else f"{100 * loss[0]:.2f} %, {100 * loss[1]:.2f} %")
                   + f" | {vs} |",
                   flush=True)
     out = pathlib.Path(__file__).with_name("out")

@@ -152,8 +152,9 @@ void merge_lists(const std::vector<Chain>& chains, std::vector<Head>& heap, std:
       // The chain's next list enters now; a dead one passes its turn on at once.
       int32_t n = h.outer + 1;
       Point sn = c.list_shift(n);
-      while (dead(c, sn) && n + 1 < c.count) sn = c.list_shift(++n);
-      if (!dead(c, sn)) enter[entering++] = head(h.chain, n, sn, 0);
+      bool gone = dead(c, sn);
+      while (gone && n + 1 < c.count) sn = c.list_shift(++n), gone = dead(c, sn);
+      if (!gone) enter[entering++] = head(h.chain, n, sn, 0);
     }
     int32_t next = h.pos + 1;
     if (!skipped(h.time)) {
@@ -201,7 +202,7 @@ struct Scratch {
   std::vector<int> multis;
   std::vector<Fold> folds;  // the folds of one elimination (first `num_folds`; reused, not freed)
   int32_t num_folds = 0;
-  std::vector<Point> next_points;
+  std::vector<Point> next_points, kept_points;
   std::vector<int32_t> next_inputs;
   std::vector<Head> heap;
   std::vector<Pick> chosen;
@@ -301,20 +302,26 @@ void FrontierSum::eliminate_frontiers(int k, int dv, const Frontier* const* ops,
 
   Prune prune{&incumbents_, rest ? *rest : Point{}};
   merge_lists(s.chains, s.heap, s.chosen, rest ? &prune : nullptr);
-  auto point_of = [&](const Pick& pick) {
+  // The kept points, each computed once (the bucket's thinning compares them, the entry keeps them).
+  std::vector<Point>& points = s.kept_points;
+  points.clear();
+  for (const Pick& pick : s.chosen) {
     const Chain& c = s.chains[pick.chain];
-    return candidate(c, c.list_shift(pick.outer), pick.pos);
-  };
+    points.push_back(candidate(c, c.list_shift(pick.outer), pick.pos));
+  }
   if (bucket_ > 0) {
     // Per bucket only the fastest point, the last of its bucket on the frontier.
     size_t kept = 0;
     for (size_t p = 0; p < s.chosen.size(); ++p) {
-      auto bucket_of = [&](size_t q) { return std::floor(point_of(s.chosen[q]).memory / bucket_); };
-      if (p + 1 < s.chosen.size() && bucket_of(p + 1) == bucket_of(p)) continue;
-      s.chosen[kept++] = s.chosen[p];
+      if (p + 1 < s.chosen.size() &&
+          std::floor(points[p + 1].memory / bucket_) == std::floor(points[p].memory / bucket_))
+        continue;
+      s.chosen[kept] = s.chosen[p], points[kept] = points[p];
+      ++kept;
     }
-    s.chosen.resize(kept);
+    s.chosen.resize(kept), points.resize(kept);
   }
+  out.assign(points.begin(), points.end());  // its own size: the byte budget counts capacity
   // Back: two ints per kept point, then the records of folds. A point of a value x without a fold
   // records (x * (k + 1) + multi + 1, position in multi's frontier), multi being the input with
   // several points (-1: none); one of a fold records (-1 - at, position in the last input), where
@@ -335,12 +342,9 @@ void FrontierSum::eliminate_frontiers(int k, int dv, const Frontier* const* ops,
   back.clear();
   back.reserve(record);
   back.resize(2 * s.chosen.size(), 0);
-  out.clear();
-  out.reserve(s.chosen.size());
   for (size_t p = 0; p < s.chosen.size(); ++p) {
     const Pick& pick = s.chosen[p];
     const Chain& c = s.chains[pick.chain];
-    out.push_back(point_of(pick));
     back[2 * p + 1] = pick.pos;
     if (c.fold < 0) {
       back[2 * p] = c.x * (k + 1) + c.input + 1;
