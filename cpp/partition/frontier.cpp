@@ -246,8 +246,9 @@ std::vector<int> reduce_indices(const std::vector<Point>& c, double memory_bucke
       keys, kept);
   std::vector<int> out;
   for (size_t p = 0; p < kept.size(); ++p) {
-    // With buckets, per bucket only the fastest point: the last of its bucket on the frontier.
-    if (memory_bucket > 0 && p + 1 < kept.size() &&
+    // With buckets, per bucket only the fastest point (the last of its bucket on the frontier), and
+    // the lightest point.
+    if (memory_bucket > 0 && p > 0 && p + 1 < kept.size() &&
         std::floor(c[kept[p + 1]].memory / memory_bucket) == std::floor(c[kept[p]].memory / memory_bucket))
       continue;
     out.push_back(kept[p]);
@@ -321,10 +322,11 @@ void FrontierSum::eliminate_frontiers(int k, int dv, const Frontier* const* ops,
     points.push_back(candidate(c, c.list_shift(pick.outer), pick.pos));
   }
   if (bucket_ > 0) {
-    // Per bucket only the fastest point, the last of its bucket on the frontier.
+    // Per bucket only the fastest point, the last of its bucket on the frontier, and the lightest
+    // point of all (so the least-memory end stays exact).
     size_t kept = 0;
     for (size_t p = 0; p < s.chosen.size(); ++p) {
-      if (p + 1 < s.chosen.size() &&
+      if (p > 0 && p + 1 < s.chosen.size() &&
           std::floor(points[p + 1].memory / bucket_) == std::floor(points[p].memory / bucket_))
         continue;
       s.chosen[kept] = s.chosen[p], points[kept] = points[p];

@@ -37,7 +37,8 @@ using Frontier = std::vector<Point>;
 
 /// Algorithm 1: the indices of the points of `c` on its frontier, in frontier order. With
 /// `memory_bucket` b > 0, of the frontier points with memory in one bucket [j·b, (j+1)·b) only
-/// the fastest is kept, so a dropped point is covered by one at most b heavier and no slower.
+/// the fastest is kept, so a dropped point is covered by one at most b heavier and no slower; the
+/// lightest point is always kept (so sums of thinned frontiers keep the exact least memory).
 std::vector<int> reduce_indices(const std::vector<Point>& c, double memory_bucket = 0);
 
 /// The frontier semiring for elimination_engine.h. Per table entry a frontier; per point a record

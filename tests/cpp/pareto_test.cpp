@@ -46,6 +46,12 @@ TEST(FrontierReduce, BucketCountsMemoriesInOneBucketAsEqual) {
   EXPECT_EQ(kept(c, 10), (std::vector<int>{3, 1, 2}));
 }
 
+TEST(FrontierReduce, BucketKeepsTheLightestPoint) {
+  // (9, 3) and (5, 5) share bucket 0: the faster stays, and so does the lightest.
+  EXPECT_EQ(kept({{5, 5}, {9, 3}, {1, 12}}, 10), (std::vector<int>{1, 0, 2}));
+  EXPECT_EQ(kept({{5, 5}, {9, 3}, {4, 8}, {1, 12}}, 10), (std::vector<int>{1, 2, 3}));
+}
+
 // TensorOpt Lemma 2: K tuples whose memory and time ranks are independent and uniform have a
 // frontier of H_K tuples on average. Measured over many sets.
 TEST(FrontierReduce, RandomOrderSetsHaveHarmonicSize) {
@@ -290,11 +296,17 @@ TEST(FrontierSolve, MemoryBucketStaysWithinItsBound) {
   for (int trial = 0; trial < 100; ++trial) {
     ParetoProblem p = random_problem(rng, trial % 3);
     ParetoOptions o;
-    o.memory_bucket = 1.5;
+    o.memory_bucket = trial % 2 ? 1.5 : 6.0;
+    o.bound = trial % 4 < 2;  // the incumbents alone would give the least memory (the heaviest weight on it)
     ParetoSolution s = solve_pareto(p, o);
     expect_unrolls(p, s, trial);
-    EXPECT_DOUBLE_EQ(s.memory_error_bound, 1.5 * static_cast<double>(s.stats.steps.size() + 1));
-    for (const Point& e : enumerate_frontier(p))
+    EXPECT_DOUBLE_EQ(s.memory_error_bound, o.memory_bucket * static_cast<double>(s.stats.steps.size() + 1));
+    const std::vector<Point> exact = enumerate_frontier(p);
+    ASSERT_FALSE(s.points.empty()) << "trial " << trial;
+    // The least-memory end is exact: every entry keeps its lightest point.
+    EXPECT_EQ(s.points[0].memory, exact[0].memory) << "trial " << trial;
+    EXPECT_EQ(s.points[0].time, exact[0].time) << "trial " << trial;
+    for (const Point& e : exact)
       EXPECT_TRUE(std::any_of(s.points.begin(), s.points.end(), [&](const Point& q) {
         return q.time <= e.time && q.memory <= e.memory + s.memory_error_bound;
       })) << "trial " << trial;

@@ -201,13 +201,16 @@ def test_arbitrary_floats_agree_within_rounding_and_unroll_exactly(problem):
 
 
 @settings(max_examples=40, deadline=None)
-@given(problems(), st.sampled_from([0.5, 2.0, 7.0]))
-def test_memory_bucket_stays_within_its_bound(problem, bucket):
+@given(problems(), st.sampled_from([0.5, 2.0, 7.0]), st.booleans())
+def test_memory_bucket_stays_within_its_bound(problem, bucket, bound):
     nodes, edges = problem
-    f = tw.pareto.solve(nodes, edges, memory_bucket=bucket)
+    # Without bounds: their incumbents alone would give the least memory (the heaviest weight on it).
+    f = tw.pareto.solve(nodes, edges, memory_bucket=bucket, bound=bound)
     check_unrolls(nodes, edges, f)
     assert f.stats.memory_error_bound == bucket * (len(nodes) + 1)
-    for t, m in enumerate_frontier(nodes, edges):
+    exact = enumerate_frontier(nodes, edges)
+    assert (f.points[0].time, f.points[0].memory) == exact[0]  # the least-memory end stays exact
+    for t, m in exact:
         assert any(p.time <= t and p.memory <= m + f.stats.memory_error_bound for p in f.points)
 
 
@@ -251,6 +254,7 @@ def test_reduce_keeps_strictly_faster_points_in_memory_order():
     assert tw.pareto.reduce([(1, 1), (2, 0), (1, 1), (2, 0)]) == [1, 0]  # duplicates: the first
     assert tw.pareto.reduce([]) == []
     assert tw.pareto.reduce([(5, 11), (1, 19), (0.5, 25), (9, 3)], memory_bucket=10) == [3, 1, 2]
+    assert tw.pareto.reduce([(5, 5), (9, 3), (1, 12)], memory_bucket=10) == [1, 0, 2]  # the lightest stays
 
 
 def test_lemma_2_random_order_sets_have_harmonic_mean_frontier_size():

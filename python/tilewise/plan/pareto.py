@@ -316,7 +316,8 @@ def solve(nodes: Mapping[str, Sequence], edges: Mapping[tuple[str, str], Sequenc
     neighbour to one configuration instead (TensorOpt Eq. 7: fast, not exact; counted in
     ``stats.heuristic_eliminations``; ``max_table`` then defaults to 2**14). ``memory_bucket``: bytes within
     which memories count as equal (smaller frontiers; every exact point stays within
-    ``stats.memory_error_bound`` bytes of a returned one, no slower). ``bound``: first solve a few weighted
+    ``stats.memory_error_bound`` bytes of a returned one, no slower; the least-memory point stays exact).
+    ``bound``: first solve a few weighted
     sums of time and memory (cheap scalar searches) and drop every partial strategy one of their solutions
     beats however it is completed (exact; ``stats.incumbents`` counts them; ignored with ``heuristic``; False
     for the plain search). ``max_bytes``: memory the search's tables may take (default 4 GiB), then
@@ -392,7 +393,9 @@ def solve(nodes: Mapping[str, Sequence], edges: Mapping[tuple[str, str], Sequenc
 def reduce(points, memory_bucket: float | None = None) -> list[int]:
     """TensorOpt Algorithm 1: the indices of the ``(time, memory)`` points on their frontier, by
     increasing memory. Sorted by (memory, time, position), a point is kept only when its time is
-    strictly below every kept one: of equal memories the fastest stays, of equal points the first."""
+    strictly below every kept one: of equal memories the fastest stays, of equal points the first.
+    With ``memory_bucket`` b, of the frontier points in one bucket ``[j·b, (j+1)·b)`` only the fastest
+    stays, and the lightest point of all."""
     arr = points if isinstance(points, np.ndarray) else np.array(
         [_cost(p, f"point {i}") for i, p in enumerate(points)], dtype=np.float64).reshape(-1, 2)
     if arr.ndim != 2 or arr.shape[1] != 2:
