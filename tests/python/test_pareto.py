@@ -139,7 +139,7 @@ def test_a_search_past_its_byte_budget_stops_with_search_too_large():
         tw.pareto.solve(nodes, edges, max_bytes=2000, bound=False)
     # The error names what the search used and what to change next.
     with pytest.raises(tw.SearchTooLarge, match=r"heuristic=False, max_table=2\*\*18, memory_bucket=None, "
-                       r"max_bytes=2 KB; try heuristic=True .*a memory_bucket.*larger max_bytes"):
+                       r"max_bytes=1.95 KiB; try heuristic=True .*a memory_bucket.*larger max_bytes"):
         tw.pareto.solve(nodes, edges, max_bytes=2000, bound=False)
     with pytest.raises(tw.SearchTooLarge, match=r"heuristic=True, max_table=2\*\*14, .*try a smaller max_table"):
         tw.pareto.solve(nodes, edges, max_bytes=2000, bound=False, heuristic=True, memory_bucket=1.0)

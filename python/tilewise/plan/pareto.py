@@ -278,13 +278,21 @@ def default_max_table(heuristic: bool) -> int:
     return HEURISTIC_MAX_TABLE if heuristic else DEFAULT_MAX_TABLE
 
 
+def _binary_bytes(b: float) -> str:
+    """Bytes in binary units (the engine's own message counts MiB): 4 * 2**30 -> '4 GiB'."""
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if abs(b) >= scale:
+            return f"{b / scale:.3g} {unit}"
+    return f"{int(b)} bytes"
+
+
 def too_large(error: Exception, heuristic: bool, max_table: int, memory_bucket: float, max_bytes: int,
               graph: bool = False) -> Exception:
     """``error`` (the engine's SearchTooLarge) with what the search used and what to change next; ``graph``:
     raised by ``tw.frontier`` (memory in bytes, the zoo's measured settings apply)."""
     table = f"2**{max_table.bit_length() - 1}" if max_table & (max_table - 1) == 0 else str(max_table)
-    bucket = (fmt_bytes(memory_bucket) if graph else f"{memory_bucket:g}") if memory_bucket else None
-    used = f"heuristic={heuristic}, max_table={table}, memory_bucket={bucket}, max_bytes={fmt_bytes(max_bytes)}"
+    bucket = (_binary_bytes(memory_bucket) if graph else f"{memory_bucket:g}") if memory_bucket else None
+    used = f"heuristic={heuristic}, max_table={table}, memory_bucket={bucket}, max_bytes={_binary_bytes(max_bytes)}"
     tries = []
     if not heuristic:
         tries.append("heuristic=True (TensorOpt Eq. 7; max_table 2**14 then)")
@@ -293,7 +301,7 @@ def too_large(error: Exception, heuristic: bool, max_table: int, memory_bucket: 
                      + ("; 2**12 fits the Table-1-size zoo models in 4 GiB)" if graph else ")"))
     if not memory_bucket:
         tries.append("memory_bucket=16 * 2**20 (fewer points per table)" if graph else "a memory_bucket")
-    tries.append(f"a larger max_bytes (now {fmt_bytes(max_bytes)})")
+    tries.append(f"a larger max_bytes (now {_binary_bytes(max_bytes)})")
     msg = str(error).split("; a memory bucket")[0]
     return _core.SearchTooLarge(f"{msg} with {used}; try {', or '.join(tries)}")
 
