@@ -302,7 +302,8 @@ def test_time_limit_and_progress():
     rng = np.random.default_rng(1)
     nodes = {f"n{v}": rng.random((30, 2)) for v in range(150)}
     edges = {(f"n{v}", f"n{v + 1}"): rng.random((30, 30)) for v in range(149)}
-    with pytest.raises(tw.SearchTimeout, match="time limit"):
+    with pytest.raises(tw.SearchTimeout, match=r"time limit .* with heuristic=False, max_table=2\*\*18, memory_bucket=None; "
+                       r"try heuristic=True .*a memory_bucket, or a longer time_limit \(now 0.0001 s\)"):
         tw.pareto.solve(nodes, edges, time_limit=1e-4)
     seen = []
     small = {k: nodes[k] for k in list(nodes)[:5]}

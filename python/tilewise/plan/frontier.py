@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from .. import _core
 from .._util import check_int, fmt_bytes, json_text
 from ..graph.graph import Graph
-from .pareto import DEFAULT_MAX_BYTES, Elimination, FrontierStats, default_max_table, too_large
+from .pareto import DEFAULT_MAX_BYTES, Elimination, FrontierStats, default_max_table, too_large, too_slow
 from .pareto import reduce as _reduce_points
 from .plan import Plan
 
@@ -400,6 +400,8 @@ def frontier(graph: Graph, cluster="tensoropt", devices: int | None = None, time
                               coarsen=coarsen)
         except _core.SearchTooLarge as e:
             raise too_large(e, heuristic, max_table, bucket, max_bytes, graph=True) from None
+        except _core.SearchTimeout as e:
+            raise too_slow(e, heuristic, max_table, bucket, time_limit, graph=True, coarsen=bool(coarsen)) from None
     finally:
         if close is not None:
             close()

@@ -286,13 +286,11 @@ def _binary_bytes(b: float) -> str:
     return f"{int(b)} bytes"
 
 
-def too_large(error: Exception, heuristic: bool, max_table: int, memory_bucket: float, max_bytes: int,
-              graph: bool = False) -> Exception:
-    """``error`` (the engine's SearchTooLarge) with what the search used and what to change next; ``graph``:
-    raised by ``tw.frontier`` (memory in bytes, the zoo's measured settings apply)."""
+def _advice(heuristic: bool, max_table: int, memory_bucket: float, graph: bool, coarsen: bool | None) -> tuple:
+    """The search's settings as a user would write them, and what would make it smaller."""
     table = f"2**{max_table.bit_length() - 1}" if max_table & (max_table - 1) == 0 else str(max_table)
     bucket = (_binary_bytes(memory_bucket) if graph else f"{memory_bucket:g}") if memory_bucket else None
-    used = f"heuristic={heuristic}, max_table={table}, memory_bucket={bucket}, max_bytes={_binary_bytes(max_bytes)}"
+    used = f"heuristic={heuristic}, max_table={table}, memory_bucket={bucket}"
     tries = []
     if not heuristic:
         tries.append("heuristic=True (TensorOpt Eq. 7; max_table 2**14 then)")
@@ -301,9 +299,31 @@ def too_large(error: Exception, heuristic: bool, max_table: int, memory_bucket: 
                      + ("; 2**12 fits the Table-1-size zoo models in 4 GiB)" if graph else ")"))
     if not memory_bucket:
         tries.append("memory_bucket=16 * 2**20 (fewer points per table)" if graph else "a memory_bucket")
+    if coarsen is not None:
+        used += f", coarsen={coarsen}"
+        if not coarsen:
+            tries.append("coarsen=True (element-wise ops follow their input's tiling)")
+    return used, tries
+
+
+def too_large(error: Exception, heuristic: bool, max_table: int, memory_bucket: float, max_bytes: int,
+              graph: bool = False) -> Exception:
+    """``error`` (the engine's SearchTooLarge) with what the search used and what to change next; ``graph``:
+    raised by ``tw.frontier`` (memory in bytes, the zoo's measured settings apply)."""
+    used, tries = _advice(heuristic, max_table, memory_bucket, graph, None)
+    used += f", max_bytes={_binary_bytes(max_bytes)}"
     tries.append(f"a larger max_bytes (now {_binary_bytes(max_bytes)})")
     msg = str(error).split("; a memory bucket")[0]
     return _core.SearchTooLarge(f"{msg} with {used}; try {', or '.join(tries)}")
+
+
+def too_slow(error: Exception, heuristic: bool, max_table: int, memory_bucket: float, time_limit: float,
+             graph: bool = False, coarsen: bool | None = None) -> Exception:
+    """``error`` (the engine's SearchTimeout, raised in the search) with what the search used and what would
+    make it faster."""
+    used, tries = _advice(heuristic, max_table, memory_bucket, graph, coarsen)
+    tries.append(f"a longer time_limit (now {time_limit:g} s)")
+    return _core.SearchTimeout(f"{error} with {used}; try {', or '.join(tries)}")
 
 
 def solve(nodes: Mapping[str, Sequence], edges: Mapping[tuple[str, str], Sequence] | None = None, *,
@@ -385,6 +405,8 @@ def solve(nodes: Mapping[str, Sequence], edges: Mapping[tuple[str, str], Sequenc
                                  bound=bool(bound), max_bytes=max_bytes)
     except _core.SearchTooLarge as e:
         raise too_large(e, heuristic, max_table, bucket, max_bytes) from None
+    except _core.SearchTimeout as e:
+        raise too_slow(e, heuristic, max_table, bucket, time_limit) from None
     finally:
         close()
     points = [FrontierPoint(t, m, types.MappingProxyType(dict(zip(names, c))))
