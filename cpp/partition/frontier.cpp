@@ -190,8 +190,8 @@ void merge_lists(const std::vector<Chain>& chains, std::vector<Head>& heap, std:
 }
 
 // Per value x with several multi-point inputs: the product of all but the base (the last of
-// `multis`), as a frontier
-// with, per point, the point of each input it sums (k ints, inputs not in the product at 0).
+// `multis`), as a frontier with, per point, the point of each input it sums (k ints, inputs not in
+// the product at 0).
 struct Fold {
   int32_t last = -1;               // the base: the input every list is over
   std::vector<Point> points;       // the product of the others (a frontier)
@@ -295,7 +295,7 @@ void FrontierSum::eliminate_frontiers(int k, int dv, const Frontier* const* ops,
       if (s.multis.size() >= 3) {
         // The fold (the product of all but the base) is materialised, the base is not: the input with
         // the most points (the first of equals) is the base, the others fold in input order. rnn-12-16k's
-        // joins (a cumulative frontier of hundreds of points and two of 5-10) took 0.43 -> 0.37 s.
+        // joins (a cumulative frontier of hundreds of points and two of 5-10) took 0.43 -> 0.36 s.
         // With two inputs nothing is materialised; which makes the lists is left in input order (the
         // larger as the base was 1.5x faster on the RNN's joins, 1.3x slower on wresnet-152-6's).
         auto most = std::max_element(s.multis.begin(), s.multis.end(),

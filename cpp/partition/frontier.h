@@ -8,16 +8,16 @@
 // Costs are doubles. A candidate is the sum of the single-point inputs (in input order), plus the
 // points of the inputs with several: the others in input order, the "base" added last (the last
 // of them; of three or more, the one with the most points, the first of equals). A fixed order, so
-// sums are exact while every partial
-// sum is representable (integer bytes up to 2^53; times on a dyadic grid) and otherwise may differ
-// from another order's in the last bit; comparisons take the rounded values as they are
-// (pareto.cpp re-evaluates every final point with a correctly rounded sum).
+// sums are exact while every partial sum is representable (integer bytes up to 2^53; times on a
+// dyadic grid) and otherwise may differ from another order's in the last bit; comparisons take the
+// rounded values as they are (pareto.cpp re-evaluates every final point with a correctly rounded sum).
 //
 // Tie rule (deterministic, independent of threads): candidates are generated in a fixed order
 // (by value of the eliminated variable, then by point of the product of the multi-point inputs
 // but the base, then by position in the base: memory order within a list) and taken in (memory,
-// time, generation) order; a tuple is kept only when its time is strictly lower than every kept one. So of equal memories the fastest is kept, and of equal
-// (time, memory) the first generated: the lowest value of the eliminated variable.
+// time, generation) order; a tuple is kept only when its time is strictly lower than every kept
+// one. So of equal memories the fastest is kept, and of equal (time, memory) the first generated:
+// the lowest value of the eliminated variable.
 #pragma once
 #include <cstddef>
 #include <cstdint>

@@ -322,7 +322,7 @@ def too_slow(error: Exception, heuristic: bool, max_table: int, memory_bucket: f
     """``error`` (the engine's SearchTimeout, raised in the search) with what the search used and what would
     make it faster."""
     used, tries = _advice(heuristic, max_table, memory_bucket, graph, coarsen)
-    tries.append(f"a longer time_limit (now {time_limit:g} s)")
+    tries.append(f"a longer time_limit (now {time_limit:g} s)" if _is_number(time_limit) else "a longer time_limit")
     return _core.SearchTimeout(f"{error} with {used}; try {', or '.join(tries)}")
 
 
