@@ -17,7 +17,7 @@
 namespace tilewise::exec::cuda {
 
 constexpr int kMaxDims = 8;   ///< output dimensions of a map or reduction (after merging)
-constexpr int kMaxReads = 4;  ///< inputs one map reads
+constexpr int kMaxReads = 5;  ///< inputs one map reads (batch norm with running statistics: 5)
 
 /// The element-wise functions (one per CPU kernel formula they reproduce; see kernel_select.cpp).
 /// `p` holds the op's float attributes in the order each case names.
@@ -33,6 +33,22 @@ enum class MapFn : int {
   kLstmCell /*(f, c, i, g): s(f) c + s(i) tanh(g)*/, kLstmHidden /*(o, c): s(o) tanh(c)*/,
   kMulSigmoid /*(dy, f): dy s(f)*/, kLstmGradTanhSig /*(d, s, t): d tanh(t) s(s) (1 - s(s))*/,
   kLstmGradMulSig /*(d, s, c): d c s(s) (1 - s(s))*/, kLstmGradSigTanh /*(d, s, i): d s(i) (1 - tanh(s)^2)*/,
+  // activations and their gradients ((dy, x) for a gradient unless said), elementwise_kernels.cpp's formulas
+  kSign, kErf, kSoftplus, kRelu6, kLeakyRelu /*slope*/, kElu /*alpha*/, kClip /*lo, hi*/, kPower /*exponent*/,
+  kAbsGrad, kErfGrad, kRelu6Grad, kSoftplusGrad, kLeakyReluGrad /*slope*/, kEluGrad /*alpha*/, kClipGrad /*lo, hi*/,
+  kHardtanhGrad /*lo, hi*/, kPowerGrad /*exponent*/, kGeluTanhGrad,
+  // (dy, a, b) gradients, selections and scaled maps
+  kSquaredDifferenceGrad, kMaximumGrad, kDivGradDivisor, kWhere /*(cond, a, b)*/, kWhereGrad /*(cond, dy); first*/,
+  kMaskedFill /*(x, mask); value*/, kDivBy /*a / p0*/, kScaledDifference /*p0 (a - b)*/,
+  // the losses' gradients: (a, b, dy) with dy a scalar; nll: (other, dy)
+  kL1LossBackward /*numel*/, kSmoothL1LossBackward /*beta, numel*/, kBceWithLogitsBackward /*numel*/,
+  kNllLossBackward /*batch*/,
+  // optimizers: rmsprop's weight (w, g, s; lr, eps); Adam's weight (w, m, v, t; lr, eps, wd; q: beta1, beta2)
+  kRmspropWeight, kAdamWeight,
+  // batch norm with running statistics: (x, mean, var, gamma, beta; eps) and its input gradient (dy, var, gamma; eps)
+  kBatchNormInference, kBatchNormInferenceGradInput,
+  // logsumexp's gradient (dy, x, y): dy exp(x - y)
+  kExpDifferenceTimes,
 };
 
 /// out[i] = fn(reads...) over an output block of `dims` dimensions (row-major, sizes `size`); read r
@@ -42,6 +58,7 @@ struct MapArgs {
   int dims = 0;
   int reads = 0;
   float p[4] = {0, 0, 0, 0};
+  double q[2] = {0, 0};  ///< attributes kept in double where the CPU computes with them in double (Adam's betas)
   long long size[kMaxDims] = {};
   long long base[kMaxReads] = {};
   long long stride[kMaxReads][kMaxDims] = {};
@@ -77,9 +94,13 @@ TW_HD void map_offsets(const MapArgs& a, long long i, long long* off) {
 TW_HD float tw_logistic(float x) { return 1.0f / (1.0f + expf(-x)); }
 TW_HD float tw_nan_max(float a, float b) { return a != a || b != b ? NAN : (a > b ? a : b); }
 TW_HD float tw_nan_min(float a, float b) { return a != a || b != b ? NAN : (a < b ? a : b); }
+TW_HD float tw_truth(bool b) { return b ? 1.0f : 0.0f; }
+
+/// Adam's bias correction 1 / (1 - beta^t), in double as adam_weight's (1 for beta = 0).
+TW_HD double tw_adam_correction(double beta, double step) { return beta == 0.0 ? 1.0 : 1.0 / (1.0 - exp(step * log(beta))); }
 
 /// The formula of `fn` on the values read (v[0..reads)), float32 as the CPU kernels compute it.
-TW_HD float map_apply(int fn, const float* p, const float* v) {
+TW_HD float map_apply(int fn, const float* p, const double* q, const float* v) {
   const float a = v[0], b = v[1], c = v[2];
   constexpr float kInvSqrt2Pi = 0.39894228040143268f, kSqrt1_2 = 0.70710678118654752f;
   constexpr float kGeluC = 0.79788456080286536f;
@@ -146,6 +167,53 @@ TW_HD float map_apply(int fn, const float* p, const float* v) {
       const float t = tanhf(b);
       return a * tw_logistic(c) * (1.0f - t * t);
     }
+    case MapFn::kSign: return tw_truth(a > 0) - tw_truth(a < 0);
+    case MapFn::kErf: return erff(a);
+    case MapFn::kSoftplus: return tw_nan_max(a, 0.0f) + log1pf(expf(-fabsf(a)));
+    case MapFn::kRelu6: return tw_nan_min(tw_nan_max(a, 0.0f), 6.0f);
+    case MapFn::kLeakyRelu: return a > 0 ? a : p[0] * a;
+    case MapFn::kElu: return a > 0 ? a : p[0] * expm1f(a);
+    case MapFn::kClip: return tw_nan_min(tw_nan_max(a, p[0]), p[1]);
+    case MapFn::kPower: return powf(a, p[0]);
+    case MapFn::kAbsGrad: return a * (tw_truth(b > 0) - tw_truth(b < 0));
+    case MapFn::kErfGrad: return a * 1.12837916709551257f * expf(-b * b);
+    case MapFn::kRelu6Grad: return b > 0 && b < 6 ? a : 0.0f;
+    case MapFn::kSoftplusGrad: return a * tw_logistic(b);
+    case MapFn::kLeakyReluGrad: return b > 0 ? a : p[0] * a;
+    case MapFn::kEluGrad: return b > 0 ? a : a * p[0] * expf(b);
+    case MapFn::kClipGrad: return a * tw_truth(b >= p[0]) * tw_truth(b <= p[1]);
+    case MapFn::kHardtanhGrad: return b > p[0] && b < p[1] ? a : 0.0f;
+    case MapFn::kPowerGrad: return a * p[0] * powf(b, p[0] - 1.0f);
+    case MapFn::kGeluTanhGrad: {
+      const float t = tanhf(kGeluC * (b + 0.044715f * b * b * b));
+      return a * (0.5f * (1.0f + t) + 0.5f * b * (1.0f - t * t) * kGeluC * (1.0f + 3.0f * 0.044715f * b * b));
+    }
+    case MapFn::kSquaredDifferenceGrad: return 2.0f * a * (b - c);
+    case MapFn::kMaximumGrad: return a * (tw_truth(b > c) + 0.5f * tw_truth(b == c));
+    case MapFn::kDivGradDivisor: return -a * b / (c * c);
+    case MapFn::kWhere: return a != 0.0f ? b : c;
+    case MapFn::kWhereGrad: return (a != 0.0f) == (p[0] != 0.0f) ? b : 0.0f;
+    case MapFn::kMaskedFill: return b != 0.0f ? p[0] : a;
+    case MapFn::kDivBy: return a / p[0];
+    case MapFn::kScaledDifference: return p[0] * (a - b);
+    case MapFn::kL1LossBackward: return (tw_truth(a > b) - tw_truth(a < b)) * c / p[0];
+    case MapFn::kSmoothL1LossBackward: {
+      const float d = a - b;
+      const float g = fabsf(d) < p[0] ? d / p[0] : tw_truth(d > 0) - tw_truth(d < 0);
+      return g * c / p[1];
+    }
+    case MapFn::kBceWithLogitsBackward: return (1.0f / (1.0f + expf(-a)) - b) * c / p[0];
+    case MapFn::kNllLossBackward: return -a * b / p[0];
+    case MapFn::kRmspropWeight: return a - p[0] * b / (sqrtf(c) + p[1]);
+    case MapFn::kAdamWeight: {  // the corrections from the step count v[3], as adam_weight computes them once
+      const double step = v[3];
+      const float c1 = static_cast<float>(tw_adam_correction(q[0], step));
+      const float c2 = static_cast<float>(tw_adam_correction(q[1], step));
+      return a - p[0] * (b * c1 / (sqrtf(c * c2) + p[1]) + p[2] * a);
+    }
+    case MapFn::kBatchNormInference: return (a - b) / sqrtf(c + p[0]) * v[3] + v[4];
+    case MapFn::kBatchNormInferenceGradInput: return a * c / sqrtf(b + p[0]);
+    case MapFn::kExpDifferenceTimes: return a * expf(b - c);
   }
   return NAN;
 }
@@ -154,10 +222,10 @@ TW_HD float map_apply(int fn, const float* p, const float* v) {
 /// `in[r]` is read r's buffer.
 TW_HD float map_element(const MapArgs& a, const float* const* in, long long i) {
   long long off[kMaxReads];
-  float v[kMaxReads] = {0, 0, 0, 0};
+  float v[kMaxReads] = {};
   map_offsets(a, i, off);
   for (int r = 0; r < a.reads; ++r) v[r] = in[r][off[r]];
-  return map_apply(a.fn, a.p, v);
+  return map_apply(a.fn, a.p, a.q, v);
 }
 
 /// How a reduction folds.

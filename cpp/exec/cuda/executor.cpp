@@ -247,21 +247,21 @@ void CudaExecutable::run(Device& dev, const LaunchPlan& plan, const Program& pro
                           "cudnnConvolutionBackwardFilter" + what);
             }
           } else if (s.kind == Step::kMap) {
-            const float* reads[kMaxReads] = {nullptr, nullptr, nullptr, nullptr};
+            const float* reads[kMaxReads] = {};
             for (int r = 0; r < s.map.reads; ++r) reads[r] = input(s.map_inputs[r]);
             launch_map(s.map, reads, out, stream);
           } else if (s.kind == Step::kChannel) {
-            const float* reads[kMaxReads] = {nullptr, nullptr, nullptr, nullptr};
+            const float* reads[kMaxReads] = {};
             for (int r = 0; r < kMaxReads; ++r)
               if (s.row_inputs[r] != kOutput) reads[r] = input(s.row_inputs[r]);
             launch_channel(s.channel, reads, out, stream);
           } else if (s.kind == Step::kGather) {
-            const float* reads[kMaxReads] = {nullptr, nullptr, nullptr, nullptr};
+            const float* reads[kMaxReads] = {};
             for (int r = 0; r < kMaxReads; ++r)
               if (s.row_inputs[r] != kOutput) reads[r] = input(s.row_inputs[r]);
             launch_gather(s.gather, reads, out, stream);
           } else if (s.kind == Step::kRow) {
-            const float* reads[kMaxReads] = {nullptr, nullptr, nullptr, nullptr};
+            const float* reads[kMaxReads] = {};
             for (int r = 0; r < s.row.inputs; ++r) reads[r] = input(s.row_inputs[r]);
             launch_row(s.row, reads, out, stream);
           } else {

@@ -114,7 +114,7 @@ void run_steps_on_host(const std::vector<Step>& steps, const kernels::TileCall& 
       case Step::kMap: {
         // Every element from the values before the step (a GPU map that reads its own output reads
         // each element once, in the thread that writes it, so the order does not matter).
-        const float* in[kMaxReads] = {nullptr, nullptr, nullptr, nullptr};
+        const float* in[kMaxReads] = {};
         for (int r = 0; r < s.map.reads; ++r) in[r] = input_data(call, s.map_inputs[r]);
         for (long long i = 0; i < s.map.elements; ++i) call.out[map_out_offset(s.map, i)] = map_element(s.map, in, i);
         break;
@@ -126,20 +126,20 @@ void run_steps_on_host(const std::vector<Step>& steps, const kernels::TileCall& 
         break;
       }
       case Step::kRow: {
-        const float* in[kMaxReads] = {nullptr, nullptr, nullptr, nullptr};
+        const float* in[kMaxReads] = {};
         for (int r = 0; r < s.row.inputs; ++r) in[r] = input_data(call, s.row_inputs[r]);
         for (long long t = 0; t < s.row.threads; ++t) row_thread(s.row, in, call.out, t);
         break;
       }
       case Step::kChannel: {
-        const float* in[kMaxReads] = {nullptr, nullptr, nullptr, nullptr};
+        const float* in[kMaxReads] = {};
         for (int r = 0; r < kMaxReads; ++r)
           if (s.row_inputs[r] != kOutput) in[r] = input_data(call, s.row_inputs[r]);
         for (long long t = 0; t < s.channel.cs; ++t) channel_thread(s.channel, in, call.out, t);
         break;
       }
       case Step::kGather: {
-        const float* in[kMaxReads] = {nullptr, nullptr, nullptr, nullptr};
+        const float* in[kMaxReads] = {};
         for (int r = 0; r < kMaxReads; ++r)
           if (s.row_inputs[r] != kOutput) in[r] = input_data(call, s.row_inputs[r]);
         for (long long e = 0; e < s.gather.elements; ++e) call.out[e] = gather_element(s.gather, in, e);
