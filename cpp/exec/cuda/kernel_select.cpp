@@ -878,6 +878,9 @@ std::string unselect_op(const TileCall& call, Attr& a, std::vector<Step>* s) {
   return why;
 }
 
+std::string strided_read(const TileCall& call, int ax, long long start, long long step, std::vector<Step>* s);
+std::string slice_grad(const TileCall& call, int ax, long long start, long long step, std::vector<Step>* s);
+
 std::string slice_op(const TileCall& call, Attr& a, bool grad, std::vector<Step>* s) {
   const int rank = static_cast<int>(call.output_vars.size());
   const long long start = a.integer("start", 0), step = a.integer("step", 1);
@@ -885,7 +888,7 @@ std::string slice_op(const TileCall& call, Attr& a, bool grad, std::vector<Step>
   if (!in_order(call, 1) || !axis_attr(a, rank, &ax, !grad) || start < 0 || step < 1 ||
       static_cast<int>(call.inputs[0].shape.size()) != rank)
     return "not slice_axis' layout";
-  if (step != 1) return "a strided slice (step > 1)";
+  if (step != 1) return grad ? slice_grad(call, ax, start, step, s) : strided_read(call, ax, start, step, s);
   Read r = aligned(call, 0);
   r.shift.assign(rank, 0);
   if (!grad) {
@@ -1403,6 +1406,177 @@ std::string batch_norm_inference(const TileCall& call, Attr& a, bool grad, std::
                  {aligned(call, 0), Read{1, {1}}, Read{2, {1}}, Read{3, {1}}, Read{4, {1}}}, s);
 }
 
+// ---- more layouts: strided copies between boxes (concat, pad, flip, strided slices), permutations --
+
+// A copy of `size` elements per dimension (the output's rank; x of the same rank): output element
+// out_lo + i * out_step (output tensor coordinates, inside the block) from x's x_lo + i * x_step
+// (inside its region). Steps may be negative (flip) or larger than 1 (strided slices).
+std::string strided_copy(const TileCall& call, int input, const std::vector<long long>& out_lo,
+                         const std::vector<long long>& out_step, const std::vector<long long>& x_lo,
+                         const std::vector<long long>& x_step, const std::vector<long long>& size,
+                         std::vector<Step>* steps) {
+  const int rank = static_cast<int>(call.output_vars.size());
+  const TileIn& x = call.inputs[input];
+  if (rank > kMaxDims || static_cast<int>(x.region.size()) != rank) return "not a box copy's layout";
+  Step st;
+  st.kind = Step::kMap;
+  MapArgs& m = st.map;
+  m.fn = static_cast<int>(MapFn::kCopy);
+  m.dims = rank, m.reads = 1, m.elements = 1, m.out_strided = 1;
+  st.map_inputs[0] = input;
+  const std::vector<long long> rs = region_strides(x), os = output_strides(call);
+  for (int d = 0; d < rank; ++d) {
+    if (size[d] <= 0) return "";  // nothing of x lies in the block
+    const Span v = call.vars[call.output_vars[d]];
+    const long long o_last = out_lo[d] + (size[d] - 1) * out_step[d], x_last = x_lo[d] + (size[d] - 1) * x_step[d];
+    if (std::min(out_lo[d], o_last) < v.lo || std::max(out_lo[d], o_last) > v.hi) return "a box outside the block";
+    if (std::min(x_lo[d], x_last) < x.region[d].lo || std::max(x_lo[d], x_last) > x.region[d].hi)
+      return "an input's region does not hold the block";
+    m.size[d] = size[d];
+    m.elements *= size[d];
+    m.base[0] += (x_lo[d] - x.region[d].lo) * rs[d];
+    m.stride[0][d] = rs[d] * x_step[d];
+    m.out_base += (out_lo[d] - v.lo) * os[call.output_vars[d]];
+    m.out_stride[d] = os[call.output_vars[d]] * out_step[d];
+  }
+  steps->push_back(st);
+  return "";
+}
+
+std::vector<long long> block_lo(const TileCall& call) {
+  std::vector<long long> lo;
+  for (int v : call.output_vars) lo.push_back(call.vars[v].lo);
+  return lo;
+}
+std::vector<long long> block_size(const TileCall& call) {
+  std::vector<long long> n;
+  for (int v : call.output_vars) n.push_back(call.vars[v].size());
+  return n;
+}
+
+// Output position t along `ax` reads x at start + step t (slice_axis, split, flip).
+std::string strided_read(const TileCall& call, int ax, long long start, long long step, std::vector<Step>* s) {
+  if (call.inputs[0].shape.size() != call.output_vars.size()) return "not a strided read's layout";
+  const std::vector<long long> lo = block_lo(call);
+  std::vector<long long> x_lo = lo, x_step(lo.size(), 1);
+  x_lo[ax] = start + step * lo[ax];
+  x_step[ax] = step;
+  return strided_copy(call, 0, lo, std::vector<long long>(lo.size(), 1), x_lo, x_step, block_size(call), s);
+}
+
+std::string concat_op(const TileCall& call, Attr& a, std::vector<Step>* s) {
+  const size_t n = call.inputs.size();
+  const int rank = static_cast<int>(call.output_vars.size());
+  int ax = 0;
+  if (n == 0 || !in_order(call, n) || !axis_attr(a, rank, &ax)) return "not concat's layout";
+  const std::vector<long long> lo = block_lo(call), unit(rank, 1);
+  const Span t = call.vars[ax];
+  long long offset = 0;
+  for (size_t k = 0; k < n; ++k) {
+    const TileIn& in = call.inputs[k];
+    if (static_cast<int>(in.shape.size()) != rank) return "not concat's layout";
+    const long long first = std::max<long long>(t.lo, offset), last = std::min<long long>(t.hi, offset + in.shape[ax] - 1);
+    if (first <= last) {
+      std::vector<long long> out_lo = lo, x_lo = lo, size = block_size(call);
+      out_lo[ax] = first, x_lo[ax] = first - offset, size[ax] = last - first + 1;
+      const std::string why = strided_copy(call, static_cast<int>(k), out_lo, unit, x_lo, unit, size, s);
+      if (!why.empty()) return why;
+    }
+    offset += in.shape[ax];
+  }
+  return offset == call.output_shape[ax] ? "" : "not concat's layout";
+}
+
+// The pads before each of the first axes of a rank-`rank` tensor (pads = ((before, after), ...)).
+bool pads_before(Attr& a, size_t rank, std::vector<long long>* before) {
+  const auto* v = a.a.find("pads");
+  before->assign(rank, 0);
+  if (!v) return true;
+  if (!v->numeric || (v->inner != 2 && !v->nums.empty()) || v->nums.size() / 2 > rank) return false;
+  for (size_t d = 0; 2 * d + 1 < v->nums.size(); ++d) {
+    if (v->nums[2 * d] < 0 || v->nums[2 * d + 1] < 0) return false;
+    (*before)[d] = static_cast<long long>(v->nums[2 * d]);
+  }
+  return true;
+}
+
+// pad: zeros, then the block's part over x (out[i] = x[i - before]); unpad: out[i] = dy[i + before].
+std::string pad_op(const TileCall& call, Attr& a, bool un, std::vector<Step>* s) {
+  const size_t rank = call.output_vars.size();
+  std::vector<long long> before;
+  if (!in_order(call, 1) || call.inputs[0].shape.size() != rank || !pads_before(a, rank, &before))
+    return un ? "not unpad's layout" : "not pad's layout";
+  const std::vector<long long> lo = block_lo(call), unit(rank, 1);
+  std::vector<long long> size = block_size(call), x_lo(rank), out_lo = lo;
+  if (un) {
+    for (size_t d = 0; d < rank; ++d) x_lo[d] = lo[d] + before[d];
+    return strided_copy(call, 0, lo, unit, x_lo, unit, size, s);
+  }
+  std::string why = zero_fill(call, s);
+  for (size_t d = 0; d < rank; ++d) {
+    const long long first = std::max<long long>(lo[d] - before[d], 0);
+    const long long last = std::min<long long>(lo[d] + size[d] - 1 - before[d], call.inputs[0].shape[d] - 1);
+    x_lo[d] = first, out_lo[d] = first + before[d], size[d] = last - first + 1;
+  }
+  return why.empty() ? strided_copy(call, 0, out_lo, unit, x_lo, unit, size, s) : why;
+}
+
+// slice_axis_grad: dy's position k at start + step k along `axis`, zeros elsewhere.
+std::string slice_grad(const TileCall& call, int ax, long long start, long long step, std::vector<Step>* s) {
+  const int rank = static_cast<int>(call.output_vars.size());
+  const TileIn& dy = call.inputs[0];
+  std::string why = zero_fill(call, s);
+  const Span t = call.vars[ax];
+  // The hits in the block: k in [k0, k1] with start + step k in [t.lo, t.hi] and k < dy's extent.
+  auto floor_div = [](long long x, long long y) { return x >= 0 ? x / y : -((-x + y - 1) / y); };
+  const long long k0 = std::max<long long>(0, -floor_div(start - t.lo, step));
+  const long long k1 = std::min<long long>(dy.shape[ax] - 1, floor_div(t.hi - start, step));
+  if (!why.empty() || k1 < k0) return why;
+  std::vector<long long> out_lo = block_lo(call), out_step(rank, 1), x_lo = out_lo, size = block_size(call);
+  out_lo[ax] = start + step * k0, out_step[ax] = step, x_lo[ax] = k0, size[ax] = k1 - k0 + 1;
+  return strided_copy(call, 0, out_lo, out_step, x_lo, std::vector<long long>(rank, 1), size, s);
+}
+
+// Output dimension d reads x's dimension perm[d].
+std::string permute_op(const TileCall& call, const std::vector<long long>& perm, std::vector<Step>* s) {
+  const int r = static_cast<int>(call.output_vars.size());
+  if (!in_order(call, 1) || static_cast<int>(perm.size()) != r || static_cast<int>(call.inputs[0].shape.size()) != r)
+    return "not permute's layout";
+  Read x{0, std::vector<int>(r, -2), {}};
+  for (int d = 0; d < r; ++d) {
+    if (perm[d] < 0 || perm[d] >= r || x.at[perm[d]] != -2) return "not permute's layout";
+    x.at[perm[d]] = d;
+  }
+  return add_map(call, MapFn::kCopy, {}, {x}, s);
+}
+
+std::string batch_diagonal_grad(const TileCall& call, std::vector<Step>* s) {
+  if (!in_order(call, 1) || call.vars.size() != 3 || call.inputs[0].shape.size() != 2) return "not batch_diagonal_grad's layout";
+  std::string why = zero_fill(call, s);
+  const Span b = call.vars[0], i = call.vars[1], j = call.vars[2];
+  const long long first = std::max(i.lo, j.lo), last = std::min(i.hi, j.hi);
+  if (!why.empty() || first > last) return why;
+  // dy[b, k] to out[b, k, k]: a 2-D map whose output steps along both i and j at once.
+  const TileIn& dy = call.inputs[0];
+  const std::vector<long long> rs = region_strides(dy), os = output_strides(call);
+  if (b.lo < dy.region[0].lo || b.hi > dy.region[0].hi || first < dy.region[1].lo || last > dy.region[1].hi)
+    return "dy's region does not hold the block's diagonal";
+  Step st;
+  st.kind = Step::kMap;
+  MapArgs& m = st.map;
+  m.fn = static_cast<int>(MapFn::kCopy);
+  m.dims = 2, m.reads = 1, m.out_strided = 1;
+  st.map_inputs[0] = 0;
+  m.size[0] = b.size(), m.size[1] = last - first + 1;
+  m.elements = m.size[0] * m.size[1];
+  m.base[0] = (b.lo - dy.region[0].lo) * rs[0] + (first - dy.region[1].lo) * rs[1];
+  m.stride[0][0] = rs[0], m.stride[0][1] = rs[1];
+  m.out_base = (first - i.lo) * os[1] + (first - j.lo) * os[2];
+  m.out_stride[0] = os[0], m.out_stride[1] = os[1] + os[2];
+  s->push_back(st);
+  return "";
+}
+
 Builder unary(MapFn fn) {
   return [fn](const TileCall& c, Attr&, std::vector<Step>* s) { return aligned_map(c, 1, fn, {}, s); };
 }
@@ -1665,6 +1839,53 @@ const std::map<std::string, Entry>& table() {
       {"batch_norm_inference", {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) { return batch_norm_inference(c, a, false, s); }}},
       {"batch_norm_inference_grad_input",
        {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) { return batch_norm_inference(c, a, true, s); }}},
+      // own kernels: more layouts (strided box copies, permutations, upsampling as window gathers)
+      {"concat", {"kernel", concat_op}},
+      {"pad", {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) { return pad_op(c, a, false, s); }}},
+      {"unpad", {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) { return pad_op(c, a, true, s); }}},
+      {"flip",
+       {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) -> std::string {
+          int ax = 0;
+          if (!in_order(c, 1) || !axis_attr(a, static_cast<int>(c.output_vars.size()), &ax) ||
+              c.inputs[0].shape.size() != c.output_vars.size())
+            return "not flip's layout";
+          return strided_read(c, ax, c.inputs[0].shape[ax] - 1, -1, s);
+        }}},
+      {"split",
+       {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) -> std::string {
+          const long long sections = a.integer("sections", 2), index = a.integer("index", 0);
+          int ax = 0;
+          if (!in_order(c, 1) || !axis_attr(a, static_cast<int>(c.output_vars.size()), &ax) || sections < 1 || index < 0 ||
+              c.inputs[0].shape.size() != c.output_vars.size())
+            return "not split's layout";
+          return strided_read(c, ax, index * (c.inputs[0].shape[ax] / sections), 1, s);
+        }}},
+      {"permute", {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) -> std::string {
+          const std::vector<long long> perm = a.ints("perm");
+          return a.ok ? permute_op(c, perm, s) : std::string("unreadable attributes");
+        }}},
+      {"transpose", {"kernel", [](const TileCall& c, Attr&, std::vector<Step>* s) { return permute_op(c, {1, 0}, s); }}},
+      {"batch_diagonal",
+       {"kernel", [](const TileCall& c, Attr&, std::vector<Step>* s) -> std::string {
+          if (!in_order(c, 1) || c.vars.size() != 2 || c.inputs[0].shape.size() != 3) return "not batch_diagonal's layout";
+          return add_map(c, MapFn::kCopy, {}, {Read{0, {0, 1, 1}}}, s);
+        }}},
+      {"batch_diagonal_grad", {"kernel", [](const TileCall& c, Attr&, std::vector<Step>* s) { return batch_diagonal_grad(c, s); }}},
+      {"upsample_nearest2d",
+       {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) -> std::string {
+          const long long k = a.integer("scale", 2);
+          return a.ok ? window_sum(c, k, k, 1.0, true, s) : std::string("unreadable attributes");
+        }}},
+      {"upsample_nearest2d_hw",
+       {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) -> std::string {
+          const long long sh = a.integer("sh", 1), sw = a.integer("sw", 1);
+          return a.ok ? window_sum(c, sh, sw, 1.0, true, s) : std::string("unreadable attributes");
+        }}},
+      {"upsample_nearest2d_hw_grad",
+       {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) -> std::string {
+          const long long sh = a.integer("sh", 1), sw = a.integer("sw", 1);
+          return a.ok ? window_sum(c, sh, sw, 1.0, false, s) : std::string("unreadable attributes");
+        }}},
       // own kernels: losses (paired reductions) and row ops
       {"mse_loss", {"kernel", [](const TileCall& c, Attr&, std::vector<Step>* s) { return pair_loss(c, PairTerm::kSquaredDifference, inverse_numel(c), 0, s); }}},
       {"l1_loss", {"kernel", [](const TileCall& c, Attr&, std::vector<Step>* s) { return pair_loss(c, PairTerm::kAbsDifference, inverse_numel(c), 0, s); }}},
