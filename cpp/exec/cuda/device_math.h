@@ -229,7 +229,7 @@ TW_HD float map_element(const MapArgs& a, const float* const* in, long long i) {
 }
 
 /// How a reduction folds.
-enum class ReduceFn : int { kSum, kMax, kMin };
+enum class ReduceFn : int { kSum, kMax, kMin, kProd /*a product in double, as reduce_prod's fold*/ };
 
 /// out[o] = scale * fold over the reduced variables of x[...]: `keep` output dimensions (sizes
 /// keep_size, row-major in the output) and `fold` reduced dimensions (sizes fold_size); x's offset
@@ -245,17 +245,22 @@ struct ReduceArgs {
   /// A second input y folded pairwise with x (the losses): term(x, y) is summed instead of x.
   int term = 0;  ///< PairTerm
   long long base2 = 0, keep_stride2[kMaxDims] = {}, fold_stride2[kMaxDims] = {};
+  double param = 0;  ///< the pair term's parameter (smooth L1's beta)
 };
 
 /// What a paired reduction sums (mse_loss, l1_loss, sum_product, nll_loss), in double as the CPU.
-enum class PairTerm : int { kNone, kSquaredDifference, kAbsDifference, kProduct, kBceWithLogits };
+enum class PairTerm : int { kNone, kSquaredDifference, kAbsDifference, kProduct, kBceWithLogits, kSmoothL1 /*beta: ReduceArgs::param*/ };
 
-TW_HD double pair_term(int term, double x, double y) {
+TW_HD double pair_term(int term, double x, double y, double param) {
   switch (static_cast<PairTerm>(term)) {
     case PairTerm::kNone: return x;
     case PairTerm::kSquaredDifference: return (x - y) * (x - y);
     case PairTerm::kAbsDifference: return fabs(x - y);
     case PairTerm::kProduct: return x * y;
+    case PairTerm::kSmoothL1: {
+      const double d = fabs(x - y);
+      return d < param ? 0.5 * d * d / param : d - 0.5 * param;
+    }
     case PairTerm::kBceWithLogits: {  // x logits, y targets; max NaN-propagating as nan_max
       const double relu = x != x ? x : (x > 0.0 ? x : 0.0);
       return relu - x * y + log(1.0 + exp(-fabs(x)));
@@ -275,7 +280,8 @@ TW_HD float reduce_element(const ReduceArgs& a, const float* x, const float* y, 
     o /= a.keep_size[d];
   }
   const bool sum = a.fn == static_cast<int>(ReduceFn::kSum), pair = a.term != static_cast<int>(PairTerm::kNone);
-  double acc = sum ? 0.0 : (a.fn == static_cast<int>(ReduceFn::kMax) ? -INFINITY : INFINITY);
+  const bool prod = a.fn == static_cast<int>(ReduceFn::kProd);
+  double acc = sum ? 0.0 : (prod ? 1.0 : (a.fn == static_cast<int>(ReduceFn::kMax) ? -INFINITY : INFINITY));
   for (long long j = 0; j < a.folded; ++j) {
     long long off = at, off2 = at2, t = j;
     for (int d = a.fold - 1; d >= 0; --d) {
@@ -283,8 +289,9 @@ TW_HD float reduce_element(const ReduceArgs& a, const float* x, const float* y, 
       off += idx * a.fold_stride[d], off2 += idx * a.fold_stride2[d];
       t /= a.fold_size[d];
     }
-    const double v = pair ? pair_term(a.term, x[off], y[off2]) : static_cast<double>(x[off]);
+    const double v = pair ? pair_term(a.term, x[off], y[off2], a.param) : static_cast<double>(x[off]);
     if (sum) acc += v;
+    else if (prod) acc *= v;
     else if (v != v || (a.fn == static_cast<int>(ReduceFn::kMax) ? v > acc : v < acc)) acc = v;
   }
   return static_cast<float>(sum ? acc * a.scale : acc);
@@ -571,7 +578,18 @@ TW_HD void channel_thread(const ChannelArgs& a, const float* const* in, float* o
 
 // ---- gathers: max pooling and its gradient, row-major reshape (one thread per output element) -----
 
-enum class GatherFn : int { kMaxPool2d, kMaxPool2dGrad, kReshape, kWindowSum, kWindowSumGrad };
+enum class GatherFn : int {
+  kMaxPool2d, kMaxPool2dGrad, kReshape, kWindowSum, kWindowSumGrad,
+  // average pooling with padding counted (count_include_pad) and its gradient; 1-D max pooling and its gradient
+  kAvgPool2d, kAvgPool2dGrad, kMaxPool1d, kMaxPool1dGrad,
+  // whole-row ops along one axis of x (slot 0): the row of output element idx starts at x's offset
+  // base[0] + sum idx[d] stride[0][d] (the axis' own stride 0) and steps by row_stride, row_n long
+  kLogSumExp, kArgMax, kArgMin /*partial over [i_lo, i_hi]*/, kReduceVar /*partial over [i_lo, i_hi]*/,
+  kReduceVarGrad /*dy in slot 1*/, kReduceProdGrad /*dy in slot 1*/, kExtremumGrad /*y, dy in slots 1, 2*/,
+  kFirstExtremumGrad /*y, dy in slots 1, 2*/, kCumsum, kCumsumGrad /*over [i_lo, i_hi], the position idx[1]*/,
+  kCrossEntropyGrad /*target in slot 1; scale: the batch*/, kGlobalMaxPool2dGrad /*y, dy in slots 1, 2; H W: the map*/,
+  kOneHot /*ids in slot 0 (int64 when k = 1, else float32), the class idx[dims - 1]*/,
+};
 
 /// max_pool2d (x) and max_pool2d_grad (x, y, dy) over NCHW, window k, stride s, padding p, the
 /// window offsets i in [i_lo, i_hi], j in [j_lo, j_hi] (a partial range when split); and reshape
@@ -593,7 +611,97 @@ struct GatherArgs {
   long long stride[3][kMaxDims] = {};
   long long elements = 0;
   double scale = 1;
+  long long row_n = 0, row_stride = 0;  ///< whole-row ops: the axis' extent and x's stride along it
+  int axis = -1;                        ///< whole-row gradients: the output position of the axis
 };
+
+TW_HD double tw_sticky_max(double m, double v) { return v != v || v > m ? v : m; }  // NaN wins and stays
+TW_HD double tw_sticky_min(double m, double v) { return v != v || v < m ? v : m; }
+
+/// Slot r's element for output index idx (the all-zero-based offset with the slot's strides).
+TW_HD long long gather_offset(const GatherArgs& a, int r, const long long* idx) {
+  long long off = a.base[r];
+  for (int d = 0; d < a.dims; ++d) off += idx[d] * a.stride[r][d];
+  return off;
+}
+
+/// The whole-row functions (reduction_kernels.cpp's formulas, in double where they are).
+TW_HD float axis_row_element(const GatherArgs& a, const float* const* in, const long long* idx) {
+  const float* row = in[0] + gather_offset(a, 0, idx);
+  const long long n = a.row_n, st = a.row_stride;
+  switch (static_cast<GatherFn>(a.fn)) {
+    case GatherFn::kLogSumExp: {
+      double m = -INFINITY, s = 0;
+      for (long long t = 0; t < n; ++t) m = tw_sticky_max(m, row[t * st]);
+      for (long long t = 0; t < n; ++t) s += exp(row[t * st] - m);
+      return static_cast<float>(m + log(s));
+    }
+    case GatherFn::kArgMax:
+    case GatherFn::kArgMin: {
+      const bool mx = static_cast<GatherFn>(a.fn) == GatherFn::kArgMax;
+      double m = mx ? -INFINITY : INFINITY;
+      for (long long t = 0; t < n; ++t) m = mx ? tw_sticky_max(m, row[t * st]) : tw_sticky_min(m, row[t * st]);
+      for (long long t = a.i_lo; t <= a.i_hi; ++t)
+        if (row[t * st] == m || row[t * st] != row[t * st]) return static_cast<float>(t);
+      return INFINITY;
+    }
+    case GatherFn::kReduceVar: {
+      double mu = 0, s = 0;
+      for (long long t = 0; t < n; ++t) mu += row[t * st];
+      mu /= static_cast<double>(n);
+      for (long long t = a.i_lo; t <= a.i_hi; ++t) s += (row[t * st] - mu) * (row[t * st] - mu);
+      return static_cast<float>(s / static_cast<double>(n));
+    }
+    case GatherFn::kReduceVarGrad: {
+      const double g = in[1][gather_offset(a, 1, idx)];
+      double mu = 0;
+      for (long long t = 0; t < n; ++t) mu += row[t * st];
+      mu /= static_cast<double>(n);
+      return static_cast<float>(2.0 * g * (row[idx[a.axis] * st] - mu) / static_cast<double>(n));
+    }
+    case GatherFn::kReduceProdGrad: {  // a prefix times a suffix product, no division (exact with zeros)
+      const double g = in[1][gather_offset(a, 1, idx)];
+      const long long pos = idx[a.axis];
+      double prefix = 1.0, suffix = 1.0;
+      for (long long t = n - 1; t > pos; --t) suffix *= row[t * st];
+      for (long long t = 0; t < pos; ++t) prefix *= row[t * st];
+      return static_cast<float>(g * (prefix * suffix));
+    }
+    case GatherFn::kExtremumGrad: {  // dy split evenly over the ties with y
+      const float yv = in[1][gather_offset(a, 1, idx)], dv = in[2][gather_offset(a, 2, idx)];
+      double count = 0;
+      for (long long t = 0; t < n; ++t) count += row[t * st] == yv;
+      const float xv = row[idx[a.axis] * st];
+      return static_cast<float>(static_cast<double>(xv == yv) * dv / count);
+    }
+    case GatherFn::kFirstExtremumGrad: {  // all of dy to the first tie (the first NaN)
+      const float yv = in[1][gather_offset(a, 1, idx)];
+      long long w = -1;
+      for (long long t = 0; t < n && w < 0; ++t)
+        if (row[t * st] == yv || row[t * st] != row[t * st]) w = t;
+      return w == idx[a.axis] ? in[2][gather_offset(a, 2, idx)] : 0.0f;
+    }
+    case GatherFn::kCumsum:
+    case GatherFn::kCumsumGrad: {  // running sums over [i_lo, i_hi] up to (or down to) the position
+      const long long j = idx[1];
+      double acc = 0;
+      if (static_cast<GatherFn>(a.fn) == GatherFn::kCumsum) {
+        for (long long t = a.i_lo; t <= (j < a.i_hi ? j : a.i_hi); ++t) acc += row[t * st];
+      } else {
+        for (long long t = a.i_hi; t >= (j > a.i_lo ? j : a.i_lo); --t) acc += row[t * st];
+      }
+      return static_cast<float>(acc);
+    }
+    case GatherFn::kCrossEntropyGrad: {
+      double m = -INFINITY, s = 0;
+      for (long long t = 0; t < n; ++t) m = tw_sticky_max(m, row[t * st]);
+      for (long long t = 0; t < n; ++t) s += exp(row[t * st] - m);
+      const float target = in[1][gather_offset(a, 1, idx)];
+      return static_cast<float>((exp(row[idx[a.axis] * st] - m) / s - target) / a.scale);
+    }
+    default: return NAN;
+  }
+}
 
 TW_HD long long tw_floor_div(long long a, long long b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 
@@ -670,6 +778,82 @@ TW_HD float gather_element(const GatherArgs& a, const float* const* in, long lon
       return in[0][a.base[0] + idx[0] * a.stride[0][0] + idx[1] * a.stride[0][1] + oy * a.stride[0][2] +
                    oz * a.stride[0][3]] * static_cast<float>(a.scale);
     }
+    case GatherFn::kAvgPool2d: {  // padded positions count as 0; partial over [i_lo, i_hi] x [j_lo, j_hi]
+      const float* x = in[0] + a.base[0] + idx[0] * a.stride[0][0] + idx[1] * a.stride[0][1];
+      double acc = 0;
+      for (long long ii = a.i_lo; ii <= a.i_hi; ++ii) {
+        const long long h = a.s * idx[2] + ii - a.p;
+        if (h < 0 || h >= a.H) continue;
+        for (long long jj = a.j_lo; jj <= a.j_hi; ++jj) {
+          const long long w = a.s * idx[3] + jj - a.p;
+          if (w >= 0 && w < a.W) acc += x[h * a.stride[0][2] + w * a.stride[0][3]];
+        }
+      }
+      return static_cast<float>(acc * a.scale);
+    }
+    case GatherFn::kAvgPool2dGrad: {  // each window's dy spread evenly over it
+      const float* dy = in[0] + a.base[0] + idx[0] * a.stride[0][0] + idx[1] * a.stride[0][1];
+      double acc = 0;
+      for (long long ii = a.i_lo; ii <= a.i_hi; ++ii) {
+        const long long th = idx[2] + a.p - ii;
+        if (th < 0 || th % a.s != 0 || th / a.s >= a.OH) continue;
+        for (long long jj = a.j_lo; jj <= a.j_hi; ++jj) {
+          const long long tw = idx[3] + a.p - jj;
+          if (tw < 0 || tw % a.s != 0 || tw / a.s >= a.OW) continue;
+          acc += dy[(th / a.s) * a.stride[0][2] + (tw / a.s) * a.stride[0][3]];
+        }
+      }
+      return static_cast<float>(acc * a.scale);
+    }
+    case GatherFn::kMaxPool1d: {  // windows of k, partial over [j_lo, j_hi]; NaN wins and stays
+      const float* x = in[0] + a.base[0] + idx[0] * a.stride[0][0] + idx[1] * a.stride[0][1];
+      float m = -INFINITY;
+      for (long long t = a.j_lo; t <= a.j_hi; ++t) {
+        const float v = x[(a.k * idx[2] + t) * a.stride[0][2]];
+        m = v != v || v > m ? v : m;
+      }
+      return m;
+    }
+    case GatherFn::kMaxPool1dGrad: {  // x, y, dy; the window's first input equal to y (the last NaN)
+      const long long o = idx[2] / a.k;
+      if (o >= a.OW) return 0.0f;
+      const long long bc[3] = {idx[0], idx[1], 0};
+      const float* xw = in[0] + gather_offset(a, 0, bc) + a.k * o * a.stride[0][2];
+      const float yv = in[1][gather_offset(a, 1, bc) + o * a.stride[1][2]];
+      const bool nan = yv != yv;
+      long long winner = -1;
+      for (long long u = 0; u < a.k && (nan || winner < 0); ++u)
+        if (nan ? xw[u * a.stride[0][2]] != xw[u * a.stride[0][2]] : xw[u * a.stride[0][2]] == yv) winner = u;
+      return tw_truth(winner == idx[2] - a.k * o) * in[2][gather_offset(a, 2, bc) + o * a.stride[2][2]];
+    }
+    case GatherFn::kGlobalMaxPool2dGrad: {  // the winner torch's indices name: the first equal, the last NaN
+      const long long bc[4] = {idx[0], idx[1], 0, 0};
+      const float* x = in[0] + gather_offset(a, 0, bc);
+      const float yv = in[1][gather_offset(a, 1, bc)], dv = in[2][gather_offset(a, 2, bc)];
+      const bool nan = yv != yv;
+      long long winner = -1;
+      for (long long e = 0; e < a.H * a.W && (nan || winner < 0); ++e) {
+        const float xv = x[(e / a.W) * a.stride[0][2] + (e % a.W) * a.stride[0][3]];
+        if (nan ? xv != xv : xv == yv) winner = e;
+      }
+      return tw_truth(winner == idx[2] * a.W + idx[3]) * dv;
+    }
+    case GatherFn::kOneHot: {
+      const long long off = gather_offset(a, 0, idx);
+      const double id = a.k == 1 ? static_cast<double>(reinterpret_cast<const long long*>(in[0])[off]) : in[0][off];
+      return id == static_cast<double>(idx[a.dims - 1]) ? 1.0f : 0.0f;
+    }
+    case GatherFn::kLogSumExp:
+    case GatherFn::kArgMax:
+    case GatherFn::kArgMin:
+    case GatherFn::kReduceVar:
+    case GatherFn::kReduceVarGrad:
+    case GatherFn::kReduceProdGrad:
+    case GatherFn::kExtremumGrad:
+    case GatherFn::kFirstExtremumGrad:
+    case GatherFn::kCumsum:
+    case GatherFn::kCumsumGrad:
+    case GatherFn::kCrossEntropyGrad: return axis_row_element(a, in, idx);
     case GatherFn::kReshape: {
       long long flat = 0;
       for (int d = 0; d < a.dims; ++d) flat = flat * a.out_shape[d] + idx[d];

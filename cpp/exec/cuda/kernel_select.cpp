@@ -1577,6 +1577,243 @@ std::string batch_diagonal_grad(const TileCall& call, std::vector<Step>* s) {
   return "";
 }
 
+// ---- more gathers: whole-row ops along an axis, pooling, one-hot --------------------------------
+
+// Gather slot `slot` reads input `input`: output position d indexes the input's dimension dim_of[d]
+// (-1: none, stride 0); the region must hold `need` (per input dimension). Base: the all-zero index.
+bool gather_slot(const TileCall& call, int input, const std::vector<int>& dim_of, const std::vector<Span>& need,
+                 Step* step, int slot) {
+  const TileIn& in = call.inputs[input];
+  if (in.shape.size() != need.size() || dim_of.size() > static_cast<size_t>(kMaxDims)) return false;
+  const std::vector<long long> rs = region_strides(in);
+  GatherArgs& g = step->gather;
+  g.base[slot] = 0;
+  for (size_t d = 0; d < need.size(); ++d) {
+    if (need[d].lo <= need[d].hi && (need[d].lo < in.region[d].lo || need[d].hi > in.region[d].hi)) return false;
+    g.base[slot] -= in.region[d].lo * rs[d];
+  }
+  for (size_t d = 0; d < dim_of.size(); ++d) g.stride[slot][d] = dim_of[d] < 0 ? 0 : rs[dim_of[d]];
+  step->row_inputs[slot] = input;
+  return true;
+}
+
+Step gather_step(const TileCall& call, GatherFn fn, int out_dims) {
+  Step st;
+  st.kind = Step::kGather;
+  st.gather.fn = static_cast<int>(fn);
+  block_of(call, out_dims, &st.gather);
+  return st;
+}
+
+Span all_of(long long n) { return Span{0, n - 1}; }
+
+bool signed_axis(Attr& a, int nd, long long fallback, int* axis) {
+  const long long x = a.integer("axis", fallback);
+  if (!a.ok || x < -nd || x >= nd) return false;
+  *axis = static_cast<int>(x < 0 ? x + nd : x);
+  return true;
+}
+
+// logsumexp, argmax, argmin, reduce_var: x's dims but the axis are the output's (in order), the
+// nested reduction over the axis whole, then (argmax, argmin, reduce_var) a partial range of it.
+std::string axis_row(const TileCall& call, Attr& a, GatherFn fn, std::vector<Step>* s) {
+  if (call.inputs.size() != 1) return "not a row reduction's layout";
+  const TileIn& x = call.inputs[0];
+  const int nd = static_cast<int>(x.shape.size());
+  int ax = 0;
+  const bool partial = fn != GatherFn::kLogSumExp;
+  if (nd < 1 || !signed_axis(a, nd, -1, &ax) || static_cast<int>(call.vars.size()) != nd + 1 ||
+      !outputs_first(call, nd - 1))
+    return "not a row reduction's layout";
+  if (partial ? !full(call, nd - 1) : !nested_full(call, nd - 1)) return "a split nested reduction";
+  Step st = gather_step(call, fn, nd - 1);
+  GatherArgs& g = st.gather;
+  std::vector<int> dim_of;
+  std::vector<Span> need;
+  for (int d = 0, o = 0; d < nd; ++d) {
+    if (d == ax) {
+      need.push_back(all_of(x.shape[d]));
+      continue;
+    }
+    dim_of.push_back(d);
+    need.push_back(call.vars[o++]);
+  }
+  if (!gather_slot(call, 0, dim_of, need, &st, 0)) return "x's region does not hold the block's rows";
+  g.row_n = x.shape[ax], g.row_stride = region_strides(x)[ax];
+  g.i_lo = call.vars[nd].lo, g.i_hi = call.vars[nd].hi;
+  s->push_back(st);
+  return "";
+}
+
+// The gradients of whole-row reductions: inputs (dy, x) (reduce_var_grad, reduce_prod_grad) or
+// (dy, x, y) (the extremum gradients); the output x's shape, the nested reduction whole.
+std::string axis_row_grad(const TileCall& call, Attr& a, GatherFn fn, std::vector<Step>* s) {
+  const bool extremum = fn == GatherFn::kExtremumGrad || fn == GatherFn::kFirstExtremumGrad;
+  if (call.inputs.size() != (extremum ? 3u : 2u)) return "not a row gradient's layout";
+  const TileIn& x = call.inputs[1];
+  const int nd = static_cast<int>(x.shape.size());
+  int ax = 0;
+  if (extremum) {
+    const long long axis = a.integer("axis", 0);
+    if (!a.ok || axis < 0 || axis >= nd) return "not a row gradient's layout";
+    ax = static_cast<int>(axis);
+  } else if (!signed_axis(a, nd, 0, &ax)) {
+    return "not a row gradient's layout";
+  }
+  if (static_cast<int>(call.vars.size()) != nd + 1 || !outputs_first(call, nd) || !nested_full(call, nd) ||
+      call.inputs[0].shape.size() != static_cast<size_t>(nd - 1) ||
+      (extremum && call.inputs[2].shape != call.inputs[0].shape))
+    return "not a row gradient's layout";
+  Step st = gather_step(call, fn, nd);
+  GatherArgs& g = st.gather;
+  std::vector<int> x_dims, rest_dims(nd, -1);
+  std::vector<Span> whole, rest;
+  for (int d = 0, e = 0; d < nd; ++d) {
+    x_dims.push_back(d == ax ? -1 : d);
+    whole.push_back(d == ax ? all_of(x.shape[d]) : call.vars[d]);
+    if (d != ax) rest_dims[d] = e++, rest.push_back(call.vars[d]);
+  }
+  if (!gather_slot(call, 1, x_dims, whole, &st, 0)) return "x's region does not hold the block's rows";
+  if (extremum) {
+    if (!gather_slot(call, 2, rest_dims, rest, &st, 1) || !gather_slot(call, 0, rest_dims, rest, &st, 2))
+      return "y's or dy's region does not hold the block";
+  } else if (!gather_slot(call, 0, rest_dims, rest, &st, 1)) {
+    return "dy's region does not hold the block";
+  }
+  g.row_n = x.shape[ax], g.row_stride = region_strides(x)[ax], g.axis = ax;
+  s->push_back(st);
+  return "";
+}
+
+std::string cumsum_op(const TileCall& call, bool suffix, std::vector<Step>* s) {
+  if (call.inputs.size() != 1 || call.vars.size() != 3 || !outputs_first(call, 2)) return "not cumsum's layout";
+  const TileIn& x = call.inputs[0];
+  const Span i = call.vars[0], k = call.vars[2];
+  if (x.shape.size() != 2 || i.hi >= x.shape[0] || k.hi >= x.shape[1]) return "not cumsum's layout";
+  Step st = gather_step(call, suffix ? GatherFn::kCumsumGrad : GatherFn::kCumsum, 2);
+  if (!gather_slot(call, 0, {0, -1}, {i, k}, &st, 0)) return "x's region does not hold the block's rows";
+  st.gather.row_n = x.shape[1], st.gather.row_stride = region_strides(x)[1];
+  st.gather.i_lo = k.lo, st.gather.i_hi = k.hi;
+  s->push_back(st);
+  return "";
+}
+
+std::string cross_entropy_grad(const TileCall& call, std::vector<Step>* s) {
+  if (call.inputs.size() != 2 || call.vars.size() != 4 || !outputs_first(call, 2) || !nested_full(call, 2))
+    return "not cross_entropy_grad's layout";
+  const TileIn& logits = call.inputs[0];
+  if (logits.shape.size() != 2 || call.inputs[1].shape != logits.shape) return "not cross_entropy_grad's layout";
+  const Span b = call.vars[0], k = call.vars[1];
+  Step st = gather_step(call, GatherFn::kCrossEntropyGrad, 2);
+  if (!gather_slot(call, 0, {0, -1}, {b, all_of(logits.shape[1])}, &st, 0) || !gather_slot(call, 1, {0, 1}, {b, k}, &st, 1))
+    return "an input's region does not hold the block's rows";
+  st.gather.row_n = logits.shape[1], st.gather.row_stride = region_strides(logits)[1], st.gather.axis = 1;
+  st.gather.scale = static_cast<double>(logits.shape[0]);
+  s->push_back(st);
+  return "";
+}
+
+std::string global_max_pool2d_grad(const TileCall& call, std::vector<Step>* s) {  // (x, y, dy)
+  if (call.inputs.size() != 3 || call.vars.size() != 8 || !outputs_first(call, 4) || !nested_full(call, 4))
+    return "not global_max_pool2d_grad's layout";
+  const TileIn& x = call.inputs[0];
+  if (x.shape.size() != 4 || call.inputs[1].shape.size() != 2 || call.inputs[2].shape != call.inputs[1].shape)
+    return "not global_max_pool2d_grad's layout";
+  const Span b = call.vars[0], c = call.vars[1];
+  Step st = gather_step(call, GatherFn::kGlobalMaxPool2dGrad, 4);
+  st.gather.H = x.shape[2], st.gather.W = x.shape[3];
+  if (!gather_slot(call, 0, {0, 1, 2, 3}, {b, c, all_of(x.shape[2]), all_of(x.shape[3])}, &st, 0) ||
+      !gather_slot(call, 1, {0, 1, -1, -1}, {b, c}, &st, 1) || !gather_slot(call, 2, {0, 1, -1, -1}, {b, c}, &st, 2))
+    return "an input's region does not hold the block's maps";
+  s->push_back(st);
+  return "";
+}
+
+std::string one_hot(const TileCall& call, std::vector<Step>* s) {
+  if (call.inputs.size() != 1 || call.vars.size() != call.output_vars.size()) return "not one_hot's layout";
+  const TileIn& ids = call.inputs[0];
+  const int nd = static_cast<int>(ids.shape.size());
+  if (!outputs_first(call, nd + 1) || nd + 1 > kMaxDims) return "not one_hot's layout";
+  if (ids.dtype != DType::kInt64 && ids.dtype != DType::kFloat32) return "ids of a dtype other than int64 or float32";
+  std::vector<int> dim_of;
+  std::vector<Span> need;
+  for (int d = 0; d < nd; ++d) {
+    if (call.vars[d].hi >= ids.shape[d]) return "not one_hot's layout";
+    dim_of.push_back(d), need.push_back(call.vars[d]);
+  }
+  dim_of.push_back(-1);
+  Step st = gather_step(call, GatherFn::kOneHot, nd + 1);
+  if (!gather_slot(call, 0, dim_of, need, &st, 0)) return "the ids' region does not hold the block";
+  st.gather.k = ids.dtype == DType::kInt64 ? 1 : 0;
+  s->push_back(st);
+  return "";
+}
+
+std::string avg_pool2d(const TileCall& call, Attr& a, bool grad, std::vector<Step>* s) {
+  const long long k = a.integer("kernel", 2), st = a.integer("stride", 2), p = a.integer("padding", 0);
+  if (!a.ok || k < 1 || st < 1 || p < 0 || call.inputs.size() != 1 || !outputs_first(call, 4) || call.vars.size() != 6 ||
+      call.extents[4] != k || call.extents[5] != k || call.inputs[0].shape.size() != 4)
+    return "not avg_pool2d's layout";
+  const TileIn& in = call.inputs[0];
+  Step step = gather_step(call, grad ? GatherFn::kAvgPool2dGrad : GatherFn::kAvgPool2d, 4);
+  GatherArgs& g = step.gather;
+  g.k = k, g.s = st, g.p = p, g.scale = 1.0 / static_cast<double>(k * k);
+  g.i_lo = call.vars[4].lo, g.i_hi = call.vars[4].hi, g.j_lo = call.vars[5].lo, g.j_hi = call.vars[5].hi;
+  const Span b = call.vars[0], c = call.vars[1];
+  if (!grad) {
+    g.H = in.shape[2], g.W = in.shape[3];
+    if (!gather_slot(call, 0, {0, 1, 2, 3}, {b, c, window_reads(call.vars[2], g.i_lo, g.i_hi, st, p, g.H),
+                                             window_reads(call.vars[3], g.j_lo, g.j_hi, st, p, g.W)}, &step, 0))
+      return "x's region does not hold the windows";
+  } else {
+    g.OH = in.shape[2], g.OW = in.shape[3];
+    // dy's windows reaching rows [h.lo, h.hi] through offsets [i_lo, i_hi]: (h + p - i) / s, clipped.
+    auto readers = [&](Span o, long long lo, long long hi, long long n) {
+      return Span{std::max<long long>(0, tw_floor_div(o.lo + p - hi + st - 1, st)), std::min<long long>(n - 1, tw_floor_div(o.hi + p - lo, st))};
+    };
+    if (!gather_slot(call, 0, {0, 1, 2, 3}, {b, c, readers(call.vars[2], g.i_lo, g.i_hi, g.OH), readers(call.vars[3], g.j_lo, g.j_hi, g.OW)},
+                     &step, 0))
+      return "dy's region does not hold the windows";
+  }
+  s->push_back(step);
+  return "";
+}
+
+std::string max_pool1d(const TileCall& call, Attr& a, bool grad, std::vector<Step>* s) {
+  const long long k = a.integer("kernel", 2);
+  if (!a.ok || k < 1 || call.inputs.size() != (grad ? 3u : 1u) || !outputs_first(call, 3) ||
+      call.vars.size() != (grad ? 5u : 4u) || call.extents[3] != k || (grad && call.extents[4] != k) ||
+      call.inputs[0].shape.size() != 3)
+    return "not max_pool1d's layout";
+  const TileIn& x = call.inputs[0];
+  const Span b = call.vars[0], c = call.vars[1], i = call.vars[2];
+  if (b.hi >= x.shape[0] || c.hi >= x.shape[1]) return "not max_pool1d's layout";
+  Step step = gather_step(call, grad ? GatherFn::kMaxPool1dGrad : GatherFn::kMaxPool1d, 3);
+  GatherArgs& g = step.gather;
+  g.k = k;
+  if (!grad) {
+    const Span j = call.vars[3];
+    if (k * i.hi + j.hi >= x.shape[2]) return "not max_pool1d's layout";
+    g.j_lo = j.lo, g.j_hi = j.hi;
+    if (!gather_slot(call, 0, {0, 1, 2}, {b, c, {k * i.lo + j.lo, k * i.hi + j.hi}}, &step, 0))
+      return "x's region does not hold the windows";
+  } else {
+    if (!nested_full(call, 3)) return "a split nested window";
+    const TileIn& y = call.inputs[1];
+    if (y.shape.size() != 3 || call.inputs[2].shape != y.shape || i.hi >= x.shape[2]) return "not max_pool1d_grad's layout";
+    g.OW = y.shape[2];
+    const Span read{i.lo / k, std::min(i.hi / k, g.OW - 1)};
+    const Span none{0, -1};
+    const bool any = read.lo <= read.hi;
+    if (!gather_slot(call, 0, {0, 1, 2}, {b, c, any ? Span{k * read.lo, k * read.hi + k - 1} : none}, &step, 0) ||
+        !gather_slot(call, 1, {0, 1, 2}, {b, c, any ? read : none}, &step, 1) ||
+        !gather_slot(call, 2, {0, 1, 2}, {b, c, any ? read : none}, &step, 2))
+      return "an input's region does not hold the windows";
+  }
+  s->push_back(step);
+  return "";
+}
+
 Builder unary(MapFn fn) {
   return [fn](const TileCall& c, Attr&, std::vector<Step>* s) { return aligned_map(c, 1, fn, {}, s); };
 }
@@ -1886,6 +2123,47 @@ const std::map<std::string, Entry>& table() {
           const long long sh = a.integer("sh", 1), sw = a.integer("sw", 1);
           return a.ok ? window_sum(c, sh, sw, 1.0, false, s) : std::string("unreadable attributes");
         }}},
+      // own kernels: whole-row reductions and their gradients, more pooling, one-hot
+      {"logsumexp", {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) { return axis_row(c, a, GatherFn::kLogSumExp, s); }}},
+      {"argmax", {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) { return axis_row(c, a, GatherFn::kArgMax, s); }}},
+      {"argmin", {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) { return axis_row(c, a, GatherFn::kArgMin, s); }}},
+      {"reduce_var", {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) { return axis_row(c, a, GatherFn::kReduceVar, s); }}},
+      {"reduce_var_grad", {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) { return axis_row_grad(c, a, GatherFn::kReduceVarGrad, s); }}},
+      {"reduce_prod_grad", {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) { return axis_row_grad(c, a, GatherFn::kReduceProdGrad, s); }}},
+      {"reduce_extremum_grad", {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) { return axis_row_grad(c, a, GatherFn::kExtremumGrad, s); }}},
+      {"reduce_first_extremum_grad",
+       {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) { return axis_row_grad(c, a, GatherFn::kFirstExtremumGrad, s); }}},
+      {"reduce_prod", {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) { return axis_reduce(c, a, ReduceFn::kProd, false, s); }}},
+      {"cumsum", {"kernel", [](const TileCall& c, Attr&, std::vector<Step>* s) { return cumsum_op(c, false, s); }}},
+      {"cumsum_grad", {"kernel", [](const TileCall& c, Attr&, std::vector<Step>* s) { return cumsum_op(c, true, s); }}},
+      {"cross_entropy_grad", {"kernel", [](const TileCall& c, Attr&, std::vector<Step>* s) { return cross_entropy_grad(c, s); }}},
+      {"global_avg_pool2d",
+       {"kernel", [](const TileCall& c, Attr&, std::vector<Step>* s) -> std::string {
+          if (c.inputs.size() != 1 || c.inputs[0].shape.size() != 4) return "not global_avg_pool2d's layout";
+          const auto& x = c.inputs[0].shape;
+          return reduce(c, {0, 1, 2, 3}, ReduceFn::kSum, 1.0 / static_cast<double>(x[2] * x[3]), s);
+        }}},
+      {"global_max_pool2d", {"kernel", [](const TileCall& c, Attr&, std::vector<Step>* s) { return reduce(c, {0, 1, 2, 3}, ReduceFn::kMax, 1.0, s); }}},
+      {"global_max_pool2d_grad", {"kernel", [](const TileCall& c, Attr&, std::vector<Step>* s) { return global_max_pool2d_grad(c, s); }}},
+      {"batch_norm_mean",
+       {"kernel", [](const TileCall& c, Attr&, std::vector<Step>* s) -> std::string {
+          if (c.inputs.size() != 1 || c.inputs[0].shape.size() != 4) return "not batch_norm_mean's layout";
+          const auto& x = c.inputs[0].shape;
+          return reduce(c, {1, 0, 2, 3}, ReduceFn::kSum, 1.0 / static_cast<double>(x[0] * x[2] * x[3]), s);
+        }}},
+      {"smooth_l1_loss",
+       {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) -> std::string {
+          const double beta = a.num("beta", 1.0);
+          if (!a.ok) return "unreadable attributes";
+          const std::string why = pair_loss(c, PairTerm::kSmoothL1, inverse_numel(c), 0, s);
+          if (why.empty()) s->back().reduce.param = beta;
+          return why;
+        }}},
+      {"avg_pool2d", {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) { return avg_pool2d(c, a, false, s); }}},
+      {"avg_pool2d_grad", {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) { return avg_pool2d(c, a, true, s); }}},
+      {"max_pool1d", {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) { return max_pool1d(c, a, false, s); }}},
+      {"max_pool1d_grad", {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) { return max_pool1d(c, a, true, s); }}},
+      {"one_hot", {"kernel", [](const TileCall& c, Attr&, std::vector<Step>* s) { return one_hot(c, s); }}},
       // own kernels: losses (paired reductions) and row ops
       {"mse_loss", {"kernel", [](const TileCall& c, Attr&, std::vector<Step>* s) { return pair_loss(c, PairTerm::kSquaredDifference, inverse_numel(c), 0, s); }}},
       {"l1_loss", {"kernel", [](const TileCall& c, Attr&, std::vector<Step>* s) { return pair_loss(c, PairTerm::kAbsDifference, inverse_numel(c), 0, s); }}},
@@ -1980,7 +2258,7 @@ Selection select_kernel(const kernels::TileCall& call) {
     out.why_not = "kernel '" + call.kernel + "' has no CUDA implementation yet";
     return out;
   }
-  const bool reads_ids = call.kernel == "embedding" || call.kernel == "embedding_grad";
+  const bool reads_ids = call.kernel == "embedding" || call.kernel == "embedding_grad" || call.kernel == "one_hot";
   if (!reads_ids && !all_float(call)) {
     out.why_not = "kernel '" + call.kernel + "' with an integer or bool input (the float32 conversion kernel is not written)";
     return out;
