@@ -503,7 +503,12 @@ TW_HD void row_thread(const RowArgs& a, const float* const* in, float* out, long
 
 // ---- batch norm (training statistics): one thread per channel of the block --------------------
 
-enum class ChannelFn : int { kBatchNormTrain, kBatchNormGradInput, kBatchNormGradGamma };
+enum class ChannelFn : int {
+  kBatchNormTrain, kBatchNormGradInput, kBatchNormGradGamma,
+  kBatchNormVar /*out[t]: the channel's biased variance*/,
+  kBatchNormVarGrad /*(dy vector at gamma_in, x): 2 dy[c] (x - mean) / count over the block box*/,
+  kBatchNormInferenceGradGamma /*(dy, x, mean at gamma_in, var at beta_in): partial over the box*/,
+};
 
 /// Batch norm over NCHW with statistics over the whole (N, H, W) of each channel (the CPU kernels'
 /// channel_stats: E[x], E[x^2] - E[x]^2 in double). Thread t handles channel c_lo + t: train and
@@ -526,6 +531,17 @@ TW_HD void channel_thread(const ChannelArgs& a, const float* const* in, float* o
   const long long c = a.c_lo + t;
   const float* x = in[a.x_in] + a.x_base + c * a.x_stride[1];
   const float* dy = a.dy_in >= 0 ? in[a.dy_in] + a.dy_base + c * a.dy_stride[1] : nullptr;
+  if (static_cast<ChannelFn>(a.fn) == ChannelFn::kBatchNormInferenceGradGamma) {  // running statistics given
+    const double mu = in[a.gamma_in][a.gamma_base + c];
+    double acc = 0;
+    for (long long n = a.b_lo; n < a.b_lo + a.bs; ++n)
+      for (long long h = a.h_lo; h < a.h_lo + a.hs; ++h)
+        for (long long w = a.w_lo; w < a.w_lo + a.ws; ++w)
+          acc += static_cast<double>(dy[n * a.dy_stride[0] + h * a.dy_stride[2] + w * a.dy_stride[3]]) *
+                 (x[n * a.x_stride[0] + h * a.x_stride[2] + w * a.x_stride[3]] - mu);
+    out[t] = static_cast<float>(acc / sqrt(in[a.beta_in][a.beta_base + c] + a.eps));
+    return;
+  }
   double s = 0, s2 = 0;
   for (long long n = 0; n < a.N; ++n)
     for (long long h = 0; h < a.H; ++h)
@@ -534,6 +550,20 @@ TW_HD void channel_thread(const ChannelArgs& a, const float* const* in, float* o
         s += v, s2 += v * v;
       }
   const double count = static_cast<double>(a.N * a.H * a.W), mean = s / count;
+  if (static_cast<ChannelFn>(a.fn) == ChannelFn::kBatchNormVar) {
+    out[t] = static_cast<float>(s2 / count - mean * mean);
+    return;
+  }
+  if (static_cast<ChannelFn>(a.fn) == ChannelFn::kBatchNormVarGrad) {
+    const double g = 2.0 * in[a.gamma_in][a.gamma_base + c];
+    for (long long n = a.b_lo; n < a.b_lo + a.bs; ++n) {
+      float* o = out + ((n - a.b_lo) * a.cs + t) * a.hs * a.ws;
+      for (long long h = a.h_lo; h < a.h_lo + a.hs; ++h)
+        for (long long w = a.w_lo; w < a.w_lo + a.ws; ++w)
+          *o++ = static_cast<float>(g * (x[n * a.x_stride[0] + h * a.x_stride[2] + w * a.x_stride[3]] - mean) / count);
+    }
+    return;
+  }
   const double rstd = 1.0 / sqrt(s2 / count - mean * mean + a.eps);
   if (static_cast<ChannelFn>(a.fn) == ChannelFn::kBatchNormGradGamma) {
     double acc = 0;

@@ -1814,6 +1814,47 @@ std::string max_pool1d(const TileCall& call, Attr& a, bool grad, std::vector<Ste
   return "";
 }
 
+// Batch norm's statistics with the channel kernel: batch_norm_var (x), batch_norm_var_grad (dy, x),
+// batch_norm_inference_grad_gamma (dy, x, mean, var).
+std::string channel_stats(const TileCall& call, Attr& a, ChannelFn fn, std::vector<Step>* s) {
+  const bool var = fn == ChannelFn::kBatchNormVar, grad = fn == ChannelFn::kBatchNormVarGrad;
+  const size_t inputs = var ? 1 : (grad ? 2 : 4);
+  const double eps = a.num("eps", 1e-5);
+  if (!a.ok || call.inputs.size() != inputs || call.vars.size() != (var || grad ? 7u : 4u) ||
+      !outputs_first(call, grad ? 4 : 1) || (fn != ChannelFn::kBatchNormInferenceGradGamma && !nested_full(call, grad ? 4 : 1)))
+    return "not batch norm's layout";
+  const int xi = var ? 0 : 1;
+  const TileIn& x = call.inputs[xi];
+  if (x.shape.size() != 4) return "not batch norm's layout";
+  Step st;
+  st.kind = Step::kChannel;
+  ChannelArgs& c = st.channel;
+  c.fn = static_cast<int>(fn), c.eps = eps;
+  c.N = x.shape[0], c.H = x.shape[2], c.W = x.shape[3];
+  // The block: channels first for the statistics (c, ...), NCHW for the gradient.
+  const Span ch = call.vars[grad ? 1 : 0];
+  const Span b = grad ? call.vars[0] : call.vars[1], h = call.vars[2], w = call.vars[3];
+  c.c_lo = ch.lo, c.cs = ch.size(), c.b_lo = b.lo, c.bs = b.size(), c.h_lo = h.lo, c.hs = h.size(), c.w_lo = w.lo, c.ws = w.size();
+  c.x_in = xi;
+  const std::vector<Span> whole{{0, c.N - 1}, ch, {0, c.H - 1}, {0, c.W - 1}};
+  if (fn == ChannelFn::kBatchNormInferenceGradGamma) {
+    if (call.inputs[0].shape != x.shape || !nchw(call, 1, {b, ch, h, w}, &c.x_base, c.x_stride)) return "x's region does not hold the block";
+    c.dy_in = 0, c.gamma_in = 2, c.beta_in = 3;
+    if (!nchw(call, 0, {b, ch, h, w}, &c.dy_base, c.dy_stride) || !channel_vector(call, 2, ch, &c.gamma_base) ||
+        !channel_vector(call, 3, ch, &c.beta_base))
+      return "an input's region does not hold the block's channels";
+  } else {
+    if (!nchw(call, xi, whole, &c.x_base, c.x_stride)) return "x's region does not hold the block's channels";
+    if (grad) {
+      c.gamma_in = 0;  // dy, one value per channel
+      if (!channel_vector(call, 0, ch, &c.gamma_base)) return "dy does not hold the block's channels";
+    }
+  }
+  for (size_t j = 0; j < inputs; ++j) st.row_inputs[j] = static_cast<int>(j);
+  s->push_back(st);
+  return "";
+}
+
 Builder unary(MapFn fn) {
   return [fn](const TileCall& c, Attr&, std::vector<Step>* s) { return aligned_map(c, 1, fn, {}, s); };
 }
@@ -2164,6 +2205,10 @@ const std::map<std::string, Entry>& table() {
       {"max_pool1d", {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) { return max_pool1d(c, a, false, s); }}},
       {"max_pool1d_grad", {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) { return max_pool1d(c, a, true, s); }}},
       {"one_hot", {"kernel", [](const TileCall& c, Attr&, std::vector<Step>* s) { return one_hot(c, s); }}},
+      {"batch_norm_var", {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) { return channel_stats(c, a, ChannelFn::kBatchNormVar, s); }}},
+      {"batch_norm_var_grad", {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) { return channel_stats(c, a, ChannelFn::kBatchNormVarGrad, s); }}},
+      {"batch_norm_inference_grad_gamma",
+       {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) { return channel_stats(c, a, ChannelFn::kBatchNormInferenceGradGamma, s); }}},
       // own kernels: losses (paired reductions) and row ops
       {"mse_loss", {"kernel", [](const TileCall& c, Attr&, std::vector<Step>* s) { return pair_loss(c, PairTerm::kSquaredDifference, inverse_numel(c), 0, s); }}},
       {"l1_loss", {"kernel", [](const TileCall& c, Attr&, std::vector<Step>* s) { return pair_loss(c, PairTerm::kAbsDifference, inverse_numel(c), 0, s); }}},
