@@ -17,7 +17,7 @@
 namespace tilewise::exec::cuda {
 
 constexpr int kMaxDims = 8;   ///< output dimensions of a map or reduction (after merging)
-constexpr int kMaxReads = 5;  ///< inputs one map reads (batch norm with running statistics: 5)
+constexpr int kMaxReads = 8;  ///< inputs one map reads (the GRU's gate gradients: 8)
 
 /// The element-wise functions (one per CPU kernel formula they reproduce; see kernel_select.cpp).
 /// `p` holds the op's float attributes in the order each case names.
@@ -49,6 +49,10 @@ enum class MapFn : int {
   kBatchNormInference, kBatchNormInferenceGradInput,
   // logsumexp's gradient (dy, x, y): dy exp(x - y)
   kExpDifferenceTimes,
+  // the GRU cell (gates r | z | n by thirds; G = the six gate reads gir, ghr, giz, ghz, gin, ghn):
+  // (G, h): (1 - z) n + z h; (dy, giz, ghz): dy z; the gate gradients (dy, G[, h]) per third,
+  // r: dn ghn r (1 - r), z: dy (h - n) z (1 - z), n: dn (times r when p0), dn = dy (1 - z) (1 - n^2)
+  kGruCell, kGruGradH, kGruGradR, kGruGradZ, kGruGradN,
 };
 
 /// out[i] = fn(reads...) over an output block of `dims` dimensions (row-major, sizes `size`); read r
@@ -214,6 +218,20 @@ TW_HD float map_apply(int fn, const float* p, const double* q, const float* v) {
     case MapFn::kBatchNormInference: return (a - b) / sqrtf(c + p[0]) * v[3] + v[4];
     case MapFn::kBatchNormInferenceGradInput: return a * c / sqrtf(b + p[0]);
     case MapFn::kExpDifferenceTimes: return a * expf(b - c);
+    case MapFn::kGruCell: {
+      const float r = tw_logistic(a + b), z = tw_logistic(c + v[3]), n = tanhf(v[4] + r * v[5]);
+      return (1.0f - z) * n + z * v[6];
+    }
+    case MapFn::kGruGradH: return a * tw_logistic(b + c);
+    case MapFn::kGruGradR:
+    case MapFn::kGruGradZ:
+    case MapFn::kGruGradN: {  // a = dy, then the six gate reads (and h for z)
+      const float r = tw_logistic(b + c), z = tw_logistic(v[3] + v[4]), n = tanhf(v[5] + r * v[6]);
+      const float dn = a * (1.0f - z) * (1.0f - n * n);
+      if (static_cast<MapFn>(fn) == MapFn::kGruGradR) return a * (1.0f - z) * (1.0f - n * n) * v[6] * r * (1.0f - r);
+      if (static_cast<MapFn>(fn) == MapFn::kGruGradZ) return a * (v[7] - n) * z * (1.0f - z);
+      return p[0] != 0.0f ? dn * r : dn;
+    }
   }
   return NAN;
 }

@@ -1855,6 +1855,53 @@ std::string channel_stats(const TileCall& call, Attr& a, ChannelFn fn, std::vect
   return "";
 }
 
+// ---- the GRU cell: gates (batch, 3 hidden) by thirds r | z | n, read at shifted columns ------------
+
+bool gru_layout(const TileCall& call, size_t inputs, int gi, int hidden_of, long long* hidden) {
+  if (!pure_map(call, inputs) || call.vars.size() != 2) return false;
+  const TileIn &a = call.inputs[gi], &b = call.inputs[gi + 1], &h = call.inputs[hidden_of];
+  if (a.shape.size() != 2 || b.shape.size() != 2 || h.shape.size() != 2) return false;
+  *hidden = h.shape[1];
+  return a.shape[1] == 3 * *hidden && b.shape[1] == 3 * *hidden;
+}
+
+// The six gate reads (gi, gh at thirds r, z, n) for a column `shift` columns before its own third.
+std::vector<Read> gru_gates(int gi, long long n, long long shift) {
+  std::vector<Read> r;
+  for (long long t = 0; t < 3; ++t) r.push_back(shifted(gi, t * n - shift)), r.push_back(shifted(gi + 1, t * n - shift));
+  return r;
+}
+
+std::string gru_cell(const TileCall& call, std::vector<Step>* s) {  // (gi, gh, h)
+  long long n = 0;
+  if (!gru_layout(call, 3, 0, 2, &n)) return "not the GRU cell's layout";
+  std::vector<Read> reads = gru_gates(0, n, 0);
+  reads.push_back(aligned(call, 2));
+  return add_map(call, MapFn::kGruCell, {}, reads, s);
+}
+
+// d gi (times_r false) or d gh (true): one box map per third the block meets.
+std::string gru_gate_grads(const TileCall& call, bool times_r, std::vector<Step>* s) {  // (dy, gi, gh, h)
+  if (call.inputs.size() != 4 || call.vars.size() != 2 || !outputs_are(call, {0, 1})) return "not the GRU gradients' layout";
+  const TileIn &dy = call.inputs[0], &gi = call.inputs[1];
+  if (dy.shape.size() != 2 || gi.shape.size() != 2 || call.inputs[2].shape != gi.shape || call.inputs[3].shape != dy.shape ||
+      gi.shape[1] != 3 * dy.shape[1])
+    return "not the GRU gradients' layout";
+  const long long n = dy.shape[1];
+  const Span b = call.vars[0], j = call.vars[1];
+  static const MapFn fns[] = {MapFn::kGruGradR, MapFn::kGruGradZ, MapFn::kGruGradN};
+  for (long long q = 0; q < 3; ++q) {
+    const Span cols{std::max<int64_t>(j.lo, q * n), std::min<int64_t>(j.hi, q * n + n - 1)};
+    if (cols.lo > cols.hi) continue;
+    std::vector<Read> reads{shifted(0, -q * n)};
+    for (const Read& r : gru_gates(1, n, q * n)) reads.push_back(r);
+    if (q == 1) reads.push_back(shifted(3, -q * n));
+    const std::string why = add_map_box(call, {b, cols}, fns[q], {times_r ? 1.0f : 0.0f}, reads, s);
+    if (!why.empty()) return why;
+  }
+  return "";
+}
+
 Builder unary(MapFn fn) {
   return [fn](const TileCall& c, Attr&, std::vector<Step>* s) { return aligned_map(c, 1, fn, {}, s); };
 }
@@ -2209,6 +2256,15 @@ const std::map<std::string, Entry>& table() {
       {"batch_norm_var_grad", {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) { return channel_stats(c, a, ChannelFn::kBatchNormVarGrad, s); }}},
       {"batch_norm_inference_grad_gamma",
        {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) { return channel_stats(c, a, ChannelFn::kBatchNormInferenceGradGamma, s); }}},
+      {"gru_cell", {"kernel", [](const TileCall& c, Attr&, std::vector<Step>* s) { return gru_cell(c, s); }}},
+      {"gru_cell_grad_h",
+       {"kernel", [](const TileCall& c, Attr&, std::vector<Step>* s) -> std::string {
+          long long n = 0;
+          if (!gru_layout(c, 3, 1, 0, &n)) return "not the GRU cell's layout";
+          return add_map(c, MapFn::kGruGradH, {}, {aligned(c, 0), shifted(1, n), shifted(2, n)}, s);
+        }}},
+      {"gru_cell_grad_gi", {"kernel", [](const TileCall& c, Attr&, std::vector<Step>* s) { return gru_gate_grads(c, false, s); }}},
+      {"gru_cell_grad_gh", {"kernel", [](const TileCall& c, Attr&, std::vector<Step>* s) { return gru_gate_grads(c, true, s); }}},
       // own kernels: losses (paired reductions) and row ops
       {"mse_loss", {"kernel", [](const TileCall& c, Attr&, std::vector<Step>* s) { return pair_loss(c, PairTerm::kSquaredDifference, inverse_numel(c), 0, s); }}},
       {"l1_loss", {"kernel", [](const TileCall& c, Attr&, std::vector<Step>* s) { return pair_loss(c, PairTerm::kAbsDifference, inverse_numel(c), 0, s); }}},

@@ -55,12 +55,12 @@ struct Step {
   GemmCall gemm;
   ConvCall conv;
   MapArgs map;
-  int map_inputs[kMaxReads] = {kOutput, kOutput, kOutput, kOutput, kOutput};  ///< per read: call input or kOutput
+  int map_inputs[kMaxReads] = {kOutput, kOutput, kOutput, kOutput, kOutput, kOutput, kOutput, kOutput};  ///< per read: call input or kOutput
   ReduceArgs reduce;
   int reduce_input = 0;
   int reduce_input2 = 0;  ///< y of a paired reduction (reduce.term != kNone)
   RowArgs row;
-  int row_inputs[kMaxReads] = {kOutput, kOutput, kOutput, kOutput, kOutput};  ///< also the channel step's inputs
+  int row_inputs[kMaxReads] = {kOutput, kOutput, kOutput, kOutput, kOutput, kOutput, kOutput, kOutput};  ///< also the channel step's inputs
   ChannelArgs channel;  ///< channel_thread for c_lo .. c_lo + cs - 1 (batch norm)
   GatherArgs gather;    ///< gather_element for every output element (pooling, reshape)
 };
