@@ -391,14 +391,25 @@ bool conv_attrs(Attr& a, ConvAttrs* c) {
 // top padding pt and bottom padding pb (rows read past the tensor), cuDNN's output size
 // floor((rows + 2 pt - d (kk - 1) - 1) / s) + 1 is |o| exactly when 0 <= pt - pb < s (a strided
 // convolution that never reads the last rows pads less at the bottom).
+// The frame starts at the first row actually read and ends at the last (a dilated, strided window
+// may skip the tensor's edge rows, which the region then does not hold): rows outside it are padding.
 std::string window(Span o, long long kk, long long size, const ConvAttrs& g, long long* first, long long* rows,
                    long long* pad) {
   const long long top = g.s * o.lo - g.p, last = g.s * o.hi - g.p + g.d * (kk - 1);
-  const long long pt = std::max(0LL, -top), pb = std::max(0LL, last - (size - 1));
+  auto floor_div = [](long long x, long long y) { return x >= 0 ? x / y : -((-x + y - 1) / y); };
+  long long lo = LLONG_MAX, hi = LLONG_MIN;  // the rows in [0, size) that outputs o read
+  for (long long k = 0; k < kk; ++k) {
+    const long long o_lo = std::max<long long>(o.lo, -floor_div(g.d * k - g.p, g.s));  // the first o reading row >= 0
+    const long long o_hi = std::min<long long>(o.hi, floor_div(size - 1 + g.p - g.d * k, g.s));  // the last < size
+    if (o_lo > o_hi) continue;
+    lo = std::min(lo, g.s * o_lo + g.d * k - g.p), hi = std::max(hi, g.s * o_hi + g.d * k - g.p);
+  }
+  if (lo > hi) return "a window that reads only padding";
+  const long long pt = lo - top, pb = last - hi;
   if (pt < pb || pt - pb >= g.s)
     return "a spatially split convolution with an asymmetric halo (cuDNN pads both sides alike)";
-  *first = std::max(top, 0LL);
-  *rows = std::min(last, size - 1) - *first + 1;
+  *first = lo;
+  *rows = hi - lo + 1;
   *pad = pt;
   return "";
 }
@@ -432,10 +443,9 @@ std::string packed_filter(const TileCall& call, int input, Span co, Span ci, Con
   return "";
 }
 
-std::string conv2d(const TileCall& call, Attr& a, std::vector<Step>* steps) {
-  ConvAttrs g;
-  if (!conv_attrs(a, &g) || call.inputs.size() != 2 || call.vars.size() != 7 || !outputs_are(call, {0, 1, 2, 3}))
-    return "not conv2d's layout";
+// The convolutions with a geometry per spatial axis (gh rows, g columns): conv1d is conv2d over one row.
+std::string conv2d_geom(const TileCall& call, const ConvAttrs& gh, const ConvAttrs& g, std::vector<Step>* steps) {
+  if (call.inputs.size() != 2 || call.vars.size() != 7 || !outputs_are(call, {0, 1, 2, 3})) return "not conv2d's layout";
   const Span b = call.vars[0], co = call.vars[1], y = call.vars[2], x = call.vars[3], ci = call.vars[4];
   if (!full(call, 5) || !full(call, 6)) return "a split kernel window";
   ConvCall c;
@@ -445,14 +455,14 @@ std::string conv2d(const TileCall& call, Attr& a, std::vector<Step>* steps) {
   const TileIn& in = call.inputs[0];
   if (in.shape.size() != 4) return "data of rank other than 4";
   long long h0 = 0, w0 = 0;
-  if (!(why = window(y, c.r, in.shape[2], g, &h0, &c.h, &c.pad_h)).empty()) return why;
+  if (!(why = window(y, c.r, in.shape[2], gh, &h0, &c.h, &c.pad_h)).empty()) return why;
   if (!(why = window(x, c.s, in.shape[3], g, &w0, &c.w, &c.pad_w)).empty()) return why;
   c.n = b.size();
   const long long lo[4] = {b.lo, ci.lo, h0, w0}, size[4] = {c.n, c.c, c.h, c.w};
   c.x_input = 0;
   if (!tensor4(call, 0, lo, size, &c.x_offset, c.x_stride)) return "the data region does not hold the window";
   c.p = y.size(), c.q = x.size();
-  c.stride_h = c.stride_w = g.s, c.dil_h = c.dil_w = g.d;
+  c.stride_h = gh.s, c.stride_w = g.s, c.dil_h = gh.d, c.dil_w = g.d;
   c.y_stride[0] = co.size() * c.p * c.q, c.y_stride[1] = c.p * c.q, c.y_stride[2] = c.q, c.y_stride[3] = 1;
   Step s;
   s.kind = Step::kConv;
@@ -461,9 +471,8 @@ std::string conv2d(const TileCall& call, Attr& a, std::vector<Step>* steps) {
   return "";
 }
 
-std::string conv2d_backward_data(const TileCall& call, Attr& a, std::vector<Step>* steps) {
-  ConvAttrs g;
-  if (!conv_attrs(a, &g) || call.inputs.size() != 2 || call.vars.size() != 7 || !outputs_are(call, {0, 1, 2, 3}))
+std::string conv2d_backward_data_geom(const TileCall& call, const ConvAttrs& gh, const ConvAttrs& g, std::vector<Step>* steps) {
+  if (call.inputs.size() != 2 || call.vars.size() != 7 || !outputs_are(call, {0, 1, 2, 3}))
     return "not conv2d_backward_data's layout";
   const Span b = call.vars[0], ci = call.vars[1], co = call.vars[4];
   if (!full(call, 2) || !full(call, 3) || !full(call, 5) || !full(call, 6))
@@ -475,8 +484,8 @@ std::string conv2d_backward_data(const TileCall& call, Attr& a, std::vector<Step
   const TileIn& dy = call.inputs[0];
   if (dy.shape.size() != 4) return "dy of rank other than 4";
   c.n = b.size(), c.h = call.extents[2], c.w = call.extents[3], c.p = dy.shape[2], c.q = dy.shape[3];
-  c.pad_h = c.pad_w = g.p, c.stride_h = c.stride_w = g.s, c.dil_h = c.dil_w = g.d;
-  if ((c.h + 2 * g.p - g.d * (c.r - 1) - 1) / g.s + 1 != c.p || (c.w + 2 * g.p - g.d * (c.s - 1) - 1) / g.s + 1 != c.q)
+  c.pad_h = gh.p, c.pad_w = g.p, c.stride_h = gh.s, c.stride_w = g.s, c.dil_h = gh.d, c.dil_w = g.d;
+  if ((c.h + 2 * gh.p - gh.d * (c.r - 1) - 1) / gh.s + 1 != c.p || (c.w + 2 * g.p - g.d * (c.s - 1) - 1) / g.s + 1 != c.q)
     return "dy's spatial size is not the convolution's output size";
   const long long lo[4] = {b.lo, co.lo, 0, 0}, size[4] = {c.n, c.k, c.p, c.q};
   c.y_input = 0;
@@ -489,9 +498,8 @@ std::string conv2d_backward_data(const TileCall& call, Attr& a, std::vector<Step
   return "";
 }
 
-std::string conv2d_backward_filter(const TileCall& call, Attr& a, std::vector<Step>* steps) {
-  ConvAttrs g;
-  if (!conv_attrs(a, &g) || call.inputs.size() != 2 || call.vars.size() != 7 || !outputs_are(call, {0, 1, 2, 3}))
+std::string conv2d_backward_filter_geom(const TileCall& call, const ConvAttrs& gh, const ConvAttrs& g, std::vector<Step>* steps) {
+  if (call.inputs.size() != 2 || call.vars.size() != 7 || !outputs_are(call, {0, 1, 2, 3}))
     return "not conv2d_backward_filter's layout";
   const Span co = call.vars[0], ci = call.vars[1], b = call.vars[4];
   if (!full(call, 2) || !full(call, 3) || !full(call, 5) || !full(call, 6))
@@ -502,12 +510,12 @@ std::string conv2d_backward_filter(const TileCall& call, Attr& a, std::vector<St
   c.mode = ConvCall::kBackwardFilter;
   c.n = b.size(), c.c = ci.size(), c.k = co.size(), c.r = call.extents[2], c.s = call.extents[3];
   c.h = x.shape[2], c.w = x.shape[3], c.p = dy.shape[2], c.q = dy.shape[3];
-  c.pad_h = c.pad_w = g.p, c.stride_h = c.stride_w = g.s, c.dil_h = c.dil_w = g.d;
-  if ((c.h + 2 * g.p - g.d * (c.r - 1) - 1) / g.s + 1 != c.p || (c.w + 2 * g.p - g.d * (c.s - 1) - 1) / g.s + 1 != c.q)
+  c.pad_h = gh.p, c.pad_w = g.p, c.stride_h = gh.s, c.stride_w = g.s, c.dil_h = gh.d, c.dil_w = g.d;
+  if ((c.h + 2 * gh.p - gh.d * (c.r - 1) - 1) / gh.s + 1 != c.p || (c.w + 2 * g.p - g.d * (c.s - 1) - 1) / g.s + 1 != c.q)
     return "dy's spatial size is not the convolution's output size";
   // x's rows as the forward convolution reads them over whole output planes.
   long long h0 = 0, w0 = 0;
-  std::string why = window({0, c.p - 1}, c.r, x.shape[2], g, &h0, &c.h, &c.pad_h);
+  std::string why = window({0, c.p - 1}, c.r, x.shape[2], gh, &h0, &c.h, &c.pad_h);
   if (why.empty()) why = window({0, c.q - 1}, c.s, x.shape[3], g, &w0, &c.w, &c.pad_w);
   if (!why.empty()) return why;
   const long long xlo[4] = {b.lo, ci.lo, h0, w0}, xsize[4] = {c.n, c.c, c.h, c.w};
@@ -520,6 +528,35 @@ std::string conv2d_backward_filter(const TileCall& call, Attr& a, std::vector<St
   s.conv = c;
   steps->push_back(s);
   return "";
+}
+
+using ConvBuilder = std::string (*)(const TileCall&, const ConvAttrs&, const ConvAttrs&, std::vector<Step>*);
+
+std::string conv_2d(const TileCall& call, Attr& a, ConvBuilder build, std::vector<Step>* steps) {
+  ConvAttrs g;
+  if (!conv_attrs(a, &g)) return "unreadable convolution attributes";
+  return build(call, g, g, steps);
+}
+
+// conv1d and its gradients as conv2d's over one row: a height of 1 inserted into every 3-D input,
+// and two variables of extent 1 (the output row and the kernel row, at positions 2 and 5 of conv2d's).
+std::string conv_1d(const TileCall& call, Attr& a, ConvBuilder build, std::vector<Step>* steps) {
+  ConvAttrs g;
+  if (!conv_attrs(a, &g)) return "unreadable convolution attributes";
+  if (call.vars.size() != 5 || call.output_vars != std::vector<int>{0, 1, 2}) return "not conv1d's layout";
+  TileCall c = call;
+  for (int at : {2, 5}) {
+    c.vars.insert(c.vars.begin() + at, Span{0, 0});
+    c.extents.insert(c.extents.begin() + at, 1);
+  }
+  c.output_vars = {0, 1, 2, 3};
+  c.output_shape.insert(c.output_shape.begin() + 2, 1);
+  for (TileIn& in : c.inputs) {
+    if (in.shape.size() != 3) return "not conv1d's layout";
+    in.shape.insert(in.shape.begin() + 2, 1);
+    in.region.insert(in.region.begin() + 2, Span{0, 0});
+  }
+  return build(c, ConvAttrs{1, 0, 1}, g, steps);
 }
 
 // ---- reductions ------------------------------------------------------------------------------
@@ -1961,9 +1998,16 @@ const std::map<std::string, Entry>& table() {
           return why;
         }}},
       // cuDNN
-      {"conv2d", {"cudnn", conv2d}},
-      {"conv2d_backward_data", {"cudnn", conv2d_backward_data}},
-      {"conv2d_backward_filter", {"cudnn", conv2d_backward_filter}},
+      {"conv2d", {"cudnn", [](const TileCall& c, Attr& a, std::vector<Step>* s) { return conv_2d(c, a, conv2d_geom, s); }}},
+      {"conv2d_backward_data",
+       {"cudnn", [](const TileCall& c, Attr& a, std::vector<Step>* s) { return conv_2d(c, a, conv2d_backward_data_geom, s); }}},
+      {"conv2d_backward_filter",
+       {"cudnn", [](const TileCall& c, Attr& a, std::vector<Step>* s) { return conv_2d(c, a, conv2d_backward_filter_geom, s); }}},
+      {"conv1d", {"cudnn", [](const TileCall& c, Attr& a, std::vector<Step>* s) { return conv_1d(c, a, conv2d_geom, s); }}},
+      {"conv1d_backward_data",
+       {"cudnn", [](const TileCall& c, Attr& a, std::vector<Step>* s) { return conv_1d(c, a, conv2d_backward_data_geom, s); }}},
+      {"conv1d_backward_filter",
+       {"cudnn", [](const TileCall& c, Attr& a, std::vector<Step>* s) { return conv_1d(c, a, conv2d_backward_filter_geom, s); }}},
       // own kernels: maps
       {"identity", {"kernel", unary(MapFn::kCopy)}},
       {"neg", {"kernel", unary(MapFn::kNeg)}},
