@@ -637,6 +637,10 @@ enum class GatherFn : int {
   kFirstExtremumGrad /*y, dy in slots 1, 2*/, kCumsum, kCumsumGrad /*over [i_lo, i_hi], the position idx[1]*/,
   kCrossEntropyGrad /*target in slot 1; scale: the batch*/, kGlobalMaxPool2dGrad /*y, dy in slots 1, 2; H W: the map*/,
   kOneHot /*ids in slot 0 (int64 when k = 1, else float32), the class idx[dims - 1]*/,
+  // depthwise convolutions (stride s, padding p, dilation d; a padded read is 0 times the filter):
+  // forward (x, filters) and data gradient (dy, filters) partial over [i_lo, i_hi] x [j_lo, j_hi];
+  // filter gradient (x, dy) over the rows [b_lo, b_hi] x [i_lo, i_hi] x [j_lo, j_hi] of dy
+  kDepthwiseConv, kDepthwiseConvGradData, kDepthwiseConvGradFilter,
 };
 
 /// max_pool2d (x) and max_pool2d_grad (x, y, dy) over NCHW, window k, stride s, padding p, the
@@ -661,6 +665,7 @@ struct GatherArgs {
   double scale = 1;
   long long row_n = 0, row_stride = 0;  ///< whole-row ops: the axis' extent and x's stride along it
   int axis = -1;                        ///< whole-row gradients: the output position of the axis
+  long long d = 1, b_lo = 0, b_hi = -1;  ///< depthwise convolutions: dilation, the batch rows summed
 };
 
 TW_HD double tw_sticky_max(double m, double v) { return v != v || v > m ? v : m; }  // NaN wins and stays
@@ -890,6 +895,45 @@ TW_HD float gather_element(const GatherArgs& a, const float* const* in, long lon
       const long long off = gather_offset(a, 0, idx);
       const double id = a.k == 1 ? static_cast<double>(reinterpret_cast<const long long*>(in[0])[off]) : in[0][off];
       return id == static_cast<double>(idx[a.dims - 1]) ? 1.0f : 0.0f;
+    }
+    case GatherFn::kDepthwiseConv:
+    case GatherFn::kDepthwiseConvGradData: {  // slot 0 x (or dy) and slot 1 the filters, each by their own dims
+      const bool fwd = static_cast<GatherFn>(a.fn) == GatherFn::kDepthwiseConv;
+      const float* x = in[0] + a.base[0] + idx[0] * a.stride[0][0] + idx[1] * a.stride[0][1];
+      const float* f = in[1] + a.base[1] + idx[1] * a.stride[1][0];
+      double acc = 0;
+      for (long long i = a.i_lo; i <= a.i_hi; ++i) {
+        const long long th = fwd ? a.s * idx[2] + a.d * i - a.p : idx[2] + a.p - a.d * i;
+        if (!fwd && (th < 0 || th % a.s != 0 || th / a.s >= a.OH)) continue;  // reads outside dy are 0
+        for (long long j = a.j_lo; j <= a.j_hi; ++j) {
+          const long long tw = fwd ? a.s * idx[3] + a.d * j - a.p : idx[3] + a.p - a.d * j;
+          const float w = f[i * a.stride[1][2] + j * a.stride[1][3]];
+          if (fwd) {
+            const float v = th >= 0 && th < a.H && tw >= 0 && tw < a.W ? x[th * a.stride[0][2] + tw * a.stride[0][3]] : 0.0f;
+            acc += static_cast<double>(v) * w;
+          } else if (tw >= 0 && tw % a.s == 0 && tw / a.s < a.OW) {
+            acc += static_cast<double>(x[(th / a.s) * a.stride[0][2] + (tw / a.s) * a.stride[0][3]]) * w;
+          }
+        }
+      }
+      return static_cast<float>(acc);
+    }
+    case GatherFn::kDepthwiseConvGradFilter: {  // output (c, 0, i, j); slot 0 x, slot 1 dy (b, c, h, w dims)
+      const long long c = idx[0], i = idx[2], j = idx[3];
+      double acc = 0;
+      for (long long b = a.b_lo; b <= a.b_hi; ++b) {
+        const float* x = in[0] + a.base[0] + b * a.stride[0][0] + c * a.stride[0][1];
+        const float* dy = in[1] + a.base[1] + b * a.stride[1][0] + c * a.stride[1][1];
+        for (long long y = a.i_lo; y <= a.i_hi; ++y) {
+          const long long hh = a.s * y + a.d * i - a.p;
+          for (long long xx = a.j_lo; xx <= a.j_hi; ++xx) {
+            const long long ww = a.s * xx + a.d * j - a.p;
+            const float v = hh >= 0 && hh < a.H && ww >= 0 && ww < a.W ? x[hh * a.stride[0][2] + ww * a.stride[0][3]] : 0.0f;
+            acc += static_cast<double>(dy[y * a.stride[1][2] + xx * a.stride[1][3]]) * v;
+          }
+        }
+      }
+      return static_cast<float>(acc);
     }
     case GatherFn::kLogSumExp:
     case GatherFn::kArgMax:

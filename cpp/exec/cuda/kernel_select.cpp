@@ -391,19 +391,27 @@ bool conv_attrs(Attr& a, ConvAttrs* c) {
 // top padding pt and bottom padding pb (rows read past the tensor), cuDNN's output size
 // floor((rows + 2 pt - d (kk - 1) - 1) / s) + 1 is |o| exactly when 0 <= pt - pb < s (a strided
 // convolution that never reads the last rows pads less at the bottom).
+// The first and last rows in [0, size) that outputs `o` read with kernel offsets `k` (the rows between
+// need not all be read: a dilated, strided window skips some); empty when all reads are padding.
+Span rows_read(Span o, Span k, const ConvAttrs& g, long long size) {
+  auto floor_div = [](long long x, long long y) { return x >= 0 ? x / y : -((-x + y - 1) / y); };
+  long long lo = LLONG_MAX, hi = LLONG_MIN;
+  for (long long t = k.lo; t <= k.hi; ++t) {
+    const long long o_lo = std::max<long long>(o.lo, -floor_div(g.d * t - g.p, g.s));  // the first o reading row >= 0
+    const long long o_hi = std::min<long long>(o.hi, floor_div(size - 1 + g.p - g.d * t, g.s));  // the last < size
+    if (o_lo > o_hi) continue;
+    lo = std::min(lo, g.s * o_lo + g.d * t - g.p), hi = std::max(hi, g.s * o_hi + g.d * t - g.p);
+  }
+  return lo > hi ? Span{0, -1} : Span{lo, hi};
+}
+
 // The frame starts at the first row actually read and ends at the last (a dilated, strided window
 // may skip the tensor's edge rows, which the region then does not hold): rows outside it are padding.
 std::string window(Span o, long long kk, long long size, const ConvAttrs& g, long long* first, long long* rows,
                    long long* pad) {
   const long long top = g.s * o.lo - g.p, last = g.s * o.hi - g.p + g.d * (kk - 1);
-  auto floor_div = [](long long x, long long y) { return x >= 0 ? x / y : -((-x + y - 1) / y); };
-  long long lo = LLONG_MAX, hi = LLONG_MIN;  // the rows in [0, size) that outputs o read
-  for (long long k = 0; k < kk; ++k) {
-    const long long o_lo = std::max<long long>(o.lo, -floor_div(g.d * k - g.p, g.s));  // the first o reading row >= 0
-    const long long o_hi = std::min<long long>(o.hi, floor_div(size - 1 + g.p - g.d * k, g.s));  // the last < size
-    if (o_lo > o_hi) continue;
-    lo = std::min(lo, g.s * o_lo + g.d * k - g.p), hi = std::max(hi, g.s * o_hi + g.d * k - g.p);
-  }
+  const Span read = rows_read(o, {0, kk - 1}, g, size);
+  const long long lo = read.lo, hi = read.hi;
   if (lo > hi) return "a window that reads only padding";
   const long long pt = lo - top, pb = last - hi;
   if (pt < pb || pt - pb >= g.s)
@@ -1939,6 +1947,54 @@ std::string gru_gate_grads(const TileCall& call, bool times_r, std::vector<Step>
   return "";
 }
 
+// Depthwise convolutions as gathers (one thread per output element, the CPU's loops and order).
+std::string depthwise(const TileCall& call, Attr& a, GatherFn fn, std::vector<Step>* s) {
+  ConvAttrs g;
+  const bool filter_grad = fn == GatherFn::kDepthwiseConvGradFilter;
+  if (!conv_attrs(a, &g) || call.inputs.size() != 2 || call.vars.size() != (filter_grad ? 7u : 6u) ||
+      !outputs_are(call, {0, 1, 2, 3}) || call.inputs[0].shape.size() != 4 || call.inputs[1].shape.size() != 4)
+    return "not a depthwise convolution's layout";
+  Step st = gather_step(call, fn, 4);
+  GatherArgs& ga = st.gather;
+  ga.s = g.s, ga.p = g.p, ga.d = g.d;
+  const TileIn &first = call.inputs[0], &second = call.inputs[1];
+  const Span none{0, -1};
+  if (!filter_grad) {  // (x or dy, filters (c, 1, kh, kw)); output (b, c, y, x) or (b, c, h, w)
+    const Span b = call.vars[0], c = call.vars[1], ky = call.vars[4], kx = call.vars[5];
+    if (second.shape[0] != first.shape[1] || second.shape[1] != 1 || call.extents[4] != second.shape[2] ||
+        call.extents[5] != second.shape[3] || b.hi >= first.shape[0])
+      return "not a depthwise convolution's layout";
+    ga.i_lo = ky.lo, ga.i_hi = ky.hi, ga.j_lo = kx.lo, ga.j_hi = kx.hi;
+    std::vector<Span> need;
+    if (fn == GatherFn::kDepthwiseConv) {
+      ga.H = first.shape[2], ga.W = first.shape[3];
+      need = {b, c, rows_read(call.vars[2], ky, g, ga.H), rows_read(call.vars[3], kx, g, ga.W)};
+    } else {
+      ga.OH = first.shape[2], ga.OW = first.shape[3];
+      auto readers = [&](Span o, Span k, long long n) {  // dy rows (o + p - d k) / s, whole ones
+        return Span{std::max<long long>(0, tw_floor_div(o.lo + g.p - g.d * k.hi + g.s - 1, g.s)),
+                    std::min<long long>(n - 1, tw_floor_div(o.hi + g.p - g.d * k.lo, g.s))};
+      };
+      const Span rh = readers(call.vars[2], ky, ga.OH), rw = readers(call.vars[3], kx, ga.OW);
+      need = {b, c, rh.lo <= rh.hi ? rh : none, rw.lo <= rw.hi ? rw : none};
+    }
+    if (!gather_slot(call, 0, {0, 1, 2, 3}, need, &st, 0) || !gather_slot(call, 1, {0, 1, 2, 3}, {c, {0, 0}, ky, kx}, &st, 1))
+      return "an input's region does not hold the windows";
+  } else {  // (x, dy); output (c, 1, kh, kw), summed over b, y, x
+    const Span c = call.vars[0], ky = call.vars[2], kx = call.vars[3], b = call.vars[4], y = call.vars[5], x = call.vars[6];
+    if (call.vars[1].lo != 0 || call.vars[1].hi != 0 || b.hi >= first.shape[0] || c.hi >= first.shape[1] ||
+        y.hi >= second.shape[2] || x.hi >= second.shape[3])
+      return "not depthwise_conv2d_backward_filter's layout";
+    ga.H = first.shape[2], ga.W = first.shape[3];
+    ga.b_lo = b.lo, ga.b_hi = b.hi, ga.i_lo = y.lo, ga.i_hi = y.hi, ga.j_lo = x.lo, ga.j_hi = x.hi;
+    const std::vector<Span> need{b, c, rows_read(y, ky, g, ga.H), rows_read(x, kx, g, ga.W)};
+    if (!gather_slot(call, 0, {0, 1, 2, 3}, need, &st, 0) || !gather_slot(call, 1, {0, 1, 2, 3}, {b, c, y, x}, &st, 1))
+      return "an input's region does not hold the windows";
+  }
+  s->push_back(st);
+  return "";
+}
+
 Builder unary(MapFn fn) {
   return [fn](const TileCall& c, Attr&, std::vector<Step>* s) { return aligned_map(c, 1, fn, {}, s); };
 }
@@ -2309,6 +2365,11 @@ const std::map<std::string, Entry>& table() {
         }}},
       {"gru_cell_grad_gi", {"kernel", [](const TileCall& c, Attr&, std::vector<Step>* s) { return gru_gate_grads(c, false, s); }}},
       {"gru_cell_grad_gh", {"kernel", [](const TileCall& c, Attr&, std::vector<Step>* s) { return gru_gate_grads(c, true, s); }}},
+      {"depthwise_conv2d", {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) { return depthwise(c, a, GatherFn::kDepthwiseConv, s); }}},
+      {"depthwise_conv2d_backward_data",
+       {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) { return depthwise(c, a, GatherFn::kDepthwiseConvGradData, s); }}},
+      {"depthwise_conv2d_backward_filter",
+       {"kernel", [](const TileCall& c, Attr& a, std::vector<Step>* s) { return depthwise(c, a, GatherFn::kDepthwiseConvGradFilter, s); }}},
       // own kernels: losses (paired reductions) and row ops
       {"mse_loss", {"kernel", [](const TileCall& c, Attr&, std::vector<Step>* s) { return pair_loss(c, PairTerm::kSquaredDifference, inverse_numel(c), 0, s); }}},
       {"l1_loss", {"kernel", [](const TileCall& c, Attr&, std::vector<Step>* s) { return pair_loss(c, PairTerm::kAbsDifference, inverse_numel(c), 0, s); }}},
