@@ -17,8 +17,10 @@ struct KernelPlan {
   long long extents[kMaxCopyDims], src_strides[kMaxCopyDims], dst_strides[kMaxCopyDims];
 };
 
-// CopyPlan::offsets, per thread (grid-stride loop); `add`: dst += src (Combine) instead of dst = src.
-__global__ void copy_kernel(KernelPlan p, const float* __restrict__ src, float* __restrict__ dst, bool add) {
+// CopyPlan::offsets, per thread (grid-stride loop); `add`: dst += src (Combine, float only) instead
+// of dst = src (T an unsigned type of the element's size for copies: bits moved as they are).
+template <class T>
+__global__ void copy_kernel(KernelPlan p, const T* __restrict__ src, T* __restrict__ dst, bool add) {
   for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < p.elements;
        i += static_cast<long long>(gridDim.x) * blockDim.x) {
     long long run = i / p.run_length, within = i % p.run_length;
@@ -33,7 +35,8 @@ __global__ void copy_kernel(KernelPlan p, const float* __restrict__ src, float* 
   }
 }
 
-void launch(const CopyPlan& plan, const float* src, float* dst, void* stream, bool add) {
+template <class T>
+void launch(const CopyPlan& plan, const T* src, T* dst, void* stream, bool add) {
   if (plan.extents.size() > static_cast<size_t>(kMaxCopyDims))
     throw ExecError("a box copy with " + std::to_string(plan.extents.size()) +
                     " outer dimensions; the CUDA copy kernel takes at most " + std::to_string(kMaxCopyDims));
@@ -54,8 +57,14 @@ void launch(const CopyPlan& plan, const float* src, float* dst, void* stream, bo
 
 }  // namespace
 
-void launch_copy(const CopyPlan& plan, const float* src, float* dst, void* stream) {
-  launch(plan, src, dst, stream, false);
+void launch_copy(const CopyPlan& plan, const void* src, void* dst, int element_bytes, void* stream) {
+  switch (element_bytes) {
+    case 1: return launch(plan, static_cast<const unsigned char*>(src), static_cast<unsigned char*>(dst), stream, false);
+    case 4: return launch(plan, static_cast<const unsigned*>(src), static_cast<unsigned*>(dst), stream, false);
+    case 8:
+      return launch(plan, static_cast<const unsigned long long*>(src), static_cast<unsigned long long*>(dst), stream, false);
+  }
+  throw ExecError("a box copy of " + std::to_string(element_bytes) + "-byte elements (the copy kernel moves 1, 4 or 8)");
 }
 
 void launch_combine(const CopyPlan& plan, const float* src, float* dst, void* stream) {

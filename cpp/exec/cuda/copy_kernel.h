@@ -10,10 +10,11 @@ namespace tilewise::exec::cuda {
 /// The most outer dimensions a plan may have for the kernel (merged runs leave at most rank - 1).
 constexpr int kMaxCopyDims = 8;
 
-/// Enqueues dst[...] = src[...] per `plan` on `stream` (a cudaStream_t; null = the default stream).
-/// Throws ExecError for a plan with more than kMaxCopyDims outer dimensions, CudaError when the
-/// launch fails.
-void launch_copy(const CopyPlan& plan, const float* src, float* dst, void* stream);
+/// Enqueues dst[...] = src[...] per `plan` (in elements of `element_bytes`: 4 for float32 and int32,
+/// 8 for int64 ids, 1 for bool masks; the bits are moved, never converted) on `stream` (a
+/// cudaStream_t; null = the default stream). Throws ExecError for a plan with more than
+/// kMaxCopyDims outer dimensions or another element size, CudaError when the launch fails.
+void launch_copy(const CopyPlan& plan, const void* src, void* dst, int element_bytes, void* stream);
 
 /// Enqueues dst[...] += src[...] per `plan` (a Combine instruction: partial sums received into the
 /// computed buffer), same geometry and errors as launch_copy.

@@ -347,6 +347,7 @@ struct RowArgs {
   /// InvalidInput, a device error flag is not written yet); the gradient's block of table rows
   /// [v_lo, v_hi] and the padding id (-1: none). Ids are int64, read through the float pointer.
   long long table_rows = 0, v_lo = 0, v_hi = -1, padding = -1;
+  int ids_float = 0;  ///< the ids are float32 (whole numbers) instead of int64
 };
 
 /// Input r's element offset of row t's column 0 (or of position t, for an ids input).
@@ -365,7 +366,9 @@ TW_HD const float* row_ptr(const RowArgs& a, const float* const* in, int r, long
 }
 
 TW_HD long long row_id(const RowArgs& a, const float* const* in, int r, long long t) {
-  return reinterpret_cast<const long long*>(in[r])[row_offset(a, r, t)];
+  if (!a.ids_float) return reinterpret_cast<const long long*>(in[r])[row_offset(a, r, t)];
+  const float v = in[r][row_offset(a, r, t)];  // float32 ids: whole and non-negative, else -1 (as id_at)
+  return !(v >= 0.0f) || v != floorf(v) || v >= 9.2e18f ? -1 : static_cast<long long>(v);
 }
 
 /// Mean and 1 / sqrt(variance + eps) of n values (double, as row_stats).

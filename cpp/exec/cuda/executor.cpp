@@ -180,7 +180,7 @@ void CudaExecutable::run(Device& dev, const LaunchPlan& plan, const Program& pro
       case InstrKind::kRecord: check(cudaEventRecord(dev.events[l.event], stream), "cudaEventRecord"); break;
       case InstrKind::kWait: check(cudaStreamWaitEvent(stream, dev.events[l.event], 0), "cudaStreamWaitEvent"); break;
       case InstrKind::kCopy:
-        launch_copy(l.copy, static_cast<const float*>(dev.ptr[in.src]), static_cast<float*>(dev.ptr[in.buffer]), stream);
+        launch_copy(l.copy, dev.ptr[in.src], dev.ptr[in.buffer], l.element_bytes, stream);
         break;
       case InstrKind::kCombine:
         launch_combine(l.copy, static_cast<const float*>(dev.ptr[in.src]), static_cast<float*>(dev.ptr[in.buffer]), stream);

@@ -80,15 +80,23 @@ std::vector<CheckRow> host_check(const graph::Graph& g, const Lowered& low, uint
           }
         }
         call.inputs[j].data = data[j].data();
-        if (in.dtype == kernels::DType::kInt64) {  // ids: rows of the table (embedding) or of the gradient's vocabulary
+        // ids (int64, or float32 whole numbers): rows of the table (embedding), of the gradient's
+        // vocabulary (embedding_grad) or classes (one_hot)
+        const int id_input = call.kernel == "embedding" ? 1 : 0;
+        const bool reads_ids = call.kernel == "embedding" || call.kernel == "embedding_grad" || call.kernel == "one_hot";
+        if (in.dtype == kernels::DType::kInt64 || (reads_ids && static_cast<int>(j) == id_input)) {
           const int64_t rows = call.kernel == "embedding" && !call.inputs.empty() && call.inputs[0].shape.size() == 2
                                    ? call.inputs[0].shape[0]
-                                   : (call.extents.empty() ? 1 : call.extents[0]);
+                                   : (call.extents.empty() ? 1 : (call.kernel == "one_hot" ? call.extents.back() : call.extents[0]));
           std::uniform_int_distribution<int64_t> id(0, std::max<int64_t>(rows, 1) - 1);
           ids[j].resize(data[j].size());
           for (int64_t& v : ids[j]) v = id(rng);
-          call.inputs[j].data = nullptr;
-          call.inputs[j].raw = ids[j].data();
+          if (in.dtype == kernels::DType::kInt64) {
+            call.inputs[j].data = nullptr;
+            call.inputs[j].raw = ids[j].data();
+          } else {
+            for (size_t t = 0; t < ids[j].size(); ++t) data[j][t] = static_cast<float>(ids[j][t]);
+          }
         }
       }
       std::vector<float> cpu(static_cast<size_t>(out_n)), gpu(static_cast<size_t>(out_n),

@@ -1222,7 +1222,8 @@ std::string reshape_op(const TileCall& call, std::vector<Step>* s) {
 // The ids input (rank = positions, int64) at the positions `pos` (variables) of the block.
 std::string ids_read(const TileCall& call, int input, const std::vector<int>& pos, RowArgs* a) {
   const TileIn& ids = call.inputs[input];
-  if (ids.dtype != DType::kInt64) return "ids of a dtype other than int64";
+  if (ids.dtype != DType::kInt64 && ids.dtype != DType::kFloat32) return "ids of a dtype other than int64 or float32";
+  a->ids_float = ids.dtype == DType::kFloat32;
   if (ids.shape.size() != pos.size() || ids.region.size() != pos.size()) return "ids of the wrong rank";
   const std::vector<long long> rs = region_strides(ids);
   a->base[input] = 0;

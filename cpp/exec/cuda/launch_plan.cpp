@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "exec/arena.h"
+#include "graph/graph.h"
 #include "exec/kernel_call.h"
 
 namespace tilewise::exec::cuda {
@@ -80,13 +81,16 @@ LaunchPlan translate(const graph::Graph& g, const Lowered& low, int device) {
       case InstrKind::kCopy:
       case InstrKind::kCombine: {
         const BufferDesc &dst = prog.buffers[in.buffer], &src = prog.buffers[in.src];
-        if (dst.dtype != "float32" || src.dtype != "float32") {
-          refused.emplace(in.op, "a box copy of " + dst.dtype + " elements (the copy kernel moves float32)");
+        if (dst.dtype != src.dtype) {
+          refused.emplace(in.op, "a box copy from " + src.dtype + " to " + dst.dtype + " elements");
+        } else if (in.kind == InstrKind::kCombine && dst.dtype != "float32") {
+          refused.emplace(in.op, "combining partials of " + dst.dtype + " elements (sums are float32)");
         } else if (in.kind == InstrKind::kCombine && in.reducer != tdl::Reducer::kSum) {
           refused.emplace(in.op, "combining partials with a reducer other than a sum");
         }
         l.library = "copy";
         l.copy = plan_copy(src.box, dst.box, in.box);
+        l.element_bytes = static_cast<int>(graph::dtype_size(dst.dtype));
         break;
       }
       case InstrKind::kCompute: {

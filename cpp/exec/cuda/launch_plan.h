@@ -35,7 +35,8 @@ struct Launch {
   int op = -1;
   std::string library;     ///< "cublas", "cudnn", "kernel", "copy", "event", "memory", "comm", "swap"
   std::vector<Step> steps;  ///< Compute: in order, on the compute stream
-  CopyPlan copy;            ///< Copy and Combine: the region geometry (floats)
+  CopyPlan copy;            ///< Copy and Combine: the region geometry (elements)
+  int element_bytes = 4;    ///< Copy: the element size (float32 and int32 4, int64 8, bool 1)
   int event = -1;           ///< Record / Wait
 };
 

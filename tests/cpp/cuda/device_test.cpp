@@ -97,13 +97,15 @@ TEST(CudaCopyKernel, RefusesTooManyDimensionsOnTheHost) {
   plan.extents.assign(kMaxCopyDims + 1, 2);
   plan.src_strides.assign(kMaxCopyDims + 1, 1);
   plan.dst_strides.assign(kMaxCopyDims + 1, 1);
-  EXPECT_THROW(launch_copy(plan, nullptr, nullptr, nullptr), ExecError);
+  EXPECT_THROW(launch_copy(plan, nullptr, nullptr, 4, nullptr), ExecError);
+  plan.extents.assign(1, 2), plan.src_strides.assign(1, 1), plan.dst_strides.assign(1, 1);
+  EXPECT_THROW(launch_copy(plan, nullptr, nullptr, 2, nullptr), ExecError);  // 2-byte elements
 }
 
 TEST(CudaCopyKernel, LaunchWithoutADeviceThrowsCudaError) {
   if (device_count().count > 0) GTEST_SKIP() << "a GPU is visible: the kernel's device test is not written yet";
   const tdl::Box box = tdl::Box::whole({4, 3});
-  EXPECT_THROW(launch_copy(plan_copy(box, box, box), nullptr, nullptr, nullptr), CudaError);
+  for (int bytes : {1, 4, 8}) EXPECT_THROW(launch_copy(plan_copy(box, box, box), nullptr, nullptr, bytes, nullptr), CudaError);
 }
 
 }  // namespace
