@@ -55,6 +55,21 @@ enum class MapFn : int {
   kGruCell, kGruGradH, kGruGradR, kGruGradZ, kGruGradN,
 };
 
+/// The element type of a read: float32, or an integer or bool operand (a mask, a label) that a float
+/// op reads as float32, as the CPU runtime's float32 copies hold it (torch's promotion).
+enum class ReadType : int { kFloat32, kInt64, kInt32, kBool };
+
+/// Element `off` of a buffer of type `type`, as the float the op computes with.
+TW_HD float tw_load(const float* p, int type, long long off) {
+  switch (static_cast<ReadType>(type)) {
+    case ReadType::kFloat32: return p[off];
+    case ReadType::kInt64: return static_cast<float>(static_cast<double>(reinterpret_cast<const long long*>(p)[off]));
+    case ReadType::kInt32: return static_cast<float>(static_cast<double>(reinterpret_cast<const int*>(p)[off]));
+    case ReadType::kBool: return reinterpret_cast<const unsigned char*>(p)[off] != 0 ? 1.0f : 0.0f;
+  }
+  return NAN;
+}
+
 /// out[i] = fn(reads...) over an output block of `dims` dimensions (row-major, sizes `size`); read r
 /// is at base[r] + sum_d idx[d] * stride[r][d] of its buffer (stride 0: broadcast along d).
 struct MapArgs {
@@ -72,6 +87,7 @@ struct MapArgs {
   int out_strided = 0;
   long long out_base = 0;
   long long out_stride[kMaxDims] = {};
+  int type[kMaxReads] = {};  ///< per read: ReadType
 };
 
 /// The output offset of flat element `i` of a map.
@@ -242,7 +258,7 @@ TW_HD float map_element(const MapArgs& a, const float* const* in, long long i) {
   long long off[kMaxReads];
   float v[kMaxReads] = {};
   map_offsets(a, i, off);
-  for (int r = 0; r < a.reads; ++r) v[r] = in[r][off[r]];
+  for (int r = 0; r < a.reads; ++r) v[r] = tw_load(in[r], a.type[r], off[r]);
   return map_apply(a.fn, a.p, a.q, v);
 }
 
@@ -669,6 +685,7 @@ struct GatherArgs {
   long long row_n = 0, row_stride = 0;  ///< whole-row ops: the axis' extent and x's stride along it
   int axis = -1;                        ///< whole-row gradients: the output position of the axis
   long long d = 1, b_lo = 0, b_hi = -1;  ///< depthwise convolutions: dilation, the batch rows summed
+  int type0 = 0;  ///< reshape: slot 0's ReadType (other gathers read float32)
 };
 
 TW_HD double tw_sticky_max(double m, double v) { return v != v || v > m ? v : m; }  // NaN wins and stays
@@ -954,7 +971,7 @@ TW_HD float gather_element(const GatherArgs& a, const float* const* in, long lon
       for (int d = 0; d < a.dims; ++d) flat = flat * a.out_shape[d] + idx[d];
       long long off = a.base[0];
       for (int d = a.x_dims - 1; d >= 0; --d) off += (flat % a.x_shape[d]) * a.stride[0][d], flat /= a.x_shape[d];
-      return in[0][off];
+      return tw_load(in[0], a.type0, off);
     }
   }
   return NAN;

@@ -67,6 +67,8 @@ std::vector<CheckRow> host_check(const graph::Graph& g, const Lowered& low, uint
       }
       std::vector<std::vector<float>> data(call.inputs.size());
       std::vector<std::vector<int64_t>> ids(call.inputs.size());
+      std::vector<std::vector<unsigned char>> typed(call.inputs.size());  // masks and labels in their own type
+      kernels::TileCall as_float = call;  // what the CPU kernel gets: masks and labels as float32 copies
       for (size_t j = 0; j < call.inputs.size(); ++j) {
         const auto& in = call.inputs[j];
         const int64_t n = in.region.empty() ? 1 : volume(in.region);
@@ -84,7 +86,7 @@ std::vector<CheckRow> host_check(const graph::Graph& g, const Lowered& low, uint
         // vocabulary (embedding_grad) or classes (one_hot)
         const int id_input = call.kernel == "embedding" ? 1 : 0;
         const bool reads_ids = call.kernel == "embedding" || call.kernel == "embedding_grad" || call.kernel == "one_hot";
-        if (in.dtype == kernels::DType::kInt64 || (reads_ids && static_cast<int>(j) == id_input)) {
+        if (reads_ids && static_cast<int>(j) == id_input) {
           const int64_t rows = call.kernel == "embedding" && !call.inputs.empty() && call.inputs[0].shape.size() == 2
                                    ? call.inputs[0].shape[0]
                                    : (call.extents.empty() ? 1 : (call.kernel == "one_hot" ? call.extents.back() : call.extents[0]));
@@ -97,13 +99,34 @@ std::vector<CheckRow> host_check(const graph::Graph& g, const Lowered& low, uint
           } else {
             for (size_t t = 0; t < ids[j].size(); ++t) data[j][t] = static_cast<float>(ids[j][t]);
           }
+        } else if (in.dtype != kernels::DType::kFloat32) {
+          // A mask or label of a float op: small whole numbers (0 / 1 for bool), read by the CUDA steps
+          // in their type and by the CPU kernel as the runtime's float32 copy (data[j]).
+          typed[j].resize(data[j].size() * static_cast<size_t>(kernels::dtype_bytes(in.dtype)));
+          for (size_t t = 0; t < data[j].size(); ++t) {
+            const int v = in.dtype == kernels::DType::kBool ? pick(rng) % 2 : pick(rng) % 7 - 3;
+            data[j][t] = static_cast<float>(v);
+            if (in.dtype == kernels::DType::kBool) typed[j][t] = static_cast<unsigned char>(v);
+            else if (in.dtype == kernels::DType::kInt32) reinterpret_cast<int32_t*>(typed[j].data())[t] = v;
+            else reinterpret_cast<int64_t*>(typed[j].data())[t] = v;
+          }
+          call.inputs[j].data = nullptr;
+          call.inputs[j].raw = typed[j].data();
+          as_float.inputs[j].dtype = kernels::DType::kFloat32;
         }
       }
       std::vector<float> cpu(static_cast<size_t>(out_n)), gpu(static_cast<size_t>(out_n),
                                                              std::numeric_limits<float>::quiet_NaN());
-      call.out = cpu.data();
-      call.scratch = nullptr, call.scratch_size = 0;
-      if (!kernels::run_native(call)) {
+      for (size_t j = 0; j < call.inputs.size(); ++j) {
+        if (as_float.inputs[j].dtype == kernels::DType::kFloat32 && call.inputs[j].dtype != kernels::DType::kFloat32) {
+          as_float.inputs[j].data = data[j].data(), as_float.inputs[j].raw = data[j].data();
+        } else {
+          as_float.inputs[j] = call.inputs[j];
+        }
+      }
+      as_float.out = cpu.data();
+      as_float.scratch = nullptr, as_float.scratch_size = 0;
+      if (!kernels::run_native(as_float)) {
         row.note = "the CPU kernel declined this call (the CPU runtime interprets it)";
         rows.push_back(row);
         continue;

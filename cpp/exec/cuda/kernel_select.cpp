@@ -2451,6 +2451,40 @@ const std::map<std::string, Entry>& table() {
   return t;
 }
 
+// Integer and bool operands of float ops (masks, labels) are read as float32 where they are read:
+// by maps and reshape's gather; any other step reading one is refused.
+std::string typed_reads(const TileCall& call, std::vector<Step>* steps) {
+  auto type_of = [&](int j) {
+    switch (call.inputs[j].dtype) {
+      case DType::kFloat32: return ReadType::kFloat32;
+      case DType::kInt64: return ReadType::kInt64;
+      case DType::kInt32: return ReadType::kInt32;
+      case DType::kBool: return ReadType::kBool;
+    }
+    return ReadType::kFloat32;
+  };
+  for (Step& s : *steps) {
+    if (s.kind == Step::kMap) {
+      for (int r = 0; r < s.map.reads; ++r)
+        if (s.map_inputs[r] != kOutput) s.map.type[r] = static_cast<int>(type_of(s.map_inputs[r]));
+      continue;
+    }
+    if (s.kind == Step::kGather && s.gather.fn == static_cast<int>(GatherFn::kReshape)) {
+      s.gather.type0 = static_cast<int>(type_of(s.row_inputs[0]));
+      continue;
+    }
+    std::vector<int> read;
+    if (s.kind == Step::kGemm) read = {s.gemm.a, s.gemm.b};
+    else if (s.kind == Step::kConv) read = {s.conv.x_input, s.conv.w_input, s.conv.y_input};
+    else if (s.kind == Step::kReduce) read = {s.reduce_input, s.reduce.term ? s.reduce_input2 : kOutput};
+    else read.assign(s.row_inputs, s.row_inputs + kMaxReads);
+    for (int j : read)
+      if (j != kOutput && j >= 0 && call.inputs[j].dtype != DType::kFloat32)
+        return "an integer or bool input read by a step other than a map (only maps and reshape convert them)";
+  }
+  return "";
+}
+
 }  // namespace
 
 Selection select_kernel(const kernels::TileCall& call) {
@@ -2466,10 +2500,6 @@ Selection select_kernel(const kernels::TileCall& call) {
     return out;
   }
   const bool reads_ids = call.kernel == "embedding" || call.kernel == "embedding_grad" || call.kernel == "one_hot";
-  if (!reads_ids && !all_float(call)) {
-    out.why_not = "kernel '" + call.kernel + "' with an integer or bool input (the float32 conversion kernel is not written)";
-    return out;
-  }
   for (const Span& v : call.vars)
     if (v.size() <= 0) {
       out.why_not = "an empty block";
@@ -2478,6 +2508,7 @@ Selection select_kernel(const kernels::TileCall& call) {
   out.library = it->second.library;
   Attr attrs{call.attrs};
   std::string why = it->second.build(call, attrs, &out.steps);
+  if (why.empty() && !reads_ids && !all_float(call)) why = typed_reads(call, &out.steps);
   if (!why.empty()) {
     out.steps.clear();
     out.why_not = "kernel '" + call.kernel + "': " + why;
