@@ -119,11 +119,13 @@ void combine_box(const float* src, const Box& src_box, float* dst, const Box& ds
     switch (reducer) {
       case tdl::Reducer::kSum: combine_runs(o, x, n, count, ss, ds, [](float a, float b) { return a + b; }); break;
       case tdl::Reducer::kProd: combine_runs(o, x, n, count, ss, ds, [](float a, float b) { return a * b; }); break;
+      // NaN wins and stays, as in the kernels' and the interpreter's Max and Min: a NaN partial on
+      // one device must not be dropped by the combine (std::max(a, NaN) is a).
       case tdl::Reducer::kMax:
-        combine_runs(o, x, n, count, ss, ds, [](float a, float b) { return std::max(a, b); });
+        combine_runs(o, x, n, count, ss, ds, [](float a, float b) { return std::isnan(b) || b > a ? b : a; });
         break;
       case tdl::Reducer::kMin:
-        combine_runs(o, x, n, count, ss, ds, [](float a, float b) { return std::min(a, b); });
+        combine_runs(o, x, n, count, ss, ds, [](float a, float b) { return std::isnan(b) || b < a ? b : a; });
         break;
     }
   });

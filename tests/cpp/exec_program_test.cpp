@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <thread>
 
@@ -111,6 +113,21 @@ TEST(BoxCopy, NarrowRunsOfEveryElementSizeAndReducer) {
       combine_box(src.data(), src_box, dst.data(), dst_box, what, reducer);
       ASSERT_EQ(dst, expect) << "trial " << trial << ", reducer " << static_cast<int>(reducer);
     }
+  }
+}
+
+// A partial Max or Min that is NaN on either side stays NaN (the kernels' rule: NaN wins and stays),
+// whichever device's partial arrives first.
+TEST(BoxCopy, CombinedExtremaKeepNaN) {
+  const Box box{{{0, 2}}};
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (const auto reducer : {tdl::Reducer::kMax, tdl::Reducer::kMin}) {
+    std::vector<float> dst = {1.0f, nan, nan}, src = {nan, 2.0f, nan};
+    combine_box(src.data(), box, dst.data(), box, box, reducer);
+    for (float v : dst) EXPECT_TRUE(std::isnan(v)) << "reducer " << static_cast<int>(reducer);
+    dst = {1.0f, -3.0f, 0.5f}, src = {2.0f, -4.0f, 0.5f};
+    combine_box(src.data(), box, dst.data(), box, box, reducer);
+    EXPECT_EQ(dst, (reducer == tdl::Reducer::kMax ? std::vector<float>{2.0f, -3.0f, 0.5f} : std::vector<float>{1.0f, -4.0f, 0.5f}));
   }
 }
 

@@ -80,3 +80,21 @@ def test_a_nan_batch_gives_a_nan_loss(algorithm):
                   if t.producer is None and t.role == "label"})
     assert np.isnan(exe.step(feeds)["loss"])
     assert all(np.isnan(v).all() for k, v in exe.parameters().items() if k.endswith("weight"))
+
+
+@pytest.mark.parametrize("op", ["reduce_max", "reduce_min"])
+def test_a_nan_on_any_device_reaches_a_partitioned_extremum(op):
+    """A max or min split along its reduced axis: each device's partial is combined into one; a NaN in
+    any device's share must survive the combine (std::max(x, NaN) is x: the combine dropped it)."""
+    g = tw.Graph()
+    x = g.input("x", (2, 4096))
+    y = g.apply(tdl_ops.ALL[op], [x], {"axis": 1})
+    exe = tw.compile(g, tw.partition(g, devices=4, algorithm="kcuts"))
+    assert "max" in exe.program(0).text() or "min" in exe.program(0).text(), "the plan splits the reduced axis"
+    for column in (0, 1100, 2100, 4095):  # in each device's quarter
+        a = np.random.default_rng(column).standard_normal((2, 4096)).astype(np.float32)
+        a[0, column] = np.nan
+        exe.step({"x": a})
+        got = exe.get(y)
+        assert np.isnan(got[0]) and not np.isnan(got[1]), (column, got)
+        assert got[1] == (a[1].max() if op == "reduce_max" else a[1].min())

@@ -4,6 +4,7 @@
 // its index arithmetic is CopyPlan::offsets, which the host tests check against box_copy.
 #pragma once
 #include "exec/copy_plan.h"
+#include "tdl/expr.h"
 
 namespace tilewise::exec::cuda {
 
@@ -16,8 +17,8 @@ constexpr int kMaxCopyDims = 8;
 /// kMaxCopyDims outer dimensions or another element size, CudaError when the launch fails.
 void launch_copy(const CopyPlan& plan, const void* src, void* dst, int element_bytes, void* stream);
 
-/// Enqueues dst[...] += src[...] per `plan` (a Combine instruction: partial sums received into the
-/// computed buffer), same geometry and errors as launch_copy.
-void launch_combine(const CopyPlan& plan, const float* src, float* dst, void* stream);
+/// Enqueues dst[...] = reducer(dst[...], src[...]) per `plan` (a Combine instruction: partial results
+/// received into the computed buffer; Max and Min keep NaN), same geometry and errors as launch_copy.
+void launch_combine(const CopyPlan& plan, const float* src, float* dst, tdl::Reducer reducer, void* stream);
 
 }  // namespace tilewise::exec::cuda

@@ -183,7 +183,8 @@ void CudaExecutable::run(Device& dev, const LaunchPlan& plan, const Program& pro
         launch_copy(l.copy, dev.ptr[in.src], dev.ptr[in.buffer], l.element_bytes, stream);
         break;
       case InstrKind::kCombine:
-        launch_combine(l.copy, static_cast<const float*>(dev.ptr[in.src]), static_cast<float*>(dev.ptr[in.buffer]), stream);
+        launch_combine(l.copy, static_cast<const float*>(dev.ptr[in.src]), static_cast<float*>(dev.ptr[in.buffer]),
+                       in.reducer, stream);
         break;
       case InstrKind::kSend:
       case InstrKind::kRecv: throw ExecError("Send/Recv between GPUs (NCCL) is not written yet");

@@ -85,8 +85,6 @@ LaunchPlan translate(const graph::Graph& g, const Lowered& low, int device) {
           refused.emplace(in.op, "a box copy from " + src.dtype + " to " + dst.dtype + " elements");
         } else if (in.kind == InstrKind::kCombine && dst.dtype != "float32") {
           refused.emplace(in.op, "combining partials of " + dst.dtype + " elements (sums are float32)");
-        } else if (in.kind == InstrKind::kCombine && in.reducer != tdl::Reducer::kSum) {
-          refused.emplace(in.op, "combining partials with a reducer other than a sum");
         }
         l.library = "copy";
         l.copy = plan_copy(src.box, dst.box, in.box);
