@@ -660,6 +660,11 @@ enum class GatherFn : int {
   // forward (x, filters) and data gradient (dy, filters) partial over [i_lo, i_hi] x [j_lo, j_hi];
   // filter gradient (x, dy) over the rows [b_lo, b_hi] x [i_lo, i_hi] x [j_lo, j_hi] of dy
   kDepthwiseConv, kDepthwiseConvGradData, kDepthwiseConvGradFilter,
+  // direct convolutions, where cuDNN's descriptors cannot express the call (a split data gradient, a
+  // split filter sum, an asymmetric halo): rows by (rs, rp, rd), columns by (s, p, d); the reduction's
+  // three ranges [b_lo, b_hi] x [i_lo, i_hi] x [j_lo, j_hi]: forward (x, w) over (ci, kh, kw), data
+  // gradient (dy, w) over (co, kh, kw), filter gradient (x, dy) over (b, y, x)
+  kConvDirect, kConvDirectGradData, kConvDirectGradFilter,
 };
 
 /// max_pool2d (x) and max_pool2d_grad (x, y, dy) over NCHW, window k, stride s, padding p, the
@@ -686,6 +691,7 @@ struct GatherArgs {
   int axis = -1;                        ///< whole-row gradients: the output position of the axis
   long long d = 1, b_lo = 0, b_hi = -1;  ///< depthwise convolutions: dilation, the batch rows summed
   int type0 = 0;  ///< reshape: slot 0's ReadType (other gathers read float32)
+  long long rs = 1, rp = 0, rd = 1;  ///< direct convolutions: the row axis' stride, padding, dilation
 };
 
 TW_HD double tw_sticky_max(double m, double v) { return v != v || v > m ? v : m; }  // NaN wins and stays
@@ -949,6 +955,56 @@ TW_HD float gather_element(const GatherArgs& a, const float* const* in, long lon
           for (long long xx = a.j_lo; xx <= a.j_hi; ++xx) {
             const long long ww = a.s * xx + a.d * j - a.p;
             const float v = hh >= 0 && hh < a.H && ww >= 0 && ww < a.W ? x[hh * a.stride[0][2] + ww * a.stride[0][3]] : 0.0f;
+            acc += static_cast<double>(dy[y * a.stride[1][2] + xx * a.stride[1][3]]) * v;
+          }
+        }
+      }
+      return static_cast<float>(acc);
+    }
+    case GatherFn::kConvDirect: {  // out (b, co, y, x); slot 0 x (b, ci, h, w), slot 1 w (co, ci, kh, kw)
+      double acc = 0;
+      for (long long ci = a.b_lo; ci <= a.b_hi; ++ci) {
+        const float* x = in[0] + a.base[0] + idx[0] * a.stride[0][0] + ci * a.stride[0][1];
+        const float* w = in[1] + a.base[1] + idx[1] * a.stride[1][0] + ci * a.stride[1][1];
+        for (long long i = a.i_lo; i <= a.i_hi; ++i) {
+          const long long h = a.rs * idx[2] + a.rd * i - a.rp;
+          for (long long j = a.j_lo; j <= a.j_hi; ++j) {
+            const long long c = a.s * idx[3] + a.d * j - a.p;
+            const float v = h >= 0 && h < a.H && c >= 0 && c < a.W ? x[h * a.stride[0][2] + c * a.stride[0][3]] : 0.0f;
+            acc += static_cast<double>(v) * w[i * a.stride[1][2] + j * a.stride[1][3]];
+          }
+        }
+      }
+      return static_cast<float>(acc);
+    }
+    case GatherFn::kConvDirectGradData: {  // out (b, ci, h, w); slot 0 dy (b, co, y, x), slot 1 w (co, ci, kh, kw)
+      double acc = 0;
+      for (long long co = a.b_lo; co <= a.b_hi; ++co) {
+        const float* dy = in[0] + a.base[0] + idx[0] * a.stride[0][0] + co * a.stride[0][1];
+        const float* w = in[1] + a.base[1] + co * a.stride[1][0] + idx[1] * a.stride[1][1];
+        for (long long i = a.i_lo; i <= a.i_hi; ++i) {
+          const long long th = idx[2] + a.rp - a.rd * i;
+          if (th < 0 || th % a.rs != 0 || th / a.rs >= a.OH) continue;  // reads outside dy are 0
+          for (long long j = a.j_lo; j <= a.j_hi; ++j) {
+            const long long tw = idx[3] + a.p - a.d * j;
+            if (tw < 0 || tw % a.s != 0 || tw / a.s >= a.OW) continue;
+            acc += static_cast<double>(dy[(th / a.rs) * a.stride[0][2] + (tw / a.s) * a.stride[0][3]]) *
+                   w[i * a.stride[1][2] + j * a.stride[1][3]];
+          }
+        }
+      }
+      return static_cast<float>(acc);
+    }
+    case GatherFn::kConvDirectGradFilter: {  // out (co, ci, kh, kw); slot 0 x (b, ci, h, w), slot 1 dy (b, co, y, x)
+      double acc = 0;
+      for (long long b = a.b_lo; b <= a.b_hi; ++b) {
+        const float* x = in[0] + a.base[0] + b * a.stride[0][0] + idx[1] * a.stride[0][1];
+        const float* dy = in[1] + a.base[1] + b * a.stride[1][0] + idx[0] * a.stride[1][1];
+        for (long long y = a.i_lo; y <= a.i_hi; ++y) {
+          const long long h = a.rs * y + a.rd * idx[2] - a.rp;
+          for (long long xx = a.j_lo; xx <= a.j_hi; ++xx) {
+            const long long c = a.s * xx + a.d * idx[3] - a.p;
+            const float v = h >= 0 && h < a.H && c >= 0 && c < a.W ? x[h * a.stride[0][2] + c * a.stride[0][3]] : 0.0f;
             acc += static_cast<double>(dy[y * a.stride[1][2] + xx * a.stride[1][3]]) * v;
           }
         }

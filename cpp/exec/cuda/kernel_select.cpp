@@ -405,21 +405,30 @@ Span rows_read(Span o, Span k, const ConvAttrs& g, long long size) {
   return lo > hi ? Span{0, -1} : Span{lo, hi};
 }
 
-// The frame starts at the first row actually read and ends at the last (a dilated, strided window
-// may skip the tensor's edge rows, which the region then does not hold): rows outside it are padding.
-std::string window(Span o, long long kk, long long size, const ConvAttrs& g, long long* first, long long* rows,
-                   long long* pad) {
+// The rows of x a cuDNN descriptor frames for outputs `o` (kernel extent kk, x of `size` rows, `held`
+// the rows its region holds): [first, first + rows) with `pad` rows of padding on both sides (cuDNN
+// pads alike). The frame must hold every row read and give exactly |o| outputs: with top and last the
+// window's first and last rows (padding included), pad = first - top and 0 <= pad - (last - end) < s.
+// Candidates, in order: the tensor's rows clipped to the window, the rows actually read (a dilated,
+// strided window may skip edge rows that the region then lacks), and their mixtures.
+std::string window(Span o, long long kk, long long size, const ConvAttrs& g, Span held, long long* first,
+                   long long* rows, long long* pad) {
   const long long top = g.s * o.lo - g.p, last = g.s * o.hi - g.p + g.d * (kk - 1);
   const Span read = rows_read(o, {0, kk - 1}, g, size);
-  const long long lo = read.lo, hi = read.hi;
-  if (lo > hi) return "a window that reads only padding";
-  const long long pt = lo - top, pb = last - hi;
-  if (pt < pb || pt - pb >= g.s)
-    return "a spatially split convolution with an asymmetric halo (cuDNN pads both sides alike)";
-  *first = lo;
-  *rows = hi - lo + 1;
-  *pad = pt;
-  return "";
+  if (read.lo > read.hi) return "a window that reads only padding";
+  const long long firsts[2] = {std::max(top, 0LL), read.lo}, ends[2] = {std::min(last, size - 1), read.hi};
+  bool symmetric = false;
+  for (long long f : firsts)
+    for (long long e : ends) {
+      const long long pt = f - top, pb = last - e;
+      if (pt < pb || pt - pb >= g.s) continue;
+      symmetric = true;
+      if (f < held.lo || e > held.hi) continue;
+      *first = f, *rows = e - f + 1, *pad = pt;
+      return "";
+    }
+  return symmetric ? "the data region does not hold the window"
+                   : "a spatially split convolution with an asymmetric halo (cuDNN pads both sides alike)";
 }
 
 // A 4-D input as a strided cuDNN tensor: the block box starting at `lo`, strides of its region.
@@ -463,8 +472,8 @@ std::string conv2d_geom(const TileCall& call, const ConvAttrs& gh, const ConvAtt
   const TileIn& in = call.inputs[0];
   if (in.shape.size() != 4) return "data of rank other than 4";
   long long h0 = 0, w0 = 0;
-  if (!(why = window(y, c.r, in.shape[2], gh, &h0, &c.h, &c.pad_h)).empty()) return why;
-  if (!(why = window(x, c.s, in.shape[3], g, &w0, &c.w, &c.pad_w)).empty()) return why;
+  if (!(why = window(y, c.r, in.shape[2], gh, in.region[2], &h0, &c.h, &c.pad_h)).empty()) return why;
+  if (!(why = window(x, c.s, in.shape[3], g, in.region[3], &w0, &c.w, &c.pad_w)).empty()) return why;
   c.n = b.size();
   const long long lo[4] = {b.lo, ci.lo, h0, w0}, size[4] = {c.n, c.c, c.h, c.w};
   c.x_input = 0;
@@ -523,8 +532,8 @@ std::string conv2d_backward_filter_geom(const TileCall& call, const ConvAttrs& g
     return "dy's spatial size is not the convolution's output size";
   // x's rows as the forward convolution reads them over whole output planes.
   long long h0 = 0, w0 = 0;
-  std::string why = window({0, c.p - 1}, c.r, x.shape[2], gh, &h0, &c.h, &c.pad_h);
-  if (why.empty()) why = window({0, c.q - 1}, c.s, x.shape[3], g, &w0, &c.w, &c.pad_w);
+  std::string why = window({0, c.p - 1}, c.r, x.shape[2], gh, x.region[2], &h0, &c.h, &c.pad_h);
+  if (why.empty()) why = window({0, c.q - 1}, c.s, x.shape[3], g, x.region[3], &w0, &c.w, &c.pad_w);
   if (!why.empty()) return why;
   const long long xlo[4] = {b.lo, ci.lo, h0, w0}, xsize[4] = {c.n, c.c, c.h, c.w};
   const long long ylo[4] = {b.lo, co.lo, 0, 0}, ysize[4] = {c.n, c.k, c.p, c.q};
@@ -540,10 +549,23 @@ std::string conv2d_backward_filter_geom(const TileCall& call, const ConvAttrs& g
 
 using ConvBuilder = std::string (*)(const TileCall&, const ConvAttrs&, const ConvAttrs&, std::vector<Step>*);
 
+std::string conv_direct(const TileCall& call, GatherFn fn, const ConvAttrs& gh, const ConvAttrs& g, std::vector<Step>* s);
+
+// cuDNN where its descriptors express the call, else the direct gather (same geometry).
+std::string conv_any(const TileCall& call, ConvBuilder build, const ConvAttrs& gh, const ConvAttrs& g, std::vector<Step>* steps) {
+  const std::string why = build(call, gh, g, steps);
+  if (why.empty()) return why;
+  steps->clear();
+  const GatherFn fn = build == conv2d_geom ? GatherFn::kConvDirect
+                      : build == conv2d_backward_data_geom ? GatherFn::kConvDirectGradData : GatherFn::kConvDirectGradFilter;
+  const std::string direct = conv_direct(call, fn, gh, g, steps);
+  return direct.empty() ? direct : why + "; and directly: " + direct;
+}
+
 std::string conv_2d(const TileCall& call, Attr& a, ConvBuilder build, std::vector<Step>* steps) {
   ConvAttrs g;
   if (!conv_attrs(a, &g)) return "unreadable convolution attributes";
-  return build(call, g, g, steps);
+  return conv_any(call, build, g, g, steps);
 }
 
 // conv1d and its gradients as conv2d's over one row: a height of 1 inserted into every 3-D input,
@@ -564,7 +586,7 @@ std::string conv_1d(const TileCall& call, Attr& a, ConvBuilder build, std::vecto
     in.shape.insert(in.shape.begin() + 2, 1);
     in.region.insert(in.region.begin() + 2, Span{0, 0});
   }
-  return build(c, ConvAttrs{1, 0, 1}, g, steps);
+  return conv_any(c, build, ConvAttrs{1, 0, 1}, g, steps);
 }
 
 // ---- reductions ------------------------------------------------------------------------------
@@ -1996,6 +2018,47 @@ std::string depthwise(const TileCall& call, Attr& a, GatherFn fn, std::vector<St
   return "";
 }
 
+// A convolution cuDNN's descriptors cannot express, as a gather in the CPU's loops (slow for large
+// layers: the CPU-style direct loop per output element; the planners' usual splits take cuDNN).
+std::string conv_direct(const TileCall& call, GatherFn fn, const ConvAttrs& gh, const ConvAttrs& g, std::vector<Step>* s) {
+  if (call.inputs.size() != 2 || call.vars.size() != 7 || !outputs_are(call, {0, 1, 2, 3}) ||
+      call.inputs[0].shape.size() != 4 || call.inputs[1].shape.size() != 4)
+    return "not a convolution's layout";
+  Step st = gather_step(call, fn, 4);
+  GatherArgs& ga = st.gather;
+  ga.s = g.s, ga.p = g.p, ga.d = g.d, ga.rs = gh.s, ga.rp = gh.p, ga.rd = gh.d;
+  const Span r0 = call.vars[4], r1 = call.vars[5], r2 = call.vars[6];  // the reduction's three ranges
+  ga.b_lo = r0.lo, ga.b_hi = r0.hi, ga.i_lo = r1.lo, ga.i_hi = r1.hi, ga.j_lo = r2.lo, ga.j_hi = r2.hi;
+  const TileIn &first = call.inputs[0], &second = call.inputs[1];
+  const Span none{0, -1};
+  std::vector<Span> need0, need1;
+  if (fn == GatherFn::kConvDirect) {  // (x, w): out (b, co, y, x), reduce (ci, kh, kw)
+    ga.H = first.shape[2], ga.W = first.shape[3];
+    need0 = {call.vars[0], r0, rows_read(call.vars[2], r1, gh, ga.H), rows_read(call.vars[3], r2, g, ga.W)};
+    need1 = {call.vars[1], r0, r1, r2};
+  } else if (fn == GatherFn::kConvDirectGradData) {  // (dy, w): out (b, ci, h, w), reduce (co, kh, kw)
+    ga.OH = first.shape[2], ga.OW = first.shape[3];
+    auto readers = [](Span o, Span k, const ConvAttrs& c, long long n) {  // dy rows (o + p - d k) / s
+      const Span r{std::max<long long>(0, tw_floor_div(o.lo + c.p - c.d * k.hi + c.s - 1, c.s)),
+                   std::min<long long>(n - 1, tw_floor_div(o.hi + c.p - c.d * k.lo, c.s))};
+      return r.lo <= r.hi ? r : Span{0, -1};
+    };
+    need0 = {call.vars[0], r0, readers(call.vars[2], r1, gh, ga.OH), readers(call.vars[3], r2, g, ga.OW)};
+    need1 = {r0, call.vars[1], r1, r2};
+  } else {  // (x, dy): out (co, ci, kh, kw), reduce (b, y, x)
+    ga.H = first.shape[2], ga.W = first.shape[3];
+    need0 = {r0, call.vars[1], rows_read(r1, call.vars[2], gh, ga.H), rows_read(r2, call.vars[3], g, ga.W)};
+    need1 = {r0, call.vars[0], r1, r2};
+  }
+  for (Span& v : need0)
+    if (v.lo > v.hi) v = none;
+  if (!gather_slot(call, 0, {0, 1, 2, 3}, need0, &st, 0) || !gather_slot(call, 1, {0, 1, 2, 3}, need1, &st, 1))
+    return "an input's region does not hold the convolution's reads";
+  (void)second;
+  s->push_back(st);
+  return "";
+}
+
 Builder unary(MapFn fn) {
   return [fn](const TileCall& c, Attr&, std::vector<Step>* s) { return aligned_map(c, 1, fn, {}, s); };
 }
@@ -2508,6 +2571,10 @@ Selection select_kernel(const kernels::TileCall& call) {
   out.library = it->second.library;
   Attr attrs{call.attrs};
   std::string why = it->second.build(call, attrs, &out.steps);
+  // A convolution cuDNN cannot take runs as the backend's own gather.
+  if (why.empty() && !out.steps.empty() &&
+      std::all_of(out.steps.begin(), out.steps.end(), [](const Step& st) { return st.kind == Step::kGather; }))
+    out.library = "kernel";
   if (why.empty() && !reads_ids && !all_float(call)) why = typed_reads(call, &out.steps);
   if (!why.empty()) {
     out.steps.clear();
