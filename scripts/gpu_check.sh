@@ -39,7 +39,8 @@ echo "ctest rc=$?" >> "$OUT/timings.txt"
 phase "cpp-tests"
 
 (cd tests && "$PY" -m pytest -q -p no:cacheprovider -rsx --junitxml="$OUT/junit.xml" \
-  python/test_cuda_build.py python/test_cuda_translate.py python/test_cuda_gpu.py) > "$OUT/pytest.log" 2>&1
+  python/test_cuda_build.py python/test_cuda_translate.py python/test_cuda_kernels.py python/test_cuda_models.py \
+  python/test_cuda_gpu.py) > "$OUT/pytest.log" 2>&1
 echo "pytest rc=$?" >> "$OUT/timings.txt"
 phase "pytest"
 tail -5 "$OUT/pytest.log"

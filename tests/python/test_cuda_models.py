@@ -51,9 +51,8 @@ def test_zoo_training_steps_translate_whole(cuda, name, devices):
 @pytest.mark.parametrize("name", ["gpt2", "llama", "mistral", "t5", "bert", "distilbert", "vit", "gru", "unet"])
 def test_models_users_bring_translate_whole(cuda, name, devices):
     torch = pytest.importorskip("torch")
-    import torch.nn.functional as F
-
     import test_hf_training as hf
+    import torch.nn.functional as F
 
     torch.manual_seed(0)
     if name in ("gru", "unet"):

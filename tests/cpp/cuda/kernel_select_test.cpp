@@ -320,17 +320,22 @@ TEST(CudaKernelSelect, EmbeddingOverInt64IdsWithSplitRowsAndPadding) {
                 {{{2, 3}, {{0, 1}, {0, 2}}}, {{2, 3, 4}, {{0, 1}, {0, 2}, {0, 3}}}}, R"({"padding_idx": 2})");
   g.call.inputs[0].dtype = kernels::DType::kInt64, g.call.inputs[0].data = nullptr, g.call.inputs[0].raw = ids.data();
   EXPECT_LT(compare(g), 1e-7);
-  // float32 ids are the CPU's too, but not the CUDA kernels': refused, naming why.
-  g.call.inputs[0].dtype = kernels::DType::kFloat32;
-  EXPECT_NE(select_kernel(g.call).why_not.find("int64"), std::string::npos);
+  // float32 ids (whole numbers) are read as such; bool ids are refused, naming what would do.
+  std::vector<float> float_ids(ids.begin(), ids.end());
+  g.call.inputs[0].dtype = kernels::DType::kFloat32, g.call.inputs[0].data = float_ids.data(), g.call.inputs[0].raw = float_ids.data();
+  EXPECT_LT(compare(g), 1e-7);
+  g.call.inputs[0].dtype = kernels::DType::kBool;
+  EXPECT_NE(select_kernel(g.call).why_not.find("int64 or float32"), std::string::npos);
 }
 
 TEST(CudaKernelSelect, WhatHasNoCudaKernelIsNamed) {
   Call c = make("upsample_nearest2d", {1, 1, 4, 4}, {{0, 0}, {0, 0}, {0, 3}, {0, 3}}, {0, 1, 2, 3},
                 {{{1, 1, 2, 2}, {{0, 0}, {0, 0}, {0, 1}, {0, 1}}}});
+  EXPECT_LT(compare(c), 1e-7);  // every CPU kernel has a translation now
+  c.call.kernel = "no_such_kernel";
   const Selection s = select_kernel(c.call);
   EXPECT_FALSE(s.ok());
-  EXPECT_NE(s.why_not.find("upsample_nearest2d"), std::string::npos) << s.why_not;
+  EXPECT_NE(s.why_not.find("no_such_kernel"), std::string::npos) << s.why_not;
   EXPECT_NE(s.why_not.find("no CUDA implementation"), std::string::npos) << s.why_not;
   c.call.kernel = "";
   EXPECT_NE(select_kernel(c.call).why_not.find("no native kernel"), std::string::npos);
