@@ -12,6 +12,7 @@
 #include "exec/cuda/device_arena.h"
 #include "exec/cuda/executor.h"
 #include "exec/cuda/host_check.h"
+#include "exec/cuda/host_executor.h"
 #include "exec/cuda/kernel_select.h"
 #include "exec/cuda/launch_plan.h"
 #include "exec/errors.h"
@@ -189,4 +190,27 @@ PYBIND11_MODULE(_cuda, m) {
            })
       .def("step", &cuda::CudaExecutable::step, py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("devices", &cuda::CudaExecutable::devices);
+
+  py::class_<cuda::HostExecutable>(
+      m, "HostExecutable",
+      "A plan's CUDA launch plans run on the host (no GPU): the arena offsets, every step through the host "
+      "reference of cuBLAS, cuDNN and the device functors, copies through their CopyPlans, Send/Recv through a "
+      "mailbox. Compared with the CPU runtime, it checks the translation of whole steps.")
+      .def(py::init([](const graph::Graph& g, const partition::Plan& plan, const std::vector<int>& keep) {
+             return std::make_unique<cuda::HostExecutable>(g, plan, keep);
+           }),
+           py::arg("graph"), py::arg("plan"), py::arg("keep") = std::vector<int>{}, py::keep_alive<1, 2>())
+      .def("set_tensor",
+           [](cuda::HostExecutable& e, int tensor, const py::array& a) {
+             py::array c = py::array::ensure(a, py::array::c_style);
+             e.set_tensor(tensor, c.data());
+           })
+      .def("get_tensor",
+           [](const cuda::HostExecutable& e, int tensor, const std::vector<int64_t>& shape) {
+             py::array_t<float> out(shape);
+             e.read_tensor(tensor, out.mutable_data());
+             return out;
+           })
+      .def("step", &cuda::HostExecutable::step, py::call_guard<py::gil_scoped_release>())
+      .def_property_readonly("devices", &cuda::HostExecutable::devices);
 }

@@ -1,0 +1,189 @@
+#include "exec/cuda/host_executor.h"
+
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "exec/box_copy.h"
+#include "exec/cuda/host_reference.h"
+#include "exec/errors.h"
+#include "exec/kernel_call.h"
+
+namespace tilewise::exec::cuda {
+
+namespace {
+
+constexpr std::byte kPoison{0xFF};  // a float32 NaN in every word: a read of unheld bytes shows
+
+int64_t element_bytes(const BufferDesc& b) { return graph::dtype_size(b.dtype); }
+
+float fold(tdl::Reducer r, float a, float b) {
+  switch (r) {
+    case tdl::Reducer::kSum: return a + b;
+    case tdl::Reducer::kProd: return a * b;
+    case tdl::Reducer::kMax: return std::isnan(b) || b > a ? b : a;
+    case tdl::Reducer::kMin: return std::isnan(b) || b < a ? b : a;
+  }
+  return b;
+}
+
+}  // namespace
+
+HostExecutable::HostExecutable(const graph::Graph& g, const cost::Placement& plan, const std::vector<int>& keep)
+    : g_(g), low_(lower(g, plan, keep)) {
+  for (int d = 0; d < low_.devices; ++d) plans_.push_back(translate(g, low_, d));
+  dev_.resize(static_cast<size_t>(low_.devices));
+  for (int d = 0; d < low_.devices; ++d) {
+    const Program& prog = low_.programs[d];
+    Device& dev = dev_[d];
+    dev.block.assign(static_cast<size_t>(plans_[d].block_bytes), kPoison);
+    dev.resident.resize(prog.buffers.size());
+    dev.ptr.assign(prog.buffers.size(), nullptr);
+    for (size_t b = 0; b < prog.buffers.size(); ++b) {
+      if (!prog.buffers[b].resident || prog.buffers[b].bytes() == 0) continue;
+      dev.resident[b].assign(static_cast<size_t>(prog.buffers[b].bytes()), kPoison);
+      dev.ptr[b] = dev.resident[b].data();
+    }
+  }
+}
+
+int HostExecutable::tile_buffer(int device, int tensor) const {
+  if (tensor < 0 || tensor >= static_cast<int>(g_.tensors().size())) throw ExecError("no tensor " + std::to_string(tensor));
+  const Program& prog = low_.programs[device];
+  const int b = prog.tile_of[tensor];
+  return b >= 0 ? b : prog.tile_of[low_.storage_of[tensor]];
+}
+
+void HostExecutable::set_tensor(int tensor, const void* data) {
+  bool any = false;
+  for (int d = 0; d < low_.devices; ++d) {
+    const int b = tile_buffer(d, tensor);
+    if (b < 0 || dev_[d].resident[b].empty()) continue;
+    const BufferDesc& buf = low_.programs[d].buffers[b];
+    copy_box(data, Box::whole(g_.tensor(tensor).shape), dev_[d].resident[b].data(), buf.box, buf.box, element_bytes(buf));
+    any = true;
+  }
+  if (!any) throw ExecError("'" + g_.tensor(tensor).name + "' is computed in a step, not set");
+}
+
+void HostExecutable::read_tensor(int tensor, void* out) const {
+  bool any = false;
+  for (int d = 0; d < low_.devices; ++d) {  // the tiles cover the tensor; replicas write equal values
+    const int b = tile_buffer(d, tensor);
+    if (b < 0 || !dev_[d].ptr[b]) continue;
+    const BufferDesc& buf = low_.programs[d].buffers[b];
+    copy_box(dev_[d].ptr[b], buf.box, out, Box::whole(g_.tensor(tensor).shape), buf.box, element_bytes(buf));
+    any = true;
+  }
+  if (!any) throw ExecError("'" + g_.tensor(tensor).name + "' is not held after a step");
+}
+
+void HostExecutable::step() {
+  mailbox_.clear();
+  // Results kept after the last step are released before this one (as the runtimes do): their bytes
+  // are the arena's again.
+  for (int d = 0; d < low_.devices; ++d)
+    for (size_t b = 0; b < dev_[d].ptr.size(); ++b)
+      if (plans_[d].offset[b] >= 0) dev_[d].ptr[b] = nullptr;
+  std::vector<size_t> pc(dev_.size(), 0);
+  for (bool moved = true; moved;) {
+    moved = false;
+    for (int d = 0; d < low_.devices; ++d) {
+      const size_t before = pc[d];
+      advance(d, &pc[d]);
+      moved = moved || pc[d] != before;
+    }
+  }
+  for (int d = 0; d < low_.devices; ++d)
+    if (pc[d] < low_.programs[d].instrs.size())
+      throw ExecError("device " + std::to_string(d) + " waits at instruction " + std::to_string(pc[d]) +
+                      " for a message no device sends");
+}
+
+bool HostExecutable::advance(int d, size_t* pc) {
+  const Program& prog = low_.programs[d];
+  const LaunchPlan& plan = plans_[d];
+  Device& dev = dev_[d];
+  for (; *pc < prog.instrs.size(); ++*pc) {
+    const Instr& in = prog.instrs[*pc];
+    const Launch& l = plan.launches[*pc];
+    switch (in.kind) {
+      case InstrKind::kAlloc: {
+        const int64_t off = plan.offset[in.buffer];
+        if (off < 0) break;  // resident
+        // The arena's promise: a buffer's bytes are no live buffer's.
+        const int64_t end = off + prog.buffers[in.buffer].bytes();
+        for (size_t b = 0; b < prog.buffers.size(); ++b) {
+          if (!dev.ptr[b] || plan.offset[b] < 0 || static_cast<int>(b) == in.buffer) continue;
+          if (plan.offset[b] < end && off < plan.offset[b] + prog.buffers[b].bytes())
+            throw ExecError("device " + std::to_string(d) + ": buffer '" + prog.buffers[in.buffer].name + "' at bytes [" +
+                            std::to_string(off) + ", " + std::to_string(end) + ") of the arena overlaps '" +
+                            prog.buffers[b].name + "', still allocated (instruction " + std::to_string(*pc) + ")");
+        }
+        dev.ptr[in.buffer] = dev.block.data() + off;
+        std::memset(dev.ptr[in.buffer], 0xFF, static_cast<size_t>(prog.buffers[in.buffer].bytes()));
+        break;
+      }
+      case InstrKind::kFree:
+        if (plan.offset[in.buffer] >= 0 && dev.ptr[in.buffer]) {
+          std::memset(dev.ptr[in.buffer], 0xFF, static_cast<size_t>(prog.buffers[in.buffer].bytes()));
+          dev.ptr[in.buffer] = nullptr;
+        }
+        break;
+      case InstrKind::kRecord:
+      case InstrKind::kWait: break;  // one stream of work in program order
+      case InstrKind::kCompute: {
+        kernels::TileCall call = kernel_call(g_, low_.ops[in.op], d);
+        for (size_t j = 0; j < in.inputs.size() && j < call.inputs.size(); ++j) {
+          const int b = in.inputs[j];
+          if (b < 0) continue;
+          std::byte* p = dev.ptr[b];
+          if (!p) throw ExecError("op '" + g_.op(in.op).name + "' reads buffer '" + prog.buffers[b].name + "', not allocated");
+          call.inputs[j].raw = p;
+          call.inputs[j].data = call.inputs[j].dtype == kernels::DType::kFloat32 ? reinterpret_cast<const float*>(p) : nullptr;
+        }
+        call.out = reinterpret_cast<float*>(dev.ptr[in.buffer]);
+        call.scratch = nullptr, call.scratch_size = 0;
+        run_steps_on_host(l.steps, call);
+        break;
+      }
+      case InstrKind::kCopy:
+      case InstrKind::kCombine: {
+        const std::byte* src = dev.ptr[in.src];
+        std::byte* dst = dev.ptr[in.buffer];
+        const int64_t e = l.element_bytes;
+        for (int64_t i = 0; i < l.copy.elements(); ++i) {
+          int64_t s = 0, t = 0;
+          l.copy.offsets(i, &s, &t);
+          if (in.kind == InstrKind::kCopy) {
+            std::memcpy(dst + t * e, src + s * e, static_cast<size_t>(e));
+          } else {
+            float* o = reinterpret_cast<float*>(dst) + t;
+            *o = fold(in.reducer, *o, reinterpret_cast<const float*>(src)[s]);
+          }
+        }
+        break;
+      }
+      case InstrKind::kSend: {
+        const BufferDesc& buf = prog.buffers[in.buffer];
+        std::vector<std::byte> msg(static_cast<size_t>(in.box.volume() * element_bytes(buf)));
+        copy_box(dev.ptr[in.buffer], buf.box, msg.data(), in.box, in.box, element_bytes(buf));
+        mailbox_[in.tag] = std::move(msg);
+        break;
+      }
+      case InstrKind::kRecv: {
+        auto it = mailbox_.find(in.tag);
+        if (it == mailbox_.end()) return false;  // the sender has not got there yet
+        const BufferDesc& buf = prog.buffers[in.buffer];
+        copy_box(it->second.data(), in.box, dev.ptr[in.buffer], buf.box, in.box, element_bytes(buf));
+        mailbox_.erase(it);
+        break;
+      }
+      case InstrKind::kSwapIn:
+      case InstrKind::kSwapOut: throw ExecError("swapped programs are not run by the host executor");
+    }
+  }
+  return true;
+}
+
+}  // namespace tilewise::exec::cuda

@@ -1,0 +1,58 @@
+// The CUDA executor's launch plans run on the host (no GPU, no CUDA call): what CudaExecutable does
+// with a plan — an arena block laid out by the translation's offsets, resident tensors in their own
+// allocations, every instruction in program order — with host memory, each Compute's steps through
+// host_reference (cuBLAS's and cuDNN's documented semantics, the device functors of device_math.h),
+// each Copy and Combine through its CopyPlan element by element (the copy kernel's arithmetic), and
+// the devices' Send/Recv pairs through a mailbox, the devices interleaved until each finishes.
+//
+// So a whole training step goes through the translation (arena offsets and lifetimes, steps, copy
+// geometry, element sizes, reducers) and can be compared with the CPU runtime's step: what is left
+// for a GPU is the launches and the streams. Buffers are filled with NaN when allocated and freed, so
+// a read of bytes the plan does not hold shows as NaN.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "cost/placement.h"
+#include "exec/cuda/launch_plan.h"
+#include "exec/lowering.h"
+#include "graph/graph.h"
+
+namespace tilewise::exec::cuda {
+
+class HostExecutable {
+ public:
+  /// Lowers `plan` for `g` and translates every device's program (Untranslatable names the ops
+  /// without a CUDA kernel); swapped programs are refused.
+  HostExecutable(const graph::Graph& g, const cost::Placement& plan, const std::vector<int>& keep);
+
+  /// Sets a full tensor (row-major, its dtype's bytes): every device's resident tile of it.
+  void set_tensor(int tensor, const void* data);
+  /// Reads a full tensor from the devices' tiles (resident tensors, or results kept after a step).
+  void read_tensor(int tensor, void* out) const;
+  /// One step of every device's launch plan.
+  void step();
+
+  int devices() const { return low_.devices; }
+
+ private:
+  struct Device {
+    std::vector<std::byte> block;
+    std::vector<std::vector<std::byte>> resident;  // per buffer: resident storage, else empty
+    std::vector<std::byte*> ptr;                   // per buffer: where it is during a step
+  };
+  // Runs device d's instructions from pc on; false when it waits for a message not yet sent.
+  bool advance(int d, size_t* pc);
+  // The buffer holding `tensor`'s tile (or its storage's) on `device`, or -1.
+  int tile_buffer(int device, int tensor) const;
+
+  const graph::Graph& g_;
+  Lowered low_;
+  std::vector<LaunchPlan> plans_;
+  std::vector<Device> dev_;
+  std::map<int64_t, std::vector<std::byte>> mailbox_;  // tag -> a sent box, row-major
+};
+
+}  // namespace tilewise::exec::cuda
