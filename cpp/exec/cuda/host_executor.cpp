@@ -6,6 +6,7 @@
 
 #include "exec/box_copy.h"
 #include "exec/cuda/host_reference.h"
+#include "exec/cuda/step_schedule.h"
 #include "exec/errors.h"
 #include "exec/kernel_call.h"
 
@@ -85,28 +86,29 @@ void HostExecutable::step() {
   for (int d = 0; d < low_.devices; ++d)
     for (size_t b = 0; b < dev_[d].ptr.size(); ++b)
       if (plans_[d].offset[b] >= 0) dev_[d].ptr[b] = nullptr;
-  std::vector<size_t> pc(dev_.size(), 0);
-  for (bool moved = true; moved;) {
-    moved = false;
-    for (int d = 0; d < low_.devices; ++d) {
-      const size_t before = pc[d];
-      advance(d, &pc[d]);
-      moved = moved || pc[d] != before;
-    }
-  }
-  for (int d = 0; d < low_.devices; ++d)
-    if (pc[d] < low_.programs[d].instrs.size())
-      throw ExecError("device " + std::to_string(d) + " waits at instruction " + std::to_string(pc[d]) +
-                      " for a message no device sends");
+  run_step(
+      low_.programs, [this](int d, size_t i) { execute(d, i); },
+      [this](const std::vector<CommOp>& wave) {
+        for (const CommOp& op : wave) {  // the Sends were packed into the mailbox where they ran
+          const Program& prog = low_.programs[op.device];
+          const Instr& in = prog.instrs[op.instr];
+          if (in.kind != InstrKind::kRecv) continue;
+          auto it = mailbox_.find(in.tag);
+          if (it == mailbox_.end()) throw ExecError("a receive whose send is not in its wave");
+          const BufferDesc& buf = prog.buffers[in.buffer];
+          copy_box(it->second.data(), in.box, dev_[op.device].ptr[in.buffer], buf.box, in.box, element_bytes(buf));
+          mailbox_.erase(it);
+        }
+      });
 }
 
-bool HostExecutable::advance(int d, size_t* pc) {
+void HostExecutable::execute(int d, size_t index) {
   const Program& prog = low_.programs[d];
   const LaunchPlan& plan = plans_[d];
   Device& dev = dev_[d];
-  for (; *pc < prog.instrs.size(); ++*pc) {
-    const Instr& in = prog.instrs[*pc];
-    const Launch& l = plan.launches[*pc];
+  {
+    const Instr& in = prog.instrs[index];
+    const Launch& l = plan.launches[index];
     switch (in.kind) {
       case InstrKind::kAlloc: {
         const int64_t off = plan.offset[in.buffer];
@@ -118,7 +120,7 @@ bool HostExecutable::advance(int d, size_t* pc) {
           if (plan.offset[b] < end && off < plan.offset[b] + prog.buffers[b].bytes())
             throw ExecError("device " + std::to_string(d) + ": buffer '" + prog.buffers[in.buffer].name + "' at bytes [" +
                             std::to_string(off) + ", " + std::to_string(end) + ") of the arena overlaps '" +
-                            prog.buffers[b].name + "', still allocated (instruction " + std::to_string(*pc) + ")");
+                            prog.buffers[b].name + "', still allocated (instruction " + std::to_string(index) + ")");
         }
         dev.ptr[in.buffer] = dev.block.data() + off;
         std::memset(dev.ptr[in.buffer], 0xFF, static_cast<size_t>(prog.buffers[in.buffer].bytes()));
@@ -164,26 +166,18 @@ bool HostExecutable::advance(int d, size_t* pc) {
         }
         break;
       }
-      case InstrKind::kSend: {
+      case InstrKind::kSend: {  // packed now into its own message; received in a wave (run_step)
         const BufferDesc& buf = prog.buffers[in.buffer];
         std::vector<std::byte> msg(static_cast<size_t>(in.box.volume() * element_bytes(buf)));
         copy_box(dev.ptr[in.buffer], buf.box, msg.data(), in.box, in.box, element_bytes(buf));
         mailbox_[in.tag] = std::move(msg);
         break;
       }
-      case InstrKind::kRecv: {
-        auto it = mailbox_.find(in.tag);
-        if (it == mailbox_.end()) return false;  // the sender has not got there yet
-        const BufferDesc& buf = prog.buffers[in.buffer];
-        copy_box(it->second.data(), in.box, dev.ptr[in.buffer], buf.box, in.box, element_bytes(buf));
-        mailbox_.erase(it);
-        break;
-      }
+      case InstrKind::kRecv: break;  // in the step's waves (run_step)
       case InstrKind::kSwapIn:
       case InstrKind::kSwapOut: throw ExecError("swapped programs are not run by the host executor");
     }
   }
-  return true;
 }
 
 }  // namespace tilewise::exec::cuda

@@ -3,7 +3,8 @@
 // allocations, every instruction in program order — with host memory, each Compute's steps through
 // host_reference (cuBLAS's and cuDNN's documented semantics, the device functors of device_math.h),
 // each Copy and Combine through its CopyPlan element by element (the copy kernel's arithmetic), and
-// the devices' Send/Recv pairs through a mailbox, the devices interleaved until each finishes.
+// the devices' Send/Recv pairs through a mailbox in the waves the CUDA executor issues to NCCL
+// (step_schedule.h: one host thread, each send grouped with its receive).
 //
 // So a whole training step goes through the translation (arena offsets and lifetimes, steps, copy
 // geometry, element sizes, reducers) and can be compared with the CPU runtime's step: what is left
@@ -43,8 +44,8 @@ class HostExecutable {
     std::vector<std::vector<std::byte>> resident;  // per buffer: resident storage, else empty
     std::vector<std::byte*> ptr;                   // per buffer: where it is during a step
   };
-  // Runs device d's instructions from pc on; false when it waits for a message not yet sent.
-  bool advance(int d, size_t* pc);
+  // Runs instruction `index` of device d's program (not a Send or Recv: those go in waves).
+  void execute(int d, size_t index);
   // The buffer holding `tensor`'s tile (or its storage's) on `device`, or -1.
   int tile_buffer(int device, int tensor) const;
 
