@@ -55,7 +55,7 @@ def test_step_equals_the_cpu_runtime(name):
     results = cpu.step(feeds)
     gpu.step()
     for key, want in results.items():
-        got = gpu.get(key)
+        got = gpu.get(g.results()[key].name)
         scale = max(float(np.max(np.abs(want))), 1e-30)
         assert float(np.max(np.abs(got - want))) / scale <= TOLERANCE, key
 
@@ -87,3 +87,25 @@ def test_every_kernel_case_on_the_gpu_equals_the_cpu_runtime(case):
     assert np.array_equal(np.isnan(got), np.isnan(want)) and np.array_equal(got[~finite], want[~finite])
     scale = max(float(np.max(np.abs(want[finite]), initial=0.0)), 1e-30)
     assert float(np.max(np.abs(got[finite] - want[finite]), initial=0.0)) / scale <= 1e-5
+
+
+@pytest.mark.skipif(COUNT < 2, reason=f"needs 2 GPUs, {COUNT} visible")
+@pytest.mark.parametrize("name", ["transformer", "lstm", "wrn"])
+def test_a_step_over_two_gpus_equals_the_cpu_runtime(name):
+    """Two GPUs in one process, NCCL between them (step_schedule.h's order, which the host executable
+    checks without GPUs in test_cuda_host_executable.py)."""
+    g = MODELS[name]()
+    plan = tw.partition(g, devices=2)
+    gpu = _compile_or_xfail(g, plan)
+    cpu = tw.compile(g, plan)
+    cpu.initialize(seed=0)
+    rng = np.random.default_rng(0)
+    feeds = {t.name: (rng.integers(0, 2, t.shape) if t.dtype != "float32" else rng.standard_normal(t.shape))
+             for t in g.tensors if t.producer is None and t.role in ("input", "label")}
+    for key, value in {**cpu.state_dict(), **feeds}.items():
+        gpu.set(key, value)
+    results = cpu.step(feeds)
+    gpu.step()
+    for key, want in results.items():
+        scale = max(float(np.max(np.abs(want))), 1e-30)
+        assert float(np.max(np.abs(gpu.get(g.results()[key].name) - want))) / scale <= 1e-4, key

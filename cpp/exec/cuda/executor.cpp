@@ -3,13 +3,17 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
+#include <nccl.h>
 
 #include <string>
 
 #include "exec/arena.h"
+#include "exec/box_copy.h"
+#include "exec/copy_plan.h"
 #include "exec/cuda/copy_kernel.h"
 #include "exec/cuda/device.h"
 #include "exec/cuda/map_kernels.h"
+#include "exec/cuda/step_schedule.h"
 
 namespace tilewise::exec::cuda {
 
@@ -17,6 +21,10 @@ namespace {
 
 void check_cublas(cublasStatus_t s, const std::string& call) {
   if (s != CUBLAS_STATUS_SUCCESS) throw CudaError(call, cublasGetStatusName(s), cublasGetStatusString(s));
+}
+
+void check_nccl(ncclResult_t r, const std::string& call) {
+  if (r != ncclSuccess) throw CudaError(call, "ncclResult " + std::to_string(static_cast<int>(r)), ncclGetErrorString(r));
 }
 
 void check_cudnn(cudnnStatus_t s, const std::string& call) {
@@ -67,12 +75,22 @@ struct CudaExecutable::Device {
   cudnnHandle_t cudnn = nullptr;
   void* workspace = nullptr;  // cuDNN's workspace, grown on demand (outside the planned block)
   size_t workspace_bytes = 0;
+  // Several GPUs: the NCCL communicator (rank = device), and a staging block outside the arena with
+  // one box per Send (packed where the Send stands, sent in its Recv's wave: step_schedule.h) and per
+  // Recv whose box is not its buffer's whole contiguous bytes; per instruction its offset (-1: none)
+  // and the pack or unpack geometry.
+  ncclComm_t comm = nullptr;
+  void* staging = nullptr;
+  std::vector<int64_t> staging_offset;
+  std::vector<CopyPlan> comm_copy;
 
   ~Device() {
     if (id < 0) return;
     cudaSetDevice(id);
     for (auto* s : streams)
       if (s) cudaStreamSynchronize(s);
+    if (comm) ncclCommDestroy(comm);
+    if (staging) cudaFree(staging);
     if (cudnn) cudnnDestroy(cudnn);
     if (cublas) cublasDestroy(cublas);
     for (auto e : events) cudaEventDestroy(e);
@@ -99,9 +117,6 @@ CudaExecutable::CudaExecutable(const graph::Graph& g, const cost::Placement& pla
     : g_(g), low_(lower(g, plan, keep)) {
   // Translation first, on the host: an op with no CUDA kernel is named before any device call.
   for (int d = 0; d < low_.devices; ++d) plans_.push_back(translate(g, low_, d));
-  if (low_.devices > 1)
-    throw ExecError("the CUDA executor runs one-device plans so far: a plan over " + std::to_string(low_.devices) +
-                    " GPUs needs Send/Recv over NCCL, which is not written (docs/CUDA.md)");
   for (int d = 0; d < low_.devices; ++d) {
     const LaunchPlan& p = plans_[d];
     if (capacity > 0 && p.block_bytes + p.resident_bytes > capacity)
@@ -129,48 +144,132 @@ CudaExecutable::CudaExecutable(const graph::Graph& g, const cost::Placement& pla
     // Plain float32 GEMMs (no TF32): the CPU runtime's results within float32 tolerance.
     check_cublas(cublasSetMathMode(dev->cublas, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
     check_cudnn(cudnnCreate(&dev->cudnn), "cudnnCreate");
+    plan_staging(*dev, prog);
     devices_.push_back(std::move(dev));
   }
+  if (low_.devices > 1) {  // one process, one communicator per GPU (ranks = devices 0..n-1)
+    std::vector<ncclComm_t> comms(static_cast<size_t>(low_.devices));
+    std::vector<int> ids(static_cast<size_t>(low_.devices));
+    for (int d = 0; d < low_.devices; ++d) ids[d] = d;
+    check_nccl(ncclCommInitAll(comms.data(), low_.devices, ids.data()),
+               "ncclCommInitAll(" + std::to_string(low_.devices) + " GPUs)");
+    for (int d = 0; d < low_.devices; ++d) devices_[d]->comm = comms[d];
+  }
+}
+
+void CudaExecutable::plan_staging(Device& dev, const Program& prog) {
+  dev.staging_offset.assign(prog.instrs.size(), -1);
+  dev.comm_copy.resize(prog.instrs.size());
+  int64_t bytes = 0;
+  for (size_t i = 0; i < prog.instrs.size(); ++i) {
+    const Instr& in = prog.instrs[i];
+    if (in.kind != InstrKind::kSend && in.kind != InstrKind::kRecv) continue;
+    const BufferDesc& buf = prog.buffers[in.buffer];
+    const CopyPlan whole = plan_copy(buf.box, buf.box, in.box);
+    if (in.kind == InstrKind::kRecv && whole.elements() == whole.run_length) continue;  // one contiguous run
+    dev.comm_copy[i] = in.kind == InstrKind::kSend ? plan_copy(buf.box, in.box, in.box) : plan_copy(in.box, buf.box, in.box);
+    dev.staging_offset[i] = bytes;
+    bytes += (in.box.volume() * graph::dtype_size(buf.dtype) + 15) / 16 * 16;
+  }
+  if (bytes > 0)
+    check(cudaMalloc(&dev.staging, static_cast<size_t>(bytes)),
+          "cudaMalloc(" + std::to_string(bytes) + " bytes of communication staging) on device " + std::to_string(dev.id));
 }
 
 CudaExecutable::~CudaExecutable() = default;
 
-int CudaExecutable::buffer_of(int tensor) const {
+int CudaExecutable::buffer_of(int device, int tensor) const {
   if (tensor < 0 || tensor >= static_cast<int>(low_.storage_of.size()))
     throw ExecError("no tensor " + std::to_string(tensor));
-  const Program& prog = low_.programs[0];
-  int b = prog.tile_of[tensor];
-  if (b < 0) b = prog.tile_of[low_.storage_of[tensor]];
-  if (b < 0) throw ExecError("'" + g_.tensor(tensor).name + "' has no buffer on device 0");
-  return b;
+  const Program& prog = low_.programs[device];
+  const int b = prog.tile_of[tensor];
+  return b >= 0 ? b : prog.tile_of[low_.storage_of[tensor]];
 }
 
 void CudaExecutable::set_tensor(int tensor, const void* data) {
-  const int b = buffer_of(tensor);
-  Device& dev = *devices_[0];
-  if (!dev.resident[b]) throw ExecError("'" + g_.tensor(tensor).name + "' is computed in a step, not set");
-  check(cudaMemcpy(dev.resident[b], data, static_cast<size_t>(low_.programs[0].buffers[b].bytes()),
-                   cudaMemcpyHostToDevice),
-        "cudaMemcpy(host -> device, " + g_.tensor(tensor).name + ")");
+  bool any = false;
+  for (int d = 0; d < low_.devices; ++d) {  // each device's resident tile of it
+    const int b = buffer_of(d, tensor);
+    Device& dev = *devices_[d];
+    if (b < 0 || !dev.resident[b]) continue;
+    const BufferDesc& buf = low_.programs[d].buffers[b];
+    std::vector<std::byte> tile(static_cast<size_t>(buf.bytes()));
+    copy_box(data, Box::whole(g_.tensor(tensor).shape), tile.data(), buf.box, buf.box, graph::dtype_size(buf.dtype));
+    check(cudaSetDevice(dev.id), "cudaSetDevice(" + std::to_string(dev.id) + ")");
+    check(cudaMemcpy(dev.resident[b], tile.data(), tile.size(), cudaMemcpyHostToDevice),
+          "cudaMemcpy(host -> device " + std::to_string(d) + ", " + g_.tensor(tensor).name + ")");
+    any = true;
+  }
+  if (!any) throw ExecError("'" + g_.tensor(tensor).name + "' is computed in a step, not set");
 }
 
 void CudaExecutable::read_tensor(int tensor, void* out) const {
-  const int b = buffer_of(tensor);
-  const Device& dev = *devices_[0];
-  if (!dev.ptr[b]) throw ExecError("'" + g_.tensor(tensor).name + "' is not held after a step");
-  check(cudaMemcpy(out, dev.ptr[b], static_cast<size_t>(low_.programs[0].buffers[b].bytes()), cudaMemcpyDeviceToHost),
-        "cudaMemcpy(device -> host, " + g_.tensor(tensor).name + ")");
+  bool any = false;
+  for (int d = 0; d < low_.devices; ++d) {  // the tiles cover the tensor; replicas hold equal values
+    const int b = buffer_of(d, tensor);
+    const Device& dev = *devices_[d];
+    if (b < 0 || !dev.ptr[b]) continue;
+    const BufferDesc& buf = low_.programs[d].buffers[b];
+    std::vector<std::byte> tile(static_cast<size_t>(buf.bytes()));
+    check(cudaSetDevice(dev.id), "cudaSetDevice(" + std::to_string(dev.id) + ")");
+    check(cudaMemcpy(tile.data(), dev.ptr[b], tile.size(), cudaMemcpyDeviceToHost),
+          "cudaMemcpy(device " + std::to_string(d) + " -> host, " + g_.tensor(tensor).name + ")");
+    copy_box(tile.data(), buf.box, out, Box::whole(g_.tensor(tensor).shape), buf.box, graph::dtype_size(buf.dtype));
+    any = true;
+  }
+  if (!any) throw ExecError("'" + g_.tensor(tensor).name + "' is not held after a step");
 }
 
 void CudaExecutable::step() {
-  for (size_t d = 0; d < devices_.size(); ++d) run(*devices_[d], plans_[d], low_.programs[d]);
+  // One host thread over every GPU in step_schedule's order: local launches in program order, each
+  // Recv with its (already packed) Send in one NCCL group.
+  run_step(
+      low_.programs, [this](int d, size_t i) { launch(*devices_[d], plans_[d], low_.programs[d], i); },
+      [this](const std::vector<CommOp>& wave) {
+        check_nccl(ncclGroupStart(), "ncclGroupStart");
+        for (const CommOp& op : wave) {
+          Device& dev = *devices_[op.device];
+          const Program& prog = low_.programs[op.device];
+          const Instr& in = prog.instrs[op.instr];
+          const BufferDesc& buf = prog.buffers[in.buffer];
+          const size_t bytes = static_cast<size_t>(in.box.volume() * graph::dtype_size(buf.dtype));
+          cudaStream_t stream = dev.streams[plans_[op.device].launches[op.instr].stream];
+          const int64_t at = dev.staging_offset[op.instr];
+          if (in.kind == InstrKind::kSend) {
+            check_nccl(ncclSend(static_cast<std::byte*>(dev.staging) + at, bytes, ncclUint8, in.peer, dev.comm, stream),
+                       "ncclSend (device " + std::to_string(dev.id) + " to " + std::to_string(in.peer) + ")");
+          } else {
+            // Straight into the buffer when the box is one contiguous run of it, else into staging.
+            std::byte* dst = at >= 0 ? static_cast<std::byte*>(dev.staging) + at
+                                     : static_cast<std::byte*>(dev.ptr[in.buffer]) +
+                                           plan_copy(buf.box, buf.box, in.box).src_base * graph::dtype_size(buf.dtype);
+            check_nccl(ncclRecv(dst, bytes, ncclUint8, in.peer, dev.comm, stream),
+                       "ncclRecv (device " + std::to_string(dev.id) + " from " + std::to_string(in.peer) + ")");
+          }
+        }
+        check_nccl(ncclGroupEnd(), "ncclGroupEnd");
+        for (const CommOp& op : wave) {  // unpack what arrived in staging, on the Recv's stream
+          Device& dev = *devices_[op.device];
+          const Instr& in = low_.programs[op.device].instrs[op.instr];
+          if (in.kind != InstrKind::kRecv || dev.staging_offset[op.instr] < 0) continue;
+          check(cudaSetDevice(dev.id), "cudaSetDevice(" + std::to_string(dev.id) + ")");
+          const BufferDesc& buf = low_.programs[op.device].buffers[in.buffer];
+          launch_copy(dev.comm_copy[op.instr], static_cast<std::byte*>(dev.staging) + dev.staging_offset[op.instr],
+                      dev.ptr[in.buffer], static_cast<int>(graph::dtype_size(buf.dtype)),
+                      dev.streams[plans_[op.device].launches[op.instr].stream]);
+        }
+      });
+  for (auto& dev : devices_) {
+    check(cudaSetDevice(dev->id), "cudaSetDevice(" + std::to_string(dev->id) + ")");
+    for (auto* s : dev->streams) check(cudaStreamSynchronize(s), "cudaStreamSynchronize (device " + std::to_string(dev->id) + ")");
+  }
   ++steps_;
 }
 
-void CudaExecutable::run(Device& dev, const LaunchPlan& plan, const Program& prog) {
+void CudaExecutable::launch(Device& dev, const LaunchPlan& plan, const Program& prog, size_t i) {
   check(cudaSetDevice(dev.id), "cudaSetDevice(" + std::to_string(dev.id) + ")");
   auto* block = static_cast<std::byte*>(dev.block);
-  for (size_t i = 0; i < plan.launches.size(); ++i) {
+  {
     const Launch& l = plan.launches[i];
     const Instr& in = prog.instrs[i];
     cudaStream_t stream = dev.streams[l.stream];
@@ -186,8 +285,13 @@ void CudaExecutable::run(Device& dev, const LaunchPlan& plan, const Program& pro
         launch_combine(l.copy, static_cast<const float*>(dev.ptr[in.src]), static_cast<float*>(dev.ptr[in.buffer]),
                        in.reducer, stream);
         break;
-      case InstrKind::kSend:
-      case InstrKind::kRecv: throw ExecError("Send/Recv between GPUs (NCCL) is not written yet");
+      case InstrKind::kSend: {  // packed into its own staging box now; sent in its Recv's wave
+        const BufferDesc& buf = prog.buffers[in.buffer];
+        launch_copy(dev.comm_copy[i], dev.ptr[in.buffer], static_cast<std::byte*>(dev.staging) + dev.staging_offset[i],
+                    static_cast<int>(graph::dtype_size(buf.dtype)), stream);
+        break;
+      }
+      case InstrKind::kRecv: break;  // issued in a wave (step)
       case InstrKind::kSwapIn:
       case InstrKind::kSwapOut: throw ExecError("swapped execution on a GPU is not written yet");
       case InstrKind::kCompute: {
@@ -274,7 +378,6 @@ void CudaExecutable::run(Device& dev, const LaunchPlan& plan, const Program& pro
       }
     }
   }
-  for (auto* s : dev.streams) check(cudaStreamSynchronize(s), "cudaStreamSynchronize (device " + std::to_string(dev.id) + ")");
 }
 
 }  // namespace tilewise::exec::cuda

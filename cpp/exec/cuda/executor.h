@@ -3,11 +3,14 @@
 // compute stream and two copy streams with the program's events between them (SwapAdvisor's three),
 // a cuBLAS and a cuDNN handle per device, host<->device copies of feeds and parameters.
 //
+// Several GPUs in one process: one NCCL communicator per GPU (ncclCommInitAll), one host thread
+// driving them in step_schedule's order (a Send packed into staging where it stands, sent with its Recv
+// in one group); the host executable (host_executor.h) runs the same order and checks whole steps.
+//
 // Status: compiled in CI, never run on a GPU. Construction translates every program first (ops
 // without a CUDA kernel: Untranslatable, before any CUDA call), then makes the first device call
-// (cudaSetDevice), which fails with CudaError on a machine without a GPU. Not written yet: plans over
-// several GPUs (Send/Recv over NCCL) and swapped programs (pinned host memory, SwapIn/SwapOut on
-// the copy streams): both are refused with ExecError after translation.
+// (cudaSetDevice), which fails with CudaError on a machine without a GPU. Not written yet: swapped
+// programs (pinned host memory, SwapIn/SwapOut on the copy streams), and NCCL across MPI ranks.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -42,8 +45,9 @@ class CudaExecutable {
 
  private:
   struct Device;
-  void run(Device& dev, const LaunchPlan& plan, const Program& prog);
-  int buffer_of(int tensor) const;
+  void launch(Device& dev, const LaunchPlan& plan, const Program& prog, size_t instr);
+  void plan_staging(Device& dev, const Program& prog);
+  int buffer_of(int device, int tensor) const;
 
   const graph::Graph& g_;
   Lowered low_;

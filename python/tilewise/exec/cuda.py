@@ -77,8 +77,10 @@ def coverage(graph, plan) -> list[dict]:
 
 
 class CudaExecutable:
-    """A plan on one GPU (``tilewise._cuda.Executable``): tensors set and read by name, steps run on
-    the device. Compiled in CI, not run on a GPU yet (docs/CUDA.md)."""
+    """A plan on one or several GPUs of this process (``tilewise._cuda.Executable``; NCCL between
+    them): tensors set and read by name (each device's tile), steps run on the devices. Compiled in
+    CI, not run on a GPU yet (docs/CUDA.md); ``tilewise._cuda.HostExecutable`` runs the same launch
+    plans on the host."""
 
     def __init__(self, graph, plan, core):
         self.graph, self.plan, self._core = graph, plan, core
@@ -99,8 +101,8 @@ class CudaExecutable:
 def compile_cuda(graph, plan, memory_per_device, *, profile: bool, timeout: float):
     """``tw.compile(..., backend="cuda")``. In order, each failure a ``tw.CudaError``: the module was
     not built; an op has no CUDA kernel (translation, on the host: ``name`` "Untranslatable", the ops
-    in ``ops``); the first device call fails (no driver, no device). Plans over several GPUs (NCCL)
-    and swapped execution are not written: ``tw.ExecError`` after translation."""
+    in ``ops``); the first device call fails (no driver, no device). Plans over several GPUs run in
+    one process over NCCL; swapped execution is not written (a swap plan is refused)."""
     del profile, timeout
     cuda = load()
     for d in range(plan.devices):
