@@ -120,3 +120,47 @@ def test_models_users_bring(name):
     data = {k: feeds[k] for k in (*inputs, "label")}
     for devices in (1, 2):
         run_beside_the_cpu(g, devices, feeds=data, state=state)
+
+
+@pytest.mark.parametrize("name", ["mlp", "transformer"])
+def test_swapped_programs_on_the_launch_plans_equal_the_cpu_swapped_runtime(name):
+    """A swap plan at a third of the memory the model needs: the pool at the plan's offsets, SwapIn and
+    SwapOut as copies with a host store, the three streams issued in stream_order (every Wait after its
+    Record), buffers placed where their Alloc or their SwapIn's event puts them, as the CUDA executor
+    would. Three steps beside the CPU's swapped executable."""
+    from tilewise import _cuda
+    from tilewise.exec.swapped import swap_index_maps
+    from tilewise.graph.feeds import example_feeds
+    from tilewise.plan.plan import Plan
+    from tilewise.plan.swapping import swap_problem
+
+    graph = {"mlp": lambda: tw.models.mlp(layers=3, hidden=256, batch=32),
+             "transformer": lambda: tw.models.transformer(layers=2, hidden=64, heads=2, seq=32, batch=8,
+                                                          vocab=64)}[name]()
+    ref = tw.compile(graph, Plan.one_device(graph)).initialize(0)
+    ref.step(example_feeds(graph, 0))
+    need = ref.stats.peak_memory_per_device[0]
+    least = swap_problem(graph, "swapadvisor", device_memory=10**12).least_memory
+    plan = swap_problem(graph, "swapadvisor", device_memory=max(least, need // 3)).plan()
+    assert plan.swap_ins and plan.swap_outs
+    cpu = tw.compile(graph, plan).initialize(0)
+    buffer_of, op_of, in_place = swap_index_maps(graph, plan)
+    results = graph.results()
+    host = _cuda.HostExecutable.swapped(graph._g, plan._core, buffer_of, op_of, [t.id for t in results.values()],
+                                        in_place)
+    resident = [t for t in graph.tensors if t.producer is None]
+    for t in resident:
+        if t.role in ("parameter", "constant", "optimizer_state"):
+            host.set_tensor(t.id, np.ascontiguousarray(cpu._core.get_tensor(t.id, list(t.shape)), dtype=DTYPES[t.dtype]))
+    for step in range(3):
+        feeds = example_feeds(graph, step)
+        for t in resident:
+            if t.name in feeds:
+                host.set_tensor(t.id, np.ascontiguousarray(feeds[t.name], dtype=DTYPES[t.dtype]))
+        got = cpu.step(feeds)
+        host.step()
+        for key, t in results.items():
+            _close(host.get_tensor(t.id, list(t.shape)), got[key], f"{key} at step {step}")
+    for t in resident:
+        if t.role == "parameter":
+            _close(host.get_tensor(t.id, list(t.shape)), cpu._core.get_tensor(t.id, list(t.shape)), t.name)

@@ -12,12 +12,14 @@
 #include "exec/cuda/device_arena.h"
 #include "exec/cuda/executor.h"
 #include "exec/cuda/host_check.h"
+#include "bindings/swap_schedule.h"
 #include "exec/cuda/host_executor.h"
 #include "exec/cuda/kernel_select.h"
 #include "exec/cuda/launch_plan.h"
 #include "exec/errors.h"
 #include "exec/lowering.h"
 #include "partition/plan.h"
+#include "swap/simulate.h"
 
 namespace py = pybind11;
 using namespace tilewise;
@@ -200,6 +202,16 @@ PYBIND11_MODULE(_cuda, m) {
              return std::make_unique<cuda::HostExecutable>(g, plan, keep);
            }),
            py::arg("graph"), py::arg("plan"), py::arg("keep") = std::vector<int>{}, py::keep_alive<1, 2>())
+      .def_static(
+          "swapped",
+          [](const graph::Graph& g, const swap::TimedPlan& plan, const std::vector<int>& buffer_of,
+             const std::vector<int>& op_of, const std::vector<int>& keep, const std::vector<std::pair<int, int>>& in_place) {
+            return std::make_unique<cuda::HostExecutable>(g, bindings::schedule_of(plan.plan, buffer_of, op_of), keep, in_place);
+          },
+          py::arg("graph"), py::arg("plan"), py::arg("buffer_of"), py::arg("op_of"), py::arg("keep"),
+          py::arg("in_place") = std::vector<std::pair<int, int>>{}, py::keep_alive<0, 1>(),
+          "A swap plan's program run on the host: its pool, a host store, SwapIn/SwapOut as copies (the index maps "
+          "as tilewise.exec.swapped builds them).")
       .def("set_tensor",
            [](cuda::HostExecutable& e, int tensor, const py::array& a) {
              py::array c = py::array::ensure(a, py::array::c_style);

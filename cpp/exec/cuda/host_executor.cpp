@@ -1,5 +1,6 @@
 #include "exec/cuda/host_executor.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -48,6 +49,50 @@ HostExecutable::HostExecutable(const graph::Graph& g, const cost::Placement& pla
   }
 }
 
+HostExecutable::HostExecutable(const graph::Graph& g, const SwapSchedule& s, const std::vector<int>& keep,
+                               const std::vector<std::pair<int, int>>& in_place)
+    : g_(g), swapped_(true) {
+  SwappedLowered swl = lower_swapped(g, s, keep, in_place);
+  low_ = std::move(swl.low);
+  home_ = std::move(swl.home);
+  objects_ = s.objects;
+  plans_.push_back(translate(g, low_, 0));
+  const Program& prog = low_.programs[0];
+  dev_.resize(1);
+  Device& dev = dev_[0];
+  // Zeroed, as the CPU's pool: optimizer state nobody sets starts at zero.
+  dev.block.assign(static_cast<size_t>(std::max(plans_[0].block_bytes, s.memory_bytes)), std::byte{0});
+  dev.resident.resize(prog.buffers.size());
+  dev.ptr.assign(prog.buffers.size(), nullptr);
+  host_.resize(prog.buffers.size());
+  on_host_.assign(prog.buffers.size(), 0);
+  auto host = [&](int b) { host_[b].assign(static_cast<size_t>(prog.buffers[b].bytes()), std::byte{0}); };
+  for (const auto& t : g.tensors())
+    if (t.producer < 0 && prog.tile_of[t.id] >= 0) host(prog.tile_of[t.id]);
+  int events = 0;
+  for (const Instr& in : prog.instrs) {
+    events = std::max(events, in.event + 1);
+    if ((in.kind == InstrKind::kSwapIn || in.kind == InstrKind::kSwapOut) && host_[in.buffer].empty()) host(in.buffer);
+  }
+  // The Record following a SwapIn on its stream tells the compute stream, at its Wait, where the
+  // buffer landed.
+  swapped_in_by_.assign(static_cast<size_t>(events), {-1, 0});
+  int last_in = -1;
+  for (size_t i = 0; i < prog.instrs.size(); ++i) {
+    const Instr& in = prog.instrs[i];
+    if (in.stream != 1) continue;
+    if (in.kind == InstrKind::kSwapIn) last_in = static_cast<int>(i);
+    if (in.kind == InstrKind::kRecord && last_in >= 0)
+      swapped_in_by_[in.event] = {prog.instrs[last_in].buffer, prog.instrs[last_in].offset}, last_in = -1;
+  }
+  order_ = stream_order(prog);
+}
+
+int HostExecutable::swapped_buffer(int tensor) const {
+  if (tensor < 0 || tensor >= static_cast<int>(g_.tensors().size())) throw ExecError("no tensor " + std::to_string(tensor));
+  return low_.programs[0].tile_of[low_.storage_of[tensor]];  // as the CPU's swapped executable
+}
+
 int HostExecutable::tile_buffer(int device, int tensor) const {
   if (tensor < 0 || tensor >= static_cast<int>(g_.tensors().size())) throw ExecError("no tensor " + std::to_string(tensor));
   const Program& prog = low_.programs[device];
@@ -56,6 +101,15 @@ int HostExecutable::tile_buffer(int device, int tensor) const {
 }
 
 void HostExecutable::set_tensor(int tensor, const void* data) {
+  if (swapped_) {  // the host store, and the home object of a buffer that starts a step on the device
+    const int b = swapped_buffer(tensor);
+    if (g_.tensor(tensor).producer >= 0 || b < 0 || host_[b].empty())
+      throw ExecError("'" + g_.tensor(tensor).name + "' is computed in a step, not set");
+    std::memcpy(host_[b].data(), data, host_[b].size());
+    if (home_[b].object >= 0)
+      std::memcpy(dev_[0].block.data() + objects_[home_[b].object].first, data, host_[b].size());
+    return;
+  }
   bool any = false;
   for (int d = 0; d < low_.devices; ++d) {
     const int b = tile_buffer(d, tensor);
@@ -68,6 +122,19 @@ void HostExecutable::set_tensor(int tensor, const void* data) {
 }
 
 void HostExecutable::read_tensor(int tensor, void* out) const {
+  if (swapped_) {  // as the CPU's swapped executable: a home or end object, else the host store
+    const int b = swapped_buffer(tensor);
+    const bool canonical = g_.tensor(low_.storage_of[tensor]).producer < 0;
+    const int object = b < 0 ? -1 : canonical ? home_[b].object : steps_ > 0 ? home_[b].end_object : -1;
+    if (object >= 0) {
+      std::memcpy(out, dev_[0].block.data() + objects_[object].first, static_cast<size_t>(low_.programs[0].buffers[b].bytes()));
+      return;
+    }
+    if (b < 0 || host_[b].empty() || !(canonical || (steps_ > 0 && on_host_[b])))
+      throw ExecError("'" + g_.tensor(tensor).name + "' is not held after a step");
+    std::memcpy(out, host_[b].data(), host_[b].size());
+    return;
+  }
   bool any = false;
   for (int d = 0; d < low_.devices; ++d) {  // the tiles cover the tensor; replicas write equal values
     const int b = tile_buffer(d, tensor);
@@ -80,6 +147,17 @@ void HostExecutable::read_tensor(int tensor, void* out) const {
 }
 
 void HostExecutable::step() {
+  if (swapped_) {
+    const Program& prog = low_.programs[0];
+    for (size_t b = 0; b < prog.buffers.size(); ++b) {  // the step starts with the plan's initial residents
+      const int o = home_[b].object;
+      dev_[0].ptr[b] = o >= 0 ? dev_[0].block.data() + objects_[o].first : nullptr;
+    }
+    std::fill(on_host_.begin(), on_host_.end(), 0);
+    for (size_t i : order_) execute(0, i);
+    ++steps_;
+    return;
+  }
   mailbox_.clear();
   // Results kept after the last step are released before this one (as the runtimes do): their bytes
   // are the arena's again.
@@ -111,6 +189,10 @@ void HostExecutable::execute(int d, size_t index) {
     const Launch& l = plan.launches[index];
     switch (in.kind) {
       case InstrKind::kAlloc: {
+        if (plan.swapped) {  // the object the plan gives this stay
+          dev.ptr[in.buffer] = dev.block.data() + in.offset;
+          break;
+        }
         const int64_t off = plan.offset[in.buffer];
         if (off < 0) break;  // resident
         // The arena's promise: a buffer's bytes are no live buffer's.
@@ -127,13 +209,17 @@ void HostExecutable::execute(int d, size_t index) {
         break;
       }
       case InstrKind::kFree:
+        if (plan.swapped) break;  // the object is free; its next occupant places itself
         if (plan.offset[in.buffer] >= 0 && dev.ptr[in.buffer]) {
           std::memset(dev.ptr[in.buffer], 0xFF, static_cast<size_t>(prog.buffers[in.buffer].bytes()));
           dev.ptr[in.buffer] = nullptr;
         }
         break;
-      case InstrKind::kRecord:
-      case InstrKind::kWait: break;  // one stream of work in program order
+      case InstrKind::kRecord: break;
+      case InstrKind::kWait:  // the compute stream learns where a swapped-in buffer landed
+        if (plan.swapped && swapped_in_by_[in.event].first >= 0)
+          dev.ptr[swapped_in_by_[in.event].first] = dev.block.data() + swapped_in_by_[in.event].second;
+        break;
       case InstrKind::kCompute: {
         kernels::TileCall call = kernel_call(g_, low_.ops[in.op], d);
         for (size_t j = 0; j < in.inputs.size() && j < call.inputs.size(); ++j) {
@@ -175,7 +261,12 @@ void HostExecutable::execute(int d, size_t index) {
       }
       case InstrKind::kRecv: break;  // in the step's waves (run_step)
       case InstrKind::kSwapIn:
-      case InstrKind::kSwapOut: throw ExecError("swapped programs are not run by the host executor");
+        std::memcpy(dev.block.data() + in.offset, host_[in.buffer].data(), static_cast<size_t>(in.bytes));
+        break;
+      case InstrKind::kSwapOut:
+        std::memcpy(host_[in.buffer].data(), dev.block.data() + in.offset, static_cast<size_t>(in.bytes));
+        on_host_[in.buffer] = 1;
+        break;
     }
   }
 }

@@ -19,6 +19,7 @@
 #include "cost/placement.h"
 #include "exec/cuda/launch_plan.h"
 #include "exec/lowering.h"
+#include "exec/swap_lowering.h"
 #include "graph/graph.h"
 
 namespace tilewise::exec::cuda {
@@ -28,6 +29,12 @@ class HostExecutable {
   /// Lowers `plan` for `g` and translates every device's program (Untranslatable names the ops
   /// without a CUDA kernel); swapped programs are refused.
   HostExecutable(const graph::Graph& g, const cost::Placement& plan, const std::vector<int>& keep);
+  /// The swapped program of swap plan `s` on one device (swap_lowering.h): its pool, a host store,
+  /// SwapIn/SwapOut as copies between them, its three streams in stream_order (step_schedule.h), the
+  /// buffers placed where each Alloc, or the Wait for their SwapIn, puts them (as the CPU's swapped
+  /// executable and the CUDA executor place them).
+  HostExecutable(const graph::Graph& g, const SwapSchedule& s, const std::vector<int>& keep,
+                 const std::vector<std::pair<int, int>>& in_place);
 
   /// Sets a full tensor (row-major, its dtype's bytes): every device's resident tile of it.
   void set_tensor(int tensor, const void* data);
@@ -48,12 +55,25 @@ class HostExecutable {
   void execute(int d, size_t index);
   // The buffer holding `tensor`'s tile (or its storage's) on `device`, or -1.
   int tile_buffer(int device, int tensor) const;
+  // A swapped program's buffer of `tensor` (its storage's tile).
+  int swapped_buffer(int tensor) const;
 
   const graph::Graph& g_;
   Lowered low_;
   std::vector<LaunchPlan> plans_;
   std::vector<Device> dev_;
   std::map<int64_t, std::vector<std::byte>> mailbox_;  // tag -> a sent box, row-major
+  // Swapped programs: where buffers live between steps, the pool's objects, the host store, which
+  // buffers were copied out this step, the buffer and offset each swap-in's event tells the compute
+  // stream, the streams' issue order.
+  bool swapped_ = false;
+  std::vector<SwapHome> home_;
+  std::vector<std::pair<int64_t, int64_t>> objects_;
+  std::vector<std::vector<std::byte>> host_;
+  std::vector<char> on_host_;
+  std::vector<std::pair<int, int64_t>> swapped_in_by_;
+  std::vector<size_t> order_;
+  int steps_ = 0;
 };
 
 }  // namespace tilewise::exec::cuda

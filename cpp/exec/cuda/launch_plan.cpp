@@ -1,5 +1,6 @@
 #include "exec/cuda/launch_plan.h"
 
+#include <algorithm>
 #include <map>
 #include <unordered_map>
 
@@ -58,13 +59,21 @@ LaunchPlan translate(const graph::Graph& g, const Lowered& low, int device) {
   const Program& prog = low.programs[device];
   LaunchPlan plan;
   plan.device = device;
-  plan_offsets(prog, &plan);
+  plan.swapped = prog.streams.size() == 3 && prog.streams[1] == "swap-in";
+  if (plan.swapped) {  // a pool laid out by the swap plan: each Alloc and SwapIn names its offset
+    plan.offset.assign(prog.buffers.size(), -1);
+    for (const Instr& in : prog.instrs)
+      if (in.offset >= 0) plan.block_bytes = std::max(plan.block_bytes, in.offset + prog.buffers[in.buffer].bytes());
+  } else {
+    plan_offsets(prog, &plan);
+  }
   std::map<int, std::string> refused;  // op -> why, each op once
   for (const Instr& in : prog.instrs) {
     Launch l;
     l.kind = in.kind;
     l.stream = stream_index(prog.streams.at(static_cast<size_t>(in.stream)));
     l.op = in.op;
+    l.offset = in.offset;
     switch (in.kind) {
       case InstrKind::kAlloc:
       case InstrKind::kFree: l.library = "memory"; break;

@@ -38,13 +38,16 @@ struct Launch {
   CopyPlan copy;            ///< Copy and Combine: the region geometry (elements)
   int element_bytes = 4;    ///< Copy: the element size (float32 and int32 4, int64 8, bool 1)
   int event = -1;           ///< Record / Wait
+  int64_t offset = -1;      ///< swapped programs: Alloc / SwapIn / SwapOut's byte offset in the pool
 };
 
 /// One device's program, translated.
 struct LaunchPlan {
   int device = 0;
   std::vector<int64_t> offset;     ///< per buffer: bytes into the arena block; -1: resident (own cudaMalloc)
-  int64_t block_bytes = 0;         ///< the arena block (plan_block)
+                                   ///< or, in a swapped program, wherever each Alloc or SwapIn puts it
+  int64_t block_bytes = 0;         ///< the arena block (plan_block), or a swapped program's pool
+  bool swapped = false;            ///< a swapped program (streams compute, swap-in, swap-out)
   int64_t resident_bytes = 0;      ///< bytes of resident buffers (parameters, inputs)
   std::vector<Launch> launches;    ///< per instruction of the program
   int events = 0;                  ///< events the program records

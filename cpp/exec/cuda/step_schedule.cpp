@@ -1,5 +1,6 @@
 #include "exec/cuda/step_schedule.h"
 
+#include <algorithm>
 #include <map>
 #include <string>
 
@@ -45,6 +46,31 @@ void run_step(const std::vector<Program>& programs, const std::function<void(int
     if (waiting.empty()) return;
     if (!moved) throw ExecError("the devices' programs wait on each other (a Send or Recv without its partner):" + waiting);
   }
+}
+
+std::vector<size_t> stream_order(const Program& program) {
+  const size_t ns = program.streams.size();
+  std::vector<std::vector<size_t>> on(ns);
+  int events = 0;
+  for (size_t i = 0; i < program.instrs.size(); ++i) {
+    on[static_cast<size_t>(program.instrs[i].stream)].push_back(i);
+    events = std::max(events, program.instrs[i].event + 1);
+  }
+  std::vector<char> recorded(static_cast<size_t>(events), 0);
+  std::vector<size_t> at(ns, 0), order;
+  for (bool moved = true; moved;) {
+    moved = false;
+    for (size_t s = 0; s < ns; ++s)
+      for (; at[s] < on[s].size(); ++at[s], moved = true) {
+        const Instr& in = program.instrs[on[s][at[s]]];
+        if (in.kind == InstrKind::kWait && !recorded[static_cast<size_t>(in.event)]) break;
+        if (in.kind == InstrKind::kRecord) recorded[static_cast<size_t>(in.event)] = 1;
+        order.push_back(on[s][at[s]]);
+      }
+  }
+  if (order.size() != program.instrs.size())
+    throw ExecError("device " + std::to_string(program.device) + "'s streams wait on each other in a cycle");
+  return order;
 }
 
 }  // namespace tilewise::exec::cuda

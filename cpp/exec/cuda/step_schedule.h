@@ -27,4 +27,10 @@ struct CommOp {
 void run_step(const std::vector<Program>& programs, const std::function<void(int, size_t)>& local,
               const std::function<void(const std::vector<CommOp>&)>& group);
 
+/// One device's instructions in an order one host thread may issue them to its streams: each stream's
+/// in program order, every Wait after the Record of its event (CUDA's cudaStreamWaitEvent waits for the
+/// event's last *issued* record). A swapped program lists its three streams one after another, so its
+/// list order does not do. Throws ExecError when the streams wait on each other in a cycle.
+std::vector<size_t> stream_order(const Program& program);
+
 }  // namespace tilewise::exec::cuda

@@ -98,33 +98,8 @@ class SwapExecutable(Executable):
         problem = plan._problem
         self.capacity = int(problem.capacity if capacity is None else capacity)
         self._results = graph.results()
-        # A plan made with in-place sums (swap_problem(accumulate_in_place=True)) names each running
-        # total once: the sums stored in it are computed in its buffer.
-        in_place = [(out, graph.tensors[out].producer.inputs[0].id) for out in _in_place_sums(graph, problem)]
+        buffer_of, op_of, in_place = swap_index_maps(graph, plan)
         self._core_in_place = in_place
-        buffers, _ = problem_buffers(graph, in_place)
-        sizes = dict(_core_buffer_bytes(graph, in_place))
-        buffer_of = []
-        for name in problem._tensor_names:
-            if name not in buffers:
-                raise ExecError(f"swap plan: tensor '{name}' is neither a tensor nor a region of graph "
-                                f"'{graph.name}' (a plan of another graph?)")
-            if sizes[buffers[name]] != problem._tensors[name][0]:
-                raise ExecError(f"swap plan: tensor '{name}' has {problem._tensors[name][0]} bytes in the plan but "
-                                f"{sizes[buffers[name]]} in graph '{graph.name}' (a plan of another graph?)")
-            buffer_of.append(buffers[name])
-        summed = {out for out, _ in in_place}
-        unplaced = [t.name for t in graph.tensors
-                    if t.updates is None and t.name not in problem._tensor_index and t.id not in summed]
-        if unplaced:
-            raise ExecError(f"swap plan: tensor '{unplaced[0]}' of graph '{graph.name}' is not a tensor of the plan "
-                            "(a plan of another graph?)")
-        op_ids = {op.name: op.id for op in graph.ops}
-        missing = [name for name in problem._op_names if name not in op_ids]
-        if missing:
-            raise ExecError(f"swap plan: op '{missing[0]}' is not an op of graph '{graph.name}' "
-                            "(a plan of another graph?)")
-        op_of = [op_ids[name] for name in problem._op_names]
         self._core = _core.SwapExecutable(graph._g, plan._core, buffer_of, op_of, self.capacity,
                                           [t.id for t in self._results.values()], self._opaque_calls(),
                                           float(timeout), in_place)
@@ -188,3 +163,36 @@ def compile_swapped(graph: Graph, plan, *, memory: int | None = None, profile: b
     if memory is not None and memory <= 0:
         raise ExecError(f"memory must be a positive number of bytes, got {memory}")
     return SwapExecutable(graph, plan, memory, profile=profile, timeout=timeout)
+
+
+def swap_index_maps(graph: Graph, plan: SwapPlan) -> tuple[list[int], list[int], list[tuple[int, int]]]:
+    """What a swap plan's names are in the graph's one-device program: per problem tensor its buffer,
+    per problem op the graph op, and the (sum, running total) pairs stored in place. ExecError when the
+    plan is another graph's."""
+    problem = plan._problem
+    # A plan made with in-place sums (swap_problem(accumulate_in_place=True)) names each running
+    # total once: the sums stored in it are computed in its buffer.
+    in_place = [(out, graph.tensors[out].producer.inputs[0].id) for out in _in_place_sums(graph, problem)]
+    buffers, _ = problem_buffers(graph, in_place)
+    sizes = dict(_core_buffer_bytes(graph, in_place))
+    buffer_of = []
+    for name in problem._tensor_names:
+        if name not in buffers:
+            raise ExecError(f"swap plan: tensor '{name}' is neither a tensor nor a region of graph "
+                            f"'{graph.name}' (a plan of another graph?)")
+        if sizes[buffers[name]] != problem._tensors[name][0]:
+            raise ExecError(f"swap plan: tensor '{name}' has {problem._tensors[name][0]} bytes in the plan but "
+                            f"{sizes[buffers[name]]} in graph '{graph.name}' (a plan of another graph?)")
+        buffer_of.append(buffers[name])
+    summed = {out for out, _ in in_place}
+    unplaced = [t.name for t in graph.tensors
+                if t.updates is None and t.name not in problem._tensor_index and t.id not in summed]
+    if unplaced:
+        raise ExecError(f"swap plan: tensor '{unplaced[0]}' of graph '{graph.name}' is not a tensor of the plan "
+                        "(a plan of another graph?)")
+    op_ids = {op.name: op.id for op in graph.ops}
+    missing = [name for name in problem._op_names if name not in op_ids]
+    if missing:
+        raise ExecError(f"swap plan: op '{missing[0]}' is not an op of graph '{graph.name}' "
+                        "(a plan of another graph?)")
+    return buffer_of, [op_ids[name] for name in problem._op_names], in_place
