@@ -100,6 +100,25 @@ def test_compile_for_cuda_translates_then_fails_at_the_first_device_call():
 
 
 @needs_cuda
+def test_plans_over_two_gpus_and_swap_plans_translate_then_fail_at_the_first_device_call():
+    """Several GPUs (NCCL) and swapped execution on a GPU are written: without a device both translate
+    on the host and fail at cudaSetDevice; a pool larger than the memory given fails before it."""
+    from tilewise import _cuda
+    from tilewise.plan.swapping import swap_problem
+
+    if _cuda.device_count()[0] > 0:
+        pytest.skip("a GPU is visible: test_cuda_gpu.py runs these plans")
+    g = tw.models.mlp(layers=2, hidden=16, batch=8)
+    with pytest.raises(tw.CudaError, match="cudaSetDevice"):
+        tw.compile(g, tw.partition(g, devices=2), backend="cuda")
+    plan = swap_problem(g, "swapadvisor", device_memory=10**9).plan()
+    with pytest.raises(tw.CudaError, match="cudaSetDevice"):
+        tw.compile(g, plan, backend="cuda")
+    with pytest.raises(tw.OutOfMemory, match="pool"):
+        tw.compile(g, plan, backend="cuda", memory_per_device=plan.memory_bytes - 16)
+
+
+@needs_cuda
 def test_compile_for_cuda_names_the_ops_without_a_cuda_kernel():
     # an op without a native kernel (interpreted on the CPU) has no CUDA kernel either
     @tw.op(name="interpreted_square")

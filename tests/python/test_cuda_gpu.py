@@ -109,3 +109,32 @@ def test_a_step_over_two_gpus_equals_the_cpu_runtime(name):
     for key, want in results.items():
         scale = max(float(np.max(np.abs(want))), 1e-30)
         assert float(np.max(np.abs(gpu.get(g.results()[key].name) - want))) / scale <= 1e-4, key
+
+
+@pytest.mark.parametrize("fraction", [1.0, 1 / 3])
+def test_a_swapped_step_equals_the_cpu_swapped_runtime(fraction):
+    """A swap plan on the GPU: the pool as its memory, a pinned host store, swaps on the copy streams
+    (the host executable checks the same launches without a GPU)."""
+    from tilewise.graph.feeds import example_feeds
+    from tilewise.plan.plan import Plan
+    from tilewise.plan.swapping import swap_problem
+
+    g = tw.models.mlp(layers=3, hidden=256, batch=32)
+    ref = tw.compile(g, Plan.one_device(g)).initialize(0)
+    ref.step(example_feeds(g, 0))
+    need = ref.stats.peak_memory_per_device[0]
+    least = swap_problem(g, "swapadvisor", device_memory=10**12).least_memory
+    plan = swap_problem(g, "swapadvisor", device_memory=max(least, int(need * fraction))).plan()
+    cpu = tw.compile(g, plan).initialize(0)
+    gpu = tw.compile(g, plan, backend="cuda")
+    for key, value in cpu.state_dict().items():
+        gpu.set(key, value)
+    for step in range(3):
+        feeds = example_feeds(g, step)
+        for key, value in feeds.items():
+            gpu.set(key, value)
+        results = cpu.step(feeds)
+        gpu.step()
+        for key, want in results.items():
+            scale = max(float(np.max(np.abs(want))), 1e-30)
+            assert float(np.max(np.abs(gpu.get(g.results()[key].name) - want))) / scale <= 1e-4, (key, step)

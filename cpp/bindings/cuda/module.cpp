@@ -179,6 +179,17 @@ PYBIND11_MODULE(_cuda, m) {
            }),
            py::arg("graph"), py::arg("plan"), py::arg("capacity") = 0, py::arg("keep") = std::vector<int>{},
            py::keep_alive<1, 2>())
+      .def_static(
+          "swapped",
+          [](const graph::Graph& g, const swap::TimedPlan& plan, const std::vector<int>& buffer_of,
+             const std::vector<int>& op_of, int64_t capacity, const std::vector<int>& keep,
+             const std::vector<std::pair<int, int>>& in_place) {
+            return std::make_unique<cuda::CudaExecutable>(g, bindings::schedule_of(plan.plan, buffer_of, op_of), capacity,
+                                                          keep, in_place);
+          },
+          py::arg("graph"), py::arg("plan"), py::arg("buffer_of"), py::arg("op_of"), py::arg("capacity"),
+          py::arg("keep"), py::arg("in_place") = std::vector<std::pair<int, int>>{}, py::keep_alive<0, 1>(),
+          "A swap plan on GPU 0: the pool as its memory, a pinned host store, swaps on the copy streams.")
       .def("set_tensor",
            [](cuda::CudaExecutable& e, int tensor, const py::array& a) {
              py::array c = py::array::ensure(a, py::array::c_style);

@@ -5,6 +5,8 @@
 #include <cudnn.h>
 #include <nccl.h>
 
+#include <algorithm>
+#include <cstring>
 #include <string>
 
 #include "exec/arena.h"
@@ -122,28 +124,14 @@ CudaExecutable::CudaExecutable(const graph::Graph& g, const cost::Placement& pla
     if (capacity > 0 && p.block_bytes + p.resident_bytes > capacity)
       throw OutOfMemory(d, "the planned block and resident tensors", p.block_bytes + p.resident_bytes, 0, capacity);
     auto dev = std::make_unique<Device>();
-    dev->id = -1;  // nothing to release until cudaSetDevice succeeds
-    check(cudaSetDevice(d), "cudaSetDevice(" + std::to_string(d) + ")");
-    dev->id = d;
+    open_device(*dev, d, p.block_bytes);
     const Program& prog = low_.programs[d];
-    dev->resident.assign(prog.buffers.size(), nullptr);
-    dev->ptr.assign(prog.buffers.size(), nullptr);
-    if (p.block_bytes > 0)
-      check(cudaMalloc(&dev->block, static_cast<size_t>(p.block_bytes)),
-            "cudaMalloc(" + std::to_string(p.block_bytes) + " bytes) on device " + std::to_string(d));
     for (size_t b = 0; b < prog.buffers.size(); ++b) {
       if (!prog.buffers[b].resident || prog.buffers[b].bytes() == 0) continue;
       check(cudaMalloc(&dev->resident[b], static_cast<size_t>(prog.buffers[b].bytes())),
             "cudaMalloc(" + std::to_string(prog.buffers[b].bytes()) + " bytes for " + prog.buffers[b].name + ")");
       dev->ptr[b] = dev->resident[b];
     }
-    for (auto& s : dev->streams) check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
-    dev->events.resize(static_cast<size_t>(p.events));
-    for (auto& e : dev->events) check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags");
-    check_cublas(cublasCreate(&dev->cublas), "cublasCreate");
-    // Plain float32 GEMMs (no TF32): the CPU runtime's results within float32 tolerance.
-    check_cublas(cublasSetMathMode(dev->cublas, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
-    check_cudnn(cudnnCreate(&dev->cudnn), "cudnnCreate");
     plan_staging(*dev, prog);
     devices_.push_back(std::move(dev));
   }
@@ -155,6 +143,75 @@ CudaExecutable::CudaExecutable(const graph::Graph& g, const cost::Placement& pla
                "ncclCommInitAll(" + std::to_string(low_.devices) + " GPUs)");
     for (int d = 0; d < low_.devices; ++d) devices_[d]->comm = comms[d];
   }
+}
+
+// cudaSetDevice, the block, the three streams and the program's events, the cuBLAS and cuDNN handles.
+void CudaExecutable::open_device(Device& dev, int d, int64_t block_bytes) {
+  const LaunchPlan& p = plans_[d];
+  const Program& prog = low_.programs[d];
+  dev.id = -1;  // nothing to release until cudaSetDevice succeeds
+  check(cudaSetDevice(d), "cudaSetDevice(" + std::to_string(d) + ")");
+  dev.id = d;
+  dev.resident.assign(prog.buffers.size(), nullptr);
+  dev.ptr.assign(prog.buffers.size(), nullptr);
+  if (block_bytes > 0)
+    check(cudaMalloc(&dev.block, static_cast<size_t>(block_bytes)),
+          "cudaMalloc(" + std::to_string(block_bytes) + " bytes) on device " + std::to_string(d));
+  for (auto& s : dev.streams) check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+  dev.events.resize(static_cast<size_t>(p.events));
+  for (auto& e : dev.events) check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+  check_cublas(cublasCreate(&dev.cublas), "cublasCreate");
+  // Plain float32 GEMMs (no TF32): the CPU runtime's results within float32 tolerance.
+  check_cublas(cublasSetMathMode(dev.cublas, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
+  check_cudnn(cudnnCreate(&dev.cudnn), "cudnnCreate");
+}
+
+CudaExecutable::CudaExecutable(const graph::Graph& g, const SwapSchedule& s, int64_t capacity,
+                               const std::vector<int>& keep, const std::vector<std::pair<int, int>>& in_place)
+    : g_(g), swapped_(true) {
+  SwappedLowered swl = lower_swapped(g, s, keep, in_place);
+  low_ = std::move(swl.low);
+  home_ = std::move(swl.home);
+  objects_ = s.objects;
+  plans_.push_back(translate(g, low_, 0));
+  const int64_t pool = std::max(plans_[0].block_bytes, s.memory_bytes);
+  if (capacity > 0 && pool > capacity) throw OutOfMemory(0, "the swap plan's pool", pool, 0, capacity);
+  auto dev = std::make_unique<Device>();
+  open_device(*dev, 0, pool);
+  // Zeroed, as the CPU's pool: optimizer state nobody sets starts at zero.
+  if (pool > 0) check(cudaMemset(dev->block, 0, static_cast<size_t>(pool)), "cudaMemset(the pool)");
+  devices_.push_back(std::move(dev));
+  const Program& prog = low_.programs[0];
+  pinned_.assign(prog.buffers.size(), nullptr);
+  on_host_.assign(prog.buffers.size(), 0);
+  auto host = [&](int b) {  // pinned, so that the copy streams' cudaMemcpyAsync is asynchronous
+    if (pinned_[b]) return;
+    const size_t bytes = static_cast<size_t>(prog.buffers[b].bytes());
+    check(cudaHostAlloc(&pinned_[b], bytes, cudaHostAllocDefault), "cudaHostAlloc(" + std::to_string(bytes) + " bytes)");
+    std::memset(pinned_[b], 0, bytes);
+  };
+  for (const auto& t : g.tensors())
+    if (t.producer < 0 && prog.tile_of[t.id] >= 0) host(prog.tile_of[t.id]);
+  int events = 0;
+  for (const Instr& in : prog.instrs) {
+    events = std::max(events, in.event + 1);
+    if (in.kind == InstrKind::kSwapIn || in.kind == InstrKind::kSwapOut) host(in.buffer);
+  }
+  swapped_in_by_.assign(static_cast<size_t>(events), {-1, 0});
+  int last_in = -1;
+  for (size_t i = 0; i < prog.instrs.size(); ++i) {
+    const Instr& in = prog.instrs[i];
+    if (in.stream != 1) continue;
+    if (in.kind == InstrKind::kSwapIn) last_in = static_cast<int>(i);
+    if (in.kind == InstrKind::kRecord && last_in >= 0)
+      swapped_in_by_[in.event] = {prog.instrs[last_in].buffer, prog.instrs[last_in].offset}, last_in = -1;
+  }
+  order_ = stream_order(prog);
+}
+
+int CudaExecutable::swapped_buffer(int tensor) const {
+  if (tensor < 0 || tensor >= static_cast<int>(g_.tensors().size())) throw ExecError("no tensor " + std::to_string(tensor));
+  return low_.programs[0].tile_of[low_.storage_of[tensor]];
 }
 
 void CudaExecutable::plan_staging(Device& dev, const Program& prog) {
@@ -176,7 +233,11 @@ void CudaExecutable::plan_staging(Device& dev, const Program& prog) {
           "cudaMalloc(" + std::to_string(bytes) + " bytes of communication staging) on device " + std::to_string(dev.id));
 }
 
-CudaExecutable::~CudaExecutable() = default;
+CudaExecutable::~CudaExecutable() {
+  devices_.clear();  // streams synchronised before the host store goes
+  for (void* p : pinned_)
+    if (p) cudaFreeHost(p);
+}
 
 int CudaExecutable::buffer_of(int device, int tensor) const {
   if (tensor < 0 || tensor >= static_cast<int>(low_.storage_of.size()))
@@ -187,6 +248,18 @@ int CudaExecutable::buffer_of(int device, int tensor) const {
 }
 
 void CudaExecutable::set_tensor(int tensor, const void* data) {
+  if (swapped_) {  // the pinned host store, and the home object of a buffer that starts a step on the GPU
+    const int b = swapped_buffer(tensor);
+    if (g_.tensor(tensor).producer >= 0 || b < 0 || !pinned_[b])
+      throw ExecError("'" + g_.tensor(tensor).name + "' is computed in a step, not set");
+    const size_t bytes = static_cast<size_t>(low_.programs[0].buffers[b].bytes());
+    std::memcpy(pinned_[b], data, bytes);
+    if (home_[b].object >= 0)
+      check(cudaMemcpy(static_cast<std::byte*>(devices_[0]->block) + objects_[home_[b].object].first, data, bytes,
+                       cudaMemcpyHostToDevice),
+            "cudaMemcpy(host -> pool, " + g_.tensor(tensor).name + ")");
+    return;
+  }
   bool any = false;
   for (int d = 0; d < low_.devices; ++d) {  // each device's resident tile of it
     const int b = buffer_of(d, tensor);
@@ -204,6 +277,21 @@ void CudaExecutable::set_tensor(int tensor, const void* data) {
 }
 
 void CudaExecutable::read_tensor(int tensor, void* out) const {
+  if (swapped_) {  // a home or end object of the pool, else the host store (as the CPU's swapped executable)
+    const int b = swapped_buffer(tensor);
+    const bool canonical = g_.tensor(low_.storage_of[tensor]).producer < 0;
+    const int object = b < 0 ? -1 : canonical ? home_[b].object : steps_ > 0 ? home_[b].end_object : -1;
+    if (b >= 0 && object >= 0) {
+      check(cudaMemcpy(out, static_cast<const std::byte*>(devices_[0]->block) + objects_[object].first,
+                       static_cast<size_t>(low_.programs[0].buffers[b].bytes()), cudaMemcpyDeviceToHost),
+            "cudaMemcpy(pool -> host, " + g_.tensor(tensor).name + ")");
+      return;
+    }
+    if (b < 0 || !pinned_[b] || !(canonical || (steps_ > 0 && on_host_[b])))
+      throw ExecError("'" + g_.tensor(tensor).name + "' is not held after a step");
+    std::memcpy(out, pinned_[b], static_cast<size_t>(low_.programs[0].buffers[b].bytes()));
+    return;
+  }
   bool any = false;
   for (int d = 0; d < low_.devices; ++d) {  // the tiles cover the tensor; replicas hold equal values
     const int b = buffer_of(d, tensor);
@@ -221,6 +309,19 @@ void CudaExecutable::read_tensor(int tensor, void* out) const {
 }
 
 void CudaExecutable::step() {
+  if (swapped_) {
+    Device& dev = *devices_[0];
+    const Program& prog = low_.programs[0];
+    for (size_t b = 0; b < prog.buffers.size(); ++b) {  // the step starts with the plan's initial residents
+      const int o = home_[b].object;
+      dev.ptr[b] = o >= 0 ? static_cast<std::byte*>(dev.block) + objects_[o].first : nullptr;
+    }
+    std::fill(on_host_.begin(), on_host_.end(), 0);
+    for (size_t i : order_) launch(dev, plans_[0], prog, i);
+    for (auto* st : dev.streams) check(cudaStreamSynchronize(st), "cudaStreamSynchronize (device 0)");
+    ++steps_;
+    return;
+  }
   // One host thread over every GPU in step_schedule's order: local launches in program order, each
   // Recv with its (already packed) Send in one NCCL group.
   run_step(
@@ -274,10 +375,26 @@ void CudaExecutable::launch(Device& dev, const LaunchPlan& plan, const Program& 
     const Instr& in = prog.instrs[i];
     cudaStream_t stream = dev.streams[l.stream];
     switch (l.kind) {
-      case InstrKind::kAlloc: dev.ptr[in.buffer] = block + plan.offset[in.buffer]; break;
+      case InstrKind::kAlloc: dev.ptr[in.buffer] = block + (plan.swapped ? l.offset : plan.offset[in.buffer]); break;
       case InstrKind::kFree: break;  // the block is planned: later buffers reuse the bytes after their events
       case InstrKind::kRecord: check(cudaEventRecord(dev.events[l.event], stream), "cudaEventRecord"); break;
-      case InstrKind::kWait: check(cudaStreamWaitEvent(stream, dev.events[l.event], 0), "cudaStreamWaitEvent"); break;
+      case InstrKind::kWait:
+        check(cudaStreamWaitEvent(stream, dev.events[l.event], 0), "cudaStreamWaitEvent");
+        // The compute stream learns where a swapped-in buffer landed (issue order: after its SwapIn).
+        if (plan.swapped && swapped_in_by_[l.event].first >= 0)
+          dev.ptr[swapped_in_by_[l.event].first] = block + swapped_in_by_[l.event].second;
+        break;
+      case InstrKind::kSwapIn:
+        check(cudaMemcpyAsync(block + l.offset, pinned_[in.buffer], static_cast<size_t>(in.bytes), cudaMemcpyHostToDevice,
+                              stream),
+              "cudaMemcpyAsync(swap-in " + prog.buffers[in.buffer].name + ")");
+        break;
+      case InstrKind::kSwapOut:
+        check(cudaMemcpyAsync(pinned_[in.buffer], block + l.offset, static_cast<size_t>(in.bytes), cudaMemcpyDeviceToHost,
+                              stream),
+              "cudaMemcpyAsync(swap-out " + prog.buffers[in.buffer].name + ")");
+        on_host_[in.buffer] = 1;
+        break;
       case InstrKind::kCopy:
         launch_copy(l.copy, dev.ptr[in.src], dev.ptr[in.buffer], l.element_bytes, stream);
         break;
@@ -292,8 +409,6 @@ void CudaExecutable::launch(Device& dev, const LaunchPlan& plan, const Program& 
         break;
       }
       case InstrKind::kRecv: break;  // issued in a wave (step)
-      case InstrKind::kSwapIn:
-      case InstrKind::kSwapOut: throw ExecError("swapped execution on a GPU is not written yet");
       case InstrKind::kCompute: {
         float* out = static_cast<float*>(dev.ptr[in.buffer]);
         auto input = [&](int j) -> const float* {

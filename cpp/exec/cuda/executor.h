@@ -9,8 +9,8 @@
 //
 // Status: compiled in CI, never run on a GPU. Construction translates every program first (ops
 // without a CUDA kernel: Untranslatable, before any CUDA call), then makes the first device call
-// (cudaSetDevice), which fails with CudaError on a machine without a GPU. Not written yet: swapped
-// programs (pinned host memory, SwapIn/SwapOut on the copy streams), and NCCL across MPI ranks.
+// (cudaSetDevice), which fails with CudaError on a machine without a GPU. Not written yet: NCCL across
+// MPI ranks.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -19,6 +19,7 @@
 #include "cost/placement.h"
 #include "exec/cuda/launch_plan.h"
 #include "exec/lowering.h"
+#include "exec/swap_lowering.h"
 #include "graph/graph.h"
 
 namespace tilewise::exec::cuda {
@@ -28,6 +29,12 @@ class CudaExecutable {
   /// Lowers `plan` for `g`, translates its programs and sets up the devices. capacity: bytes per
   /// device for the arena block plus resident tensors (0 = unlimited; checked before cudaMalloc).
   CudaExecutable(const graph::Graph& g, const cost::Placement& plan, int64_t capacity, const std::vector<int>& keep);
+  /// Swap plan `s` on GPU 0 (swap_lowering.h): the device memory is the plan's pool (one cudaMalloc;
+  /// capacity checked first), a pinned host store, SwapIn/SwapOut as cudaMemcpyAsync on the two copy
+  /// streams, the three streams issued in stream_order, buffers placed as the host executable
+  /// (host_executor.h) places them, which checks the same steps on the host.
+  CudaExecutable(const graph::Graph& g, const SwapSchedule& s, int64_t capacity, const std::vector<int>& keep,
+                 const std::vector<std::pair<int, int>>& in_place);
   ~CudaExecutable();
   CudaExecutable(const CudaExecutable&) = delete;
   CudaExecutable& operator=(const CudaExecutable&) = delete;
@@ -54,6 +61,18 @@ class CudaExecutable {
   std::vector<LaunchPlan> plans_;
   std::vector<std::unique_ptr<Device>> devices_;
   int steps_ = 0;
+  // Swapped programs (device 0): where buffers live between steps, the pool's objects, the pinned
+  // host store, what was copied out, the buffer and offset each swap-in's event tells the compute
+  // stream, the streams' issue order.
+  bool swapped_ = false;
+  std::vector<SwapHome> home_;
+  std::vector<std::pair<int64_t, int64_t>> objects_;
+  std::vector<void*> pinned_;
+  std::vector<char> on_host_;
+  std::vector<std::pair<int, int64_t>> swapped_in_by_;
+  std::vector<size_t> order_;
+  int swapped_buffer(int tensor) const;
+  void open_device(Device& dev, int d, int64_t block_bytes);
 };
 
 }  // namespace tilewise::exec::cuda

@@ -381,7 +381,8 @@ def compile(graph: Graph, plan: Plan, backend: str = "cpu", *, memory_per_device
 
     ``backend``: ``"cpu"`` (worker threads of this process) or ``"mpi"`` (one MPI rank per device:
     run the same script under ``mpirun -np plan.devices``; see ``tilewise.exec.mpi``) or ``"cuda"``
-    (not executable yet: raises ``tw.CudaError`` naming why; docs/CUDA.md).
+    (GPUs of this process, over NCCL; a swap plan on GPU 0; compiled, never run on a GPU yet: where
+    none is visible it raises ``tw.CudaError`` naming why; docs/CUDA.md).
 
     ``memory_per_device``: each device's arena capacity in bytes (None = unlimited); an allocation
     past it raises ``tw.OutOfMemory`` naming the device, the tensor and the bytes.
@@ -395,8 +396,11 @@ def compile(graph: Graph, plan: Plan, backend: str = "cpu", *, memory_per_device
     if not isinstance(graph, Graph):
         raise TypeError(f"compile() needs a tw.Graph, got {type(graph).__name__}")
     if isinstance(plan, (SwapPlan, SearchResult)):
+        if backend == "cuda":  # on GPU 0, its memory the plan's pool (docs/CUDA.md)
+            cuda = importlib.import_module(".cuda", __package__)
+            return cuda.compile_cuda_swapped(graph, plan, memory_per_device)
         if backend != "cpu":
-            raise ExecError(f"swapped execution runs on the cpu backend, not '{backend}'")
+            raise ExecError(f"swapped execution runs on the cpu or cuda backend, not '{backend}'")
         # exec/swapped.py builds on this module (a SwapExecutable is an Executable): loaded by name.
         swapped = importlib.import_module(".swapped", __package__)
         return swapped.compile_swapped(graph, plan, memory=memory_per_device, profile=profile, timeout=timeout)
