@@ -150,7 +150,7 @@ def test_bad_input_gives_typed_errors():
         tw.compile(other, plan)
     with pytest.raises(tw.OutOfMemory, match="swap plan's pool"):
         tw.compile(graph, plan, memory_per_device=plan.memory_bytes - 4)
-    with pytest.raises(tw.ExecError, match="cpu backend"):
+    with pytest.raises(tw.ExecError, match="cpu or cuda backend"):
         tw.compile(graph, plan, backend="mpi")
     odswap = swap_problem(graph, "swapadvisor", device_memory=memory).odswap()
     with pytest.raises(tw.ExecError, match="ODSwap"):
