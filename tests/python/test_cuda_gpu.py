@@ -42,22 +42,25 @@ def _compile_or_xfail(g, plan):
 
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_step_equals_the_cpu_runtime(name):
-    g = MODELS[name]()
-    plan = tw.partition(g, devices=1)
+    _step_beside_the_cpu(MODELS[name](), 1, TOLERANCE)
+
+
+def _step_beside_the_cpu(g, devices, tolerance):
+    plan = tw.partition(g, devices=devices)
     gpu = _compile_or_xfail(g, plan)
     cpu = tw.compile(g, plan)
     cpu.initialize(seed=0)
     rng = np.random.default_rng(0)
     feeds = {t.name: (rng.integers(0, 2, t.shape) if t.dtype != "float32" else rng.standard_normal(t.shape))
              for t in g.tensors if t.producer is None and t.role in ("input", "label")}
-    for name, value in {**cpu.state_dict(), **feeds}.items():
-        gpu.set(name, value)
+    for key, value in {**cpu.state_dict(), **feeds}.items():
+        gpu.set(key, value)
     results = cpu.step(feeds)
     gpu.step()
     for key, want in results.items():
         got = gpu.get(g.results()[key].name)
         scale = max(float(np.max(np.abs(want))), 1e-30)
-        assert float(np.max(np.abs(got - want))) / scale <= TOLERANCE, key
+        assert float(np.max(np.abs(got - want))) / scale <= tolerance, key
 
 
 _CASES = [c for c in tdl_ops.CASES if tdl_ops.ALL[c.op].kernel is not None]
@@ -94,21 +97,7 @@ def test_every_kernel_case_on_the_gpu_equals_the_cpu_runtime(case):
 def test_a_step_over_two_gpus_equals_the_cpu_runtime(name):
     """Two GPUs in one process, NCCL between them (step_schedule.h's order, which the host executable
     checks without GPUs in test_cuda_host_executable.py)."""
-    g = MODELS[name]()
-    plan = tw.partition(g, devices=2)
-    gpu = _compile_or_xfail(g, plan)
-    cpu = tw.compile(g, plan)
-    cpu.initialize(seed=0)
-    rng = np.random.default_rng(0)
-    feeds = {t.name: (rng.integers(0, 2, t.shape) if t.dtype != "float32" else rng.standard_normal(t.shape))
-             for t in g.tensors if t.producer is None and t.role in ("input", "label")}
-    for key, value in {**cpu.state_dict(), **feeds}.items():
-        gpu.set(key, value)
-    results = cpu.step(feeds)
-    gpu.step()
-    for key, want in results.items():
-        scale = max(float(np.max(np.abs(want))), 1e-30)
-        assert float(np.max(np.abs(gpu.get(g.results()[key].name) - want))) / scale <= 1e-4, key
+    _step_beside_the_cpu(MODELS[name](), 2, 1e-4)
 
 
 @pytest.mark.parametrize("fraction", [1.0, 1 / 3])

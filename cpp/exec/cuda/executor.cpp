@@ -184,28 +184,14 @@ CudaExecutable::CudaExecutable(const graph::Graph& g, const SwapSchedule& s, int
   const Program& prog = low_.programs[0];
   pinned_.assign(prog.buffers.size(), nullptr);
   on_host_.assign(prog.buffers.size(), 0);
-  auto host = [&](int b) {  // pinned, so that the copy streams' cudaMemcpyAsync is asynchronous
-    if (pinned_[b]) return;
+  const std::vector<char> stored = host_stored(g, prog);
+  for (size_t b = 0; b < prog.buffers.size(); ++b) {  // pinned, so that cudaMemcpyAsync is asynchronous
+    if (!stored[b]) continue;
     const size_t bytes = static_cast<size_t>(prog.buffers[b].bytes());
     check(cudaHostAlloc(&pinned_[b], bytes, cudaHostAllocDefault), "cudaHostAlloc(" + std::to_string(bytes) + " bytes)");
     std::memset(pinned_[b], 0, bytes);
-  };
-  for (const auto& t : g.tensors())
-    if (t.producer < 0 && prog.tile_of[t.id] >= 0) host(prog.tile_of[t.id]);
-  int events = 0;
-  for (const Instr& in : prog.instrs) {
-    events = std::max(events, in.event + 1);
-    if (in.kind == InstrKind::kSwapIn || in.kind == InstrKind::kSwapOut) host(in.buffer);
   }
-  swapped_in_by_.assign(static_cast<size_t>(events), {-1, 0});
-  int last_in = -1;
-  for (size_t i = 0; i < prog.instrs.size(); ++i) {
-    const Instr& in = prog.instrs[i];
-    if (in.stream != 1) continue;
-    if (in.kind == InstrKind::kSwapIn) last_in = static_cast<int>(i);
-    if (in.kind == InstrKind::kRecord && last_in >= 0)
-      swapped_in_by_[in.event] = {prog.instrs[last_in].buffer, prog.instrs[last_in].offset}, last_in = -1;
-  }
+  swapped_in_by_ = swapped_in_by_event(prog);
   order_ = stream_order(prog);
 }
 

@@ -66,25 +66,10 @@ HostExecutable::HostExecutable(const graph::Graph& g, const SwapSchedule& s, con
   dev.ptr.assign(prog.buffers.size(), nullptr);
   host_.resize(prog.buffers.size());
   on_host_.assign(prog.buffers.size(), 0);
-  auto host = [&](int b) { host_[b].assign(static_cast<size_t>(prog.buffers[b].bytes()), std::byte{0}); };
-  for (const auto& t : g.tensors())
-    if (t.producer < 0 && prog.tile_of[t.id] >= 0) host(prog.tile_of[t.id]);
-  int events = 0;
-  for (const Instr& in : prog.instrs) {
-    events = std::max(events, in.event + 1);
-    if ((in.kind == InstrKind::kSwapIn || in.kind == InstrKind::kSwapOut) && host_[in.buffer].empty()) host(in.buffer);
-  }
-  // The Record following a SwapIn on its stream tells the compute stream, at its Wait, where the
-  // buffer landed.
-  swapped_in_by_.assign(static_cast<size_t>(events), {-1, 0});
-  int last_in = -1;
-  for (size_t i = 0; i < prog.instrs.size(); ++i) {
-    const Instr& in = prog.instrs[i];
-    if (in.stream != 1) continue;
-    if (in.kind == InstrKind::kSwapIn) last_in = static_cast<int>(i);
-    if (in.kind == InstrKind::kRecord && last_in >= 0)
-      swapped_in_by_[in.event] = {prog.instrs[last_in].buffer, prog.instrs[last_in].offset}, last_in = -1;
-  }
+  const std::vector<char> stored = host_stored(g, prog);
+  for (size_t b = 0; b < prog.buffers.size(); ++b)
+    if (stored[b]) host_[b].assign(static_cast<size_t>(prog.buffers[b].bytes()), std::byte{0});
+  swapped_in_by_ = swapped_in_by_event(prog);
   order_ = stream_order(prog);
 }
 

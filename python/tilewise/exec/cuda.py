@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from .._core import CudaError, ExecError
+from .._core import CudaError
 
 BUILD_HINT = ("tilewise._cuda was not built (CMake found no nvcc or no cuBLAS/cuDNN/NCCL wheels when tilewise "
               "was built): pip install nvidia-cublas nvidia-cudnn-cu13 nvidia-nccl-cu13, put nvcc on PATH and "
@@ -114,15 +114,8 @@ def compile_cuda_swapped(graph, plan, memory):
     """``tw.compile(graph, swap_plan, backend="cuda")``: the swap plan on GPU 0, whose memory is the
     plan's pool (``memory`` caps it: ``tw.OutOfMemory`` when the pool is larger), a pinned host store,
     swaps on the copy streams. Translation first (``tw.CudaError`` "Untranslatable"), then the device."""
-    from ..swap import SearchResult, SwapPlan
-    from .swapped import swap_index_maps
-    if isinstance(plan, SearchResult):
-        plan = plan.plan
-    if not isinstance(plan, SwapPlan):
-        raise TypeError(f"compile_cuda_swapped needs a tw.swap.SwapPlan or SearchResult, got {type(plan).__name__}")
-    if plan.method == "odswap":
-        raise ExecError("swapped execution runs SwapAdvisor plans (a pool of objects); ODSwap's plan is a "
-                        "baseline for the simulator (its buddy blocks are placed on demand)")
+    from .swapped import runnable_swap_plan, swap_index_maps
+    plan = runnable_swap_plan(plan)
     cuda = load()
     buffer_of, op_of, in_place = swap_index_maps(graph, plan)
     keep = [t.id for t in graph.results().values()]

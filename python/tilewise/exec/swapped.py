@@ -153,13 +153,7 @@ def compile_swapped(graph: Graph, plan, *, memory: int | None = None, profile: b
     """``tw.compile(graph, swap_plan)``: ``plan`` is a ``tw.swap.SwapPlan`` or the ``SearchResult`` of
     ``tw.swap_plan(graph, ...)``; ``memory``: the device's bytes (default the plan's capacity); a pool
     larger raises ``tw.OutOfMemory``."""
-    if isinstance(plan, SearchResult):
-        plan = plan.plan
-    if not isinstance(plan, SwapPlan):
-        raise TypeError(f"compile_swapped needs a tw.swap.SwapPlan or SearchResult, got {type(plan).__name__}")
-    if plan.method == "odswap":
-        raise ExecError("swapped execution runs SwapAdvisor plans (a pool of objects); ODSwap's plan is a "
-                        "baseline for the simulator (its buddy blocks are placed on demand)")
+    plan = runnable_swap_plan(plan)
     if memory is not None and memory <= 0:
         raise ExecError(f"memory must be a positive number of bytes, got {memory}")
     return SwapExecutable(graph, plan, memory, profile=profile, timeout=timeout)
@@ -196,3 +190,16 @@ def swap_index_maps(graph: Graph, plan: SwapPlan) -> tuple[list[int], list[int],
         raise ExecError(f"swap plan: op '{missing[0]}' is not an op of graph '{graph.name}' "
                         "(a plan of another graph?)")
     return buffer_of, [op_ids[name] for name in problem._op_names], in_place
+
+
+def runnable_swap_plan(plan) -> SwapPlan:
+    """The SwapPlan a swapped executable runs (a SearchResult's best plan); TypeError for anything
+    else, ExecError for an ODSwap plan (a simulator baseline: its blocks are placed on demand)."""
+    if isinstance(plan, SearchResult):
+        plan = plan.plan
+    if not isinstance(plan, SwapPlan):
+        raise TypeError(f"swapped execution needs a tw.swap.SwapPlan or SearchResult, got {type(plan).__name__}")
+    if plan.method == "odswap":
+        raise ExecError("swapped execution runs SwapAdvisor plans (a pool of objects); ODSwap's plan is a "
+                        "baseline for the simulator (its buddy blocks are placed on demand)")
+    return plan
