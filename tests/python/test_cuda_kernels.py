@@ -70,3 +70,31 @@ def test_convolutions_cudnn_cannot_express_run_as_direct_gathers(cuda):
             for r in cuda.coverage(g._g, tw.partition(g, devices=devices, algorithm=algorithm)._core):
                 libraries.setdefault(r["kernel"], set()).add(r["library"])
     assert {k: v for k, v in libraries.items() if v != {"cudnn", "kernel"}} == {}, libraries
+
+
+@pytest.mark.parametrize("op, shape, attrs", [
+    ("mse_loss", [(64, 1024), (64, 1024)], {}),
+    ("bce_with_logits", [(64, 1024), (64, 1024)], {}),
+    ("reduce_max", [(2, 40000)], {"axis": 1}),
+    ("reduce_min", [(2, 40000)], {"axis": 1}),
+    ("reduce_sum", [(3, 30000)], {"axis": 1}),
+    ("cross_entropy", [(4096, 16), (4096, 16)], {}),
+    ("layer_norm_grad_gamma", [(4096, 32), (4096, 32)], {}),
+])
+def test_long_reductions_run_in_two_phases(cuda, op, shape, attrs):
+    """A few outputs over a long range (a loss over a batch, an extremum over a long axis) and the
+    norms' gamma gradients and cross-entropy's sum over rows: no GPU thread walks the whole range
+    alone (a split reduction's partials fold at most 2048 elements; staged row ops compute each row's
+    statistics once), and the two phases agree with the CPU kernel, NaN and ties included."""
+    g = tw.Graph()
+    g.apply(tdl_ops.ALL[op], [g.input(f"in{i}", s) for i, s in enumerate(shape)], attrs)
+    for devices in (1, 2):
+        plan = tw.partition(g, devices=devices)
+        lp = cuda.translate(g._g, plan._core, 0)
+        for r in lp["reductions"]:
+            assert r["split"] > 1 and -(-r["folded"] // r["split"]) <= 2048, r
+        assert all(r["staged"] for r in lp["rows"]), lp["rows"]
+        assert lp["reductions"] or lp["rows"], "the call is a reduction or a row op"
+        for mode in MODES:
+            rows = cuda.host_check(g._g, plan._core, seed=3, max_elements=1 << 20, **mode)
+            assert rows and all(r["checked"] and r["max_error"] <= TOLERANCE for r in rows), (mode, rows)

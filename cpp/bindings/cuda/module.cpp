@@ -147,7 +147,7 @@ PYBIND11_MODULE(_cuda, m) {
         const cuda::LaunchPlan p = cuda::translate(g, low, device);
         py::list launches;
         py::list gemms;
-        py::list copies;
+        py::list copies, reductions, rows;
         for (size_t i = 0; i < p.launches.size(); ++i) {
           const auto& l = p.launches[i];
           if (l.library == "copy")
@@ -155,6 +155,13 @@ PYBIND11_MODULE(_cuda, m) {
                                    py::arg("element_bytes") = l.element_bytes, py::arg("elements") = l.copy.elements()));
           launches.append(py::make_tuple(exec::kind_name(l.kind), l.stream, l.op >= 0 ? g.op(l.op).name : "",
                                          l.library, l.steps.size()));
+          for (const auto& s : l.steps)
+            if (s.kind == cuda::Step::kReduce)
+              reductions.append(py::dict(py::arg("op") = g.op(l.op).name, py::arg("outputs") = s.reduce.outputs,
+                                         py::arg("folded") = s.reduce.folded, py::arg("split") = s.reduce.split));
+            else if (s.kind == cuda::Step::kRow)
+              rows.append(py::dict(py::arg("op") = g.op(l.op).name, py::arg("threads") = s.row.threads,
+                                   py::arg("rows") = s.row.rows, py::arg("staged") = s.row.staged != 0));
           for (const auto& s : l.steps)
             if (s.kind == cuda::Step::kGemm) {
               const auto& c = s.gemm;
@@ -166,11 +173,13 @@ PYBIND11_MODULE(_cuda, m) {
         }
         return py::dict(py::arg("block_bytes") = p.block_bytes, py::arg("resident_bytes") = p.resident_bytes,
                         py::arg("offsets") = p.offset, py::arg("events") = p.events, py::arg("launches") = launches,
-                        py::arg("gemms") = gemms, py::arg("copies") = copies);
+                        py::arg("gemms") = gemms, py::arg("copies") = copies, py::arg("reductions") = reductions,
+                        py::arg("rows") = rows);
       },
       py::arg("graph"), py::arg("plan"), py::arg("device") = 0, py::arg("keep") = std::vector<int>{},
       "The launch plan of one device's program (host only): arena offsets, per instruction (kind, stream, op, "
-      "library, steps), the cuBLAS calls, the box copies (element size). tw.CudaError (name 'Untranslatable') naming ops without a CUDA kernel.");
+      "library, steps), the cuBLAS calls, the box copies (element size), the reductions (outputs, folded, split) and "
+      "row ops (threads, rows, staged). tw.CudaError (name 'Untranslatable') naming ops without a CUDA kernel.");
 
   py::class_<cuda::CudaExecutable>(m, "Executable", "A plan on GPUs (compiled; not run on a GPU yet).")
       .def(py::init([](const graph::Graph& g, const partition::Plan& plan, int64_t capacity,

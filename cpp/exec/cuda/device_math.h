@@ -280,6 +280,11 @@ struct ReduceArgs {
   int term = 0;  ///< PairTerm
   long long base2 = 0, keep_stride2[kMaxDims] = {}, fold_stride2[kMaxDims] = {};
   double param = 0;  ///< the pair term's parameter (smooth L1's beta)
+  /// split > 1: two phases, so that no thread folds a long range alone (a loss's one output over a
+  /// whole batch): split partials per output, each over a contiguous chunk of the folded range, into
+  /// a double scratch (reduce_partial_element), then each output folds its partials
+  /// (reduce_combine_element).
+  long long split = 1;
 };
 
 /// What a paired reduction sums (mse_loss, l1_loss, sum_product, nll_loss), in double as the CPU.
@@ -331,6 +336,51 @@ TW_HD float reduce_element(const ReduceArgs& a, const float* x, const float* y, 
   return static_cast<float>(sum ? acc * a.scale : acc);
 }
 
+/// Phase 1 of a split reduction: partial `q` (output q / split, chunk q % split), in double.
+TW_HD double reduce_partial_element(const ReduceArgs& a, const float* x, const float* y, long long q) {
+  long long o = q / a.split;
+  const long long chunk = (a.folded + a.split - 1) / a.split, j0 = (q % a.split) * chunk;
+  const long long j1 = j0 + chunk < a.folded ? j0 + chunk : a.folded;
+  long long at = a.base, at2 = a.base2;
+  for (int d = a.keep - 1; d >= 0; --d) {
+    const long long idx = o % a.keep_size[d];
+    at += idx * a.keep_stride[d], at2 += idx * a.keep_stride2[d];
+    o /= a.keep_size[d];
+  }
+  const bool sum = a.fn == static_cast<int>(ReduceFn::kSum), pair = a.term != static_cast<int>(PairTerm::kNone);
+  const bool prod = a.fn == static_cast<int>(ReduceFn::kProd);
+  double acc = sum ? 0.0 : (prod ? 1.0 : (a.fn == static_cast<int>(ReduceFn::kMax) ? -INFINITY : INFINITY));
+  for (long long j = j0; j < j1; ++j) {
+    long long off = at, off2 = at2, t = j;
+    for (int d = a.fold - 1; d >= 0; --d) {
+      const long long idx = t % a.fold_size[d];
+      off += idx * a.fold_stride[d], off2 += idx * a.fold_stride2[d];
+      t /= a.fold_size[d];
+    }
+    const double v = pair ? pair_term(a.term, x[off], y[off2], a.param) : static_cast<double>(x[off]);
+    if (sum) acc += v;
+    else if (prod) acc *= v;
+    else if (v != v || (a.fn == static_cast<int>(ReduceFn::kMax) ? v > acc : v < acc)) acc = v;
+  }
+  return acc;
+}
+
+/// Phase 2 of a split reduction: output `o` from its `split` partials.
+TW_HD float reduce_combine_element(const ReduceArgs& a, const double* partials, long long o) {
+  const bool sum = a.fn == static_cast<int>(ReduceFn::kSum), prod = a.fn == static_cast<int>(ReduceFn::kProd);
+  double acc = sum ? 0.0 : (prod ? 1.0 : (a.fn == static_cast<int>(ReduceFn::kMax) ? -INFINITY : INFINITY));
+  for (long long c = 0; c < a.split; ++c) {
+    const double v = partials[o * a.split + c];
+    if (sum) acc += v;
+    else if (prod) acc *= v;
+    else if (v != v || (a.fn == static_cast<int>(ReduceFn::kMax) ? v > acc : v < acc)) acc = v;
+  }
+  return static_cast<float>(sum ? acc * a.scale : acc);
+}
+
+/// The doubles of scratch a split reduction's two phases pass between them (0: one phase).
+TW_HD long long reduce_scratch_doubles(const ReduceArgs& a) { return a.split > 1 ? a.outputs * a.split : 0; }
+
 // ---- row kernels: softmax, log-softmax, layer/RMS norm and their gradients, cross-entropy --------
 
 /// The row functions (reduction_kernels.cpp's row ops, formula for formula). Inputs per fn:
@@ -364,6 +414,11 @@ struct RowArgs {
   /// [v_lo, v_hi] and the padding id (-1: none). Ids are int64, read through the float pointer.
   long long table_rows = 0, v_lo = 0, v_hi = -1, padding = -1;
   int ids_float = 0;  ///< the ids are float32 (whole numbers) instead of int64
+  /// cross_entropy and the norms' gamma gradients in two phases: row_stage_thread, one thread per
+  /// row, writes `stage_width` doubles per row into a scratch (the row's loss term; its mean and
+  /// 1 / std), then row_thread reads them (a thread no longer walks every row, or every row per column).
+  int staged = 0;
+  int stage_width = 0;
 };
 
 /// Input r's element offset of row t's column 0 (or of position t, for an ids input).
@@ -415,8 +470,31 @@ TW_HD void row_log_sum_exp(const float* x, long long n, double* mx, double* log_
   *log_sum = log(s);
 }
 
-/// One thread of a row op: thread `t` writes its outputs into `out` (the block, row-major).
-TW_HD void row_thread(const RowArgs& a, const float* const* in, float* out, long long t) {
+/// The doubles of scratch a staged row op's phases pass between them (0: not staged).
+TW_HD long long row_scratch_doubles(const RowArgs& a) { return a.staged ? a.rows * a.stage_width : 0; }
+
+/// Phase 1 of a staged row op, thread `r` for row r: cross_entropy's sum over the block's columns of
+/// target * log_softmax (one double), a norm's row mean and 1 / std (two doubles; RMS: 0 and 1 / rms).
+TW_HD void row_stage_thread(const RowArgs& a, const float* const* in, double* stage, long long r) {
+  const long long n = a.n, lo = a.col_lo, hi = a.col_lo + a.cols;
+  const float* x = row_ptr(a, in, a.fn == static_cast<int>(RowFn::kCrossEntropy) ? 0 : 1, r);
+  if (static_cast<RowFn>(a.fn) == RowFn::kCrossEntropy) {
+    const float* tg = row_ptr(a, in, 1, r);
+    double mx, ls, s = 0;
+    row_log_sum_exp(x, n, &mx, &ls);
+    for (long long c = lo; c < hi; ++c) s += tg[c] * ((x[c] - mx) - ls);
+    stage[r] = s;
+    return;
+  }
+  double mu = 0, rstd;
+  if (static_cast<RowFn>(a.fn) == RowFn::kRmsNormGradGamma) rstd = row_rms_inverse(x, n, a.eps);
+  else row_moments(x, n, a.eps, &mu, &rstd);
+  stage[2 * r] = mu, stage[2 * r + 1] = rstd;
+}
+
+/// One thread of a row op: thread `t` writes its outputs into `out` (the block, row-major). `stage`:
+/// phase 1's doubles for a staged op (a.staged), else unread.
+TW_HD void row_thread(const RowArgs& a, const float* const* in, float* out, long long t, const double* stage = nullptr) {
   const long long n = a.n, lo = a.col_lo, hi = a.col_lo + a.cols;
   float* o = out + t * a.cols - lo;  // indexed by column
   switch (static_cast<RowFn>(a.fn)) {
@@ -485,6 +563,11 @@ TW_HD void row_thread(const RowArgs& a, const float* const* in, float* out, long
     }
     case RowFn::kCrossEntropy: {  // one thread: -sum over rows and block columns of target * log_softmax
       double s = 0;
+      if (a.staged) {  // the rows' terms from phase 1
+        for (long long r = 0; r < a.rows; ++r) s += stage[r];
+        out[0] = static_cast<float>(-s * a.scale);
+        return;
+      }
       for (long long r = 0; r < a.rows; ++r) {
         const float *x = row_ptr(a, in, 0, r), *tg = row_ptr(a, in, 1, r);
         double mx, ls;
@@ -528,7 +611,8 @@ TW_HD void row_thread(const RowArgs& a, const float* const* in, float* out, long
       for (long long r = 0; r < a.rows; ++r) {
         const float *dy = row_ptr(a, in, 0, r), *x = row_ptr(a, in, 1, r);
         double mu = 0, rstd;
-        if (rms) rstd = row_rms_inverse(x, n, a.eps);
+        if (a.staged) mu = stage[2 * r], rstd = stage[2 * r + 1];
+        else if (rms) rstd = row_rms_inverse(x, n, a.eps);
         else row_moments(x, n, a.eps, &mu, &rstd);
         acc += static_cast<double>(dy[c]) * (x[c] - mu) * rstd;
       }

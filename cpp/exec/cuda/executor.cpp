@@ -469,10 +469,11 @@ void CudaExecutable::launch(Device& dev, const LaunchPlan& plan, const Program& 
           } else if (s.kind == Step::kRow) {
             const float* reads[kMaxReads] = {};
             for (int r = 0; r < s.row.inputs; ++r) reads[r] = input(s.row_inputs[r]);
-            launch_row(s.row, reads, out, stream);
+            launch_row(s.row, reads, out, static_cast<double*>(dev.scratch(static_cast<size_t>(row_scratch_doubles(s.row)) * 8)),
+                       stream);
           } else {
             launch_reduce(s.reduce, input(s.reduce_input), s.reduce.term != 0 ? input(s.reduce_input2) : nullptr, out,
-                          stream);
+                          static_cast<double*>(dev.scratch(static_cast<size_t>(reduce_scratch_doubles(s.reduce)) * 8)), stream);
           }
         }
         break;

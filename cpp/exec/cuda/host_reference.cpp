@@ -1,5 +1,7 @@
 #include "exec/cuda/host_reference.h"
 
+#include <vector>
+
 namespace tilewise::exec::cuda {
 
 void host_sgemm(const GemmCall& g, const float* a, const float* b, float* c) {
@@ -122,13 +124,21 @@ void run_steps_on_host(const std::vector<Step>& steps, const kernels::TileCall& 
       case Step::kReduce: {
         const float* x = input_data(call, s.reduce_input);
         const float* y = s.reduce.term != 0 ? input_data(call, s.reduce_input2) : nullptr;
+        if (s.reduce.split > 1) {  // the two phases, through a scratch as on the GPU
+          std::vector<double> partials(static_cast<size_t>(reduce_scratch_doubles(s.reduce)));
+          for (long long q = 0; q < s.reduce.outputs * s.reduce.split; ++q) partials[q] = reduce_partial_element(s.reduce, x, y, q);
+          for (long long o = 0; o < s.reduce.outputs; ++o) call.out[o] = reduce_combine_element(s.reduce, partials.data(), o);
+          break;
+        }
         for (long long o = 0; o < s.reduce.outputs; ++o) call.out[o] = reduce_element(s.reduce, x, y, o);
         break;
       }
       case Step::kRow: {
         const float* in[kMaxReads] = {};
         for (int r = 0; r < s.row.inputs; ++r) in[r] = input_data(call, s.row_inputs[r]);
-        for (long long t = 0; t < s.row.threads; ++t) row_thread(s.row, in, call.out, t);
+        std::vector<double> stage(static_cast<size_t>(row_scratch_doubles(s.row)));
+        for (long long r = 0; s.row.staged && r < s.row.rows; ++r) row_stage_thread(s.row, in, stage.data(), r);
+        for (long long t = 0; t < s.row.threads; ++t) row_thread(s.row, in, call.out, t, stage.data());
         break;
       }
       case Step::kChannel: {

@@ -622,6 +622,10 @@ std::string reduce(const TileCall& call, const std::vector<int>& dim_var, Reduce
     r.fold_size[r.fold] = call.vars[v].size(), r.fold_stride[r.fold++] = st[v];
     r.folded *= call.vars[v].size();
   }
+  // Few outputs over a long range (a loss, a bias gradient over a large batch): partials over chunks
+  // of kChunk, so that no thread folds more than that many alone, then each output folds its own.
+  constexpr long long kChunk = 2048;
+  if (r.outputs < 1024 && r.folded > 4 * kChunk) r.split = (r.folded + kChunk - 1) / kChunk;
   steps->push_back(s);
   return "";
 }
@@ -805,7 +809,9 @@ std::string cross_entropy(const TileCall& call, bool backward, std::vector<Step>
   if (backward)
     return add_row(call, RowFn::kCrossEntropyBackward, g, {RowIn::kRows, RowIn::kRows, RowIn::kScalar}, 0, inv_batch,
                    RowThreads::kPerRow, s);
-  return add_row(call, RowFn::kCrossEntropy, g, {RowIn::kRows, RowIn::kBlockCols}, 0, inv_batch, RowThreads::kOne, s);
+  std::string why = add_row(call, RowFn::kCrossEntropy, g, {RowIn::kRows, RowIn::kBlockCols}, 0, inv_batch, RowThreads::kOne, s);
+  if (why.empty()) s->back().row.staged = 1, s->back().row.stage_width = 1;  // a row's term per thread, then their sum
+  return why;
 }
 
 // (dy, x) -> dgamma[j]: j, the leading row variables (a partial sum when split), then the row
@@ -820,8 +826,11 @@ std::string norm_grad_gamma(const TileCall& call, Attr& a, bool rms, std::vector
   RowShape g;
   for (int d = 0; d < lead; ++d) g.lead.push_back(1 + d);
   g.col = 0, g.n = call.inputs[1].shape[lead];
-  return add_row(call, rms ? RowFn::kRmsNormGradGamma : RowFn::kLayerNormGradGamma, g,
-                 {RowIn::kBlockCols, RowIn::kRows}, eps, 1.0, RowThreads::kPerColumn, s);
+  std::string why = add_row(call, rms ? RowFn::kRmsNormGradGamma : RowFn::kLayerNormGradGamma, g,
+                             {RowIn::kBlockCols, RowIn::kRows}, eps, 1.0, RowThreads::kPerColumn, s);
+  // Each row's statistics once (phase 1), not once per column: the column threads then sum rows.
+  if (why.empty()) s->back().row.staged = 1, s->back().row.stage_width = 2;
+  return why;
 }
 
 Builder row(RowFn fn, std::vector<RowIn> ins, double eps_default = 0) {

@@ -26,10 +26,29 @@ __global__ void reduce_kernel(ReduceArgs a, const float* __restrict__ x, const f
     out[o] = reduce_element(a, x, y, o);
 }
 
-__global__ void row_kernel(RowArgs a, Reads in, float* out) {
+__global__ void reduce_partial_kernel(ReduceArgs a, const float* __restrict__ x, const float* __restrict__ y,
+                                      double* __restrict__ partials) {
+  for (long long q = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; q < a.outputs * a.split;
+       q += static_cast<long long>(gridDim.x) * blockDim.x)
+    partials[q] = reduce_partial_element(a, x, y, q);
+}
+
+__global__ void reduce_combine_kernel(ReduceArgs a, const double* __restrict__ partials, float* __restrict__ out) {
+  for (long long o = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; o < a.outputs;
+       o += static_cast<long long>(gridDim.x) * blockDim.x)
+    out[o] = reduce_combine_element(a, partials, o);
+}
+
+__global__ void row_kernel(RowArgs a, Reads in, float* out, const double* stage) {
   for (long long t = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; t < a.threads;
        t += static_cast<long long>(gridDim.x) * blockDim.x)
-    row_thread(a, in.p, out, t);
+    row_thread(a, in.p, out, t, stage);
+}
+
+__global__ void row_stage_kernel(RowArgs a, Reads in, double* stage) {
+  for (long long r = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; r < a.rows;
+       r += static_cast<long long>(gridDim.x) * blockDim.x)
+    row_stage_thread(a, in.p, stage, r);
 }
 
 __global__ void channel_kernel(ChannelArgs a, Reads in, float* out) {
@@ -62,21 +81,35 @@ void launch_map(const MapArgs& args, const float* const* in, float* out, void* s
                                 std::to_string(args.fn) + ")");
 }
 
-void launch_reduce(const ReduceArgs& args, const float* x, const float* y, float* out, void* stream) {
+void launch_reduce(const ReduceArgs& args, const float* x, const float* y, float* out, double* scratch, void* stream) {
   if (args.outputs == 0) return;
   constexpr int threads = 128;
+  if (args.split > 1) {  // partials into the scratch, then each output folds its own
+    const unsigned g1 = grid_for(args.outputs * args.split, threads), g2 = grid_for(args.outputs, threads);
+    reduce_partial_kernel<<<g1, threads, 0, static_cast<cudaStream_t>(stream)>>>(args, x, y, scratch);
+    check(cudaGetLastError(), "reduce_partial_kernel<<<" + std::to_string(g1) + ", " + std::to_string(threads) + ">>>");
+    reduce_combine_kernel<<<g2, threads, 0, static_cast<cudaStream_t>(stream)>>>(args, scratch, out);
+    check(cudaGetLastError(), "reduce_combine_kernel<<<" + std::to_string(g2) + ", " + std::to_string(threads) + ">>>");
+    return;
+  }
   const unsigned grid = grid_for(args.outputs, threads);
   reduce_kernel<<<grid, threads, 0, static_cast<cudaStream_t>(stream)>>>(args, x, y, out);
   check(cudaGetLastError(), "reduce_kernel<<<" + std::to_string(grid) + ", " + std::to_string(threads) + ">>>");
 }
 
-void launch_row(const RowArgs& args, const float* const* in, float* out, void* stream) {
+void launch_row(const RowArgs& args, const float* const* in, float* out, double* scratch, void* stream) {
   if (args.threads == 0) return;
   Reads r{};
   for (int i = 0; i < args.inputs; ++i) r.p[i] = in[i];
   constexpr int threads = 64;
+  if (args.staged) {  // phase 1: one thread per row into the scratch
+    const unsigned g1 = grid_for(args.rows, threads);
+    row_stage_kernel<<<g1, threads, 0, static_cast<cudaStream_t>(stream)>>>(args, r, scratch);
+    check(cudaGetLastError(), "row_stage_kernel<<<" + std::to_string(g1) + ", " + std::to_string(threads) + ">>> (fn " +
+                                  std::to_string(args.fn) + ")");
+  }
   const unsigned grid = grid_for(args.threads, threads);
-  row_kernel<<<grid, threads, 0, static_cast<cudaStream_t>(stream)>>>(args, r, out);
+  row_kernel<<<grid, threads, 0, static_cast<cudaStream_t>(stream)>>>(args, r, out, args.staged ? scratch : nullptr);
   check(cudaGetLastError(), "row_kernel<<<" + std::to_string(grid) + ", " + std::to_string(threads) + ">>> (fn " +
                                 std::to_string(args.fn) + ")");
 }

@@ -10,12 +10,14 @@ namespace tilewise::exec::cuda {
 /// cudaStream_t). `in[r]`: read r's device buffer. Throws CudaError when the launch fails.
 void launch_map(const MapArgs& args, const float* const* in, float* out, void* stream);
 
-/// Enqueues out[o] = reduce_element(args, x, y, o) for every output element on `stream`.
-void launch_reduce(const ReduceArgs& args, const float* x, const float* y, float* out, void* stream);
+/// Enqueues out[o] = reduce_element(args, x, y, o) for every output element on `stream`; a split
+/// reduction (args.split > 1) in two phases through `scratch` (reduce_scratch_doubles(args) doubles).
+void launch_reduce(const ReduceArgs& args, const float* x, const float* y, float* out, double* scratch, void* stream);
 
 /// Enqueues row_thread(args, in, out, t) for every thread t < args.threads on `stream` (one thread
 /// per row: softmax, norms, losses; a block-per-row kernel is the next step for long rows).
-void launch_row(const RowArgs& args, const float* const* in, float* out, void* stream);
+/// A staged op (args.staged) runs row_stage_thread first, into `scratch` (row_scratch_doubles(args)).
+void launch_row(const RowArgs& args, const float* const* in, float* out, double* scratch, void* stream);
 
 /// Enqueues channel_thread(args, in, out, t) for each channel t < args.cs of the block (batch norm;
 /// one thread per channel, a block per channel is the next step). `in`: kMaxReads pointers.
