@@ -1,4 +1,5 @@
 #include "exec/cuda/kernel_select.h"
+#include "exec/cuda/select_parts.h"
 
 #include <algorithm>
 #include <climits>
@@ -11,41 +12,12 @@
 
 namespace tilewise::exec::cuda {
 
-namespace {
+namespace select {
 
-using kernels::DType;
-using kernels::Span;
-using kernels::TileCall;
-using kernels::TileIn;
 
-constexpr int kNone = kernels::kNoGemmVar;  // a GEMM dimension no variable plays (size 1)
-constexpr int kMaxGemmCalls = 4096;  // calls one instruction may issue (loops enumerated on the host)
 
 // ---- attributes -----------------------------------------------------------------------------
 
-struct Attr {
-  const kernels::OpAttrs& a;
-  bool ok = true;
-  double num(const char* key, double fallback) {
-    const auto* v = a.find(key);
-    if (!v) return fallback;
-    if (!v->numeric || v->list || v->nums.size() != 1) ok = false;
-    return ok ? v->nums[0] : fallback;
-  }
-  long long integer(const char* key, long long fallback) {
-    const double x = num(key, static_cast<double>(fallback));
-    if (x != static_cast<double>(static_cast<long long>(x))) ok = false;
-    return static_cast<long long>(x);
-  }
-  std::vector<long long> ints(const char* key) {
-    std::vector<long long> out;
-    const auto* v = a.find(key);
-    if (!v) return out;
-    if (!v->numeric || v->inner != 0) ok = false;
-    for (double x : v->nums) out.push_back(static_cast<long long>(x));
-    return out;
-  }
-};
 
 // ---- geometry of the call's buffers --------------------------------------------------------
 
@@ -89,7 +61,7 @@ bool all_float(const TileCall& call) {
 /// from the region's start to the block's corner and the stride of every variable. False when the
 /// region does not hold the block (the CPU kernel declines those too).
 bool view(const TileCall& call, int input, const std::vector<int>& dims, long long* base,
-          std::vector<long long>* strides, const std::vector<long long>& fixed = {}) {
+          std::vector<long long>* strides, const std::vector<long long>& fixed) {
   if (input < 0 || input >= static_cast<int>(call.inputs.size())) return false;
   const TileIn& in = call.inputs[input];
   if (in.region.size() != dims.size() || in.shape.size() != dims.size()) return false;
@@ -109,10 +81,6 @@ bool view(const TileCall& call, int input, const std::vector<int>& dims, long lo
 
 // ---- GEMMs -------------------------------------------------------------------------------
 
-using kernels::blas_layout;
-using kernels::Contraction;
-using Layout = kernels::BlasLayout;
-using Operand = kernels::GemmOperand;
 
 long long size_of(const TileCall& call, int v) { return v == kNone ? 1 : call.vars[v].size(); }
 long long at(const std::vector<long long>& s, int v) { return v == kNone ? 0 : s[v]; }
@@ -182,13 +150,6 @@ std::string add_gemms(const TileCall& call, const Contraction& c, bool accumulat
   return "";
 }
 
-/// A map over the output block: out = fn(reads); each read is (input or kOutput, dims: per input
-/// dimension the output position that indexes it, kNone for a fixed index 0).
-struct Read {
-  int input = 0;
-  std::vector<int> at;  ///< per input dimension: output position, or kNone (index 0)
-  std::vector<long long> shift = {};  ///< per input dimension: added to the index (kNone: the index); empty: 0
-};
 
 std::string add_map(const TileCall& call, MapFn fn, std::vector<float> p, const std::vector<Read>& reads,
                     std::vector<Step>* steps) {
@@ -295,7 +256,6 @@ bool full(const TileCall& call, int v) { return call.vars[v].lo == 0 && call.var
 
 // ---- the kernels ---------------------------------------------------------------------------
 
-using Builder = std::function<std::string(const TileCall&, Attr&, std::vector<Step>*)>;
 
 std::string mat(const TileCall& call, std::vector<int> a, std::vector<int> b, std::vector<Step>* s) {
   if (!outputs_are(call, {0, 1}) || call.inputs.size() != 2 || call.vars.size() != 3) return "not a matrix product";
@@ -377,9 +337,6 @@ std::string two_gemms(const TileCall& call, const std::vector<int>& biases, std:
 
 // ---- convolutions ---------------------------------------------------------------------------
 
-struct ConvAttrs {
-  long long s = 1, p = 0, d = 1;
-};
 
 bool conv_attrs(Attr& a, ConvAttrs* c) {
   c->s = a.integer("stride", 1), c->p = a.integer("padding", 0), c->d = a.integer("dilation", 1);
@@ -547,9 +504,6 @@ std::string conv2d_backward_filter_geom(const TileCall& call, const ConvAttrs& g
   return "";
 }
 
-using ConvBuilder = std::string (*)(const TileCall&, const ConvAttrs&, const ConvAttrs&, std::vector<Step>*);
-
-std::string conv_direct(const TileCall& call, GatherFn fn, const ConvAttrs& gh, const ConvAttrs& g, std::vector<Step>* s);
 
 // cuDNN where its descriptors express the call, else the direct gather (same geometry).
 std::string conv_any(const TileCall& call, ConvBuilder build, const ConvAttrs& gh, const ConvAttrs& g, std::vector<Step>* steps) {
@@ -593,7 +547,7 @@ std::string conv_1d(const TileCall& call, Attr& a, ConvBuilder build, std::vecto
 
 // lambda out..: fold(r..: x[dim_var..]) scaled: input dimension d read by variable dim_var[d].
 std::string reduce(const TileCall& call, const std::vector<int>& dim_var, ReduceFn fn, double scale,
-                   std::vector<Step>* steps, PairTerm term = PairTerm::kNone) {
+                   std::vector<Step>* steps, PairTerm term) {
   const size_t inputs = term == PairTerm::kNone ? 1 : 2;
   if (call.inputs.size() != inputs || dim_var.size() != call.inputs[0].shape.size()) return "not a reduction's layout";
   long long base = 0, base2 = 0;
@@ -715,16 +669,7 @@ double inverse_numel(const TileCall& call) {
 
 // ---- row ops ---------------------------------------------------------------------------------
 
-/// How a row op reads an input: whole last-axis rows of the block's leading indices, only the
-/// block's columns of those rows, a vector indexed by the column (the block's columns, or whole),
-/// or a scalar.
-enum class RowIn { kRows, kBlockCols, kVector, kWholeVector, kScalar };
 
-struct RowShape {
-  std::vector<int> lead;  ///< the variables of the leading dimensions
-  int col = 0;            ///< the column variable
-  long long n = 1;        ///< the row length (the last axis' extent)
-};
 
 std::string row_read(const TileCall& call, int input, RowIn kind, const RowShape& g, RowArgs* a) {
   const TileIn& in = call.inputs[input];
@@ -757,7 +702,6 @@ std::string row_read(const TileCall& call, int input, RowIn kind, const RowShape
   return "";
 }
 
-enum class RowThreads { kPerRow, kOne, kPerColumn };
 
 std::string add_row(const TileCall& call, RowFn fn, const RowShape& g, const std::vector<RowIn>& ins, double eps,
                     double scale, RowThreads threads, std::vector<Step>* steps) {
@@ -833,7 +777,7 @@ std::string norm_grad_gamma(const TileCall& call, Attr& a, bool rms, std::vector
   return why;
 }
 
-Builder row(RowFn fn, std::vector<RowIn> ins, double eps_default = 0) {
+Builder row(RowFn fn, std::vector<RowIn> ins, double eps_default) {
   return [=](const TileCall& c, Attr& a, std::vector<Step>* s) { return row_op(c, a, fn, ins, eps_default, s); };
 }
 
@@ -894,7 +838,7 @@ std::string lstm_gate_grad(const TileCall& call, bool hidden, std::vector<Step>*
 
 bool in_order(const TileCall& call, size_t inputs) { return pure_map(call, inputs); }
 
-bool axis_attr(Attr& a, int rank, int* axis, bool negative = true) {
+bool axis_attr(Attr& a, int rank, int* axis, bool negative) {
   const long long x = a.integer("axis", 0);
   if (!a.ok || x < (negative ? -rank : 0) || x >= rank) return false;
   *axis = static_cast<int>(x < 0 ? x + rank : x);
@@ -954,9 +898,6 @@ std::string unselect_op(const TileCall& call, Attr& a, std::vector<Step>* s) {
   return why;
 }
 
-std::string strided_read(const TileCall& call, int ax, long long start, long long step, std::vector<Step>* s);
-std::string slice_grad(const TileCall& call, int ax, long long start, long long step, std::vector<Step>* s);
-
 std::string slice_op(const TileCall& call, Attr& a, bool grad, std::vector<Step>* s) {
   const int rank = static_cast<int>(call.output_vars.size());
   const long long start = a.integer("start", 0), step = a.integer("step", 1);
@@ -980,9 +921,6 @@ std::string slice_op(const TileCall& call, Attr& a, bool grad, std::vector<Step>
   return why;
 }
 
-struct HeadAttrs {
-  long long heads = 1, dh = 1, piece = 0, pieces = 1;
-};
 
 bool head_attrs(Attr& a, HeadAttrs* h) {
   h->heads = a.integer("heads", 1), h->dh = a.integer("dim_head", 1);
@@ -1320,753 +1258,6 @@ struct Entry {
   const char* library;
   Builder build;
 };
-
-// ---- more maps: activations, gradients, selections, optimizers, broadcasts ---------------------
-
-using Params = std::function<std::vector<float>(Attr&)>;
-
-Params none() {
-  return [](Attr&) { return std::vector<float>{}; };
-}
-Params attr(const char* key, double fallback) {
-  return [=](Attr& a) { return std::vector<float>{static_cast<float>(a.num(key, fallback))}; };
-}
-Params attrs2(const char* k0, double f0, const char* k1, double f1) {
-  return [=](Attr& a) { return std::vector<float>{static_cast<float>(a.num(k0, f0)), static_cast<float>(a.num(k1, f1))}; };
-}
-
-// fn over the call's n inputs read at the output index, with float attributes from `params`.
-Builder aligned_with(size_t n, MapFn fn, Params params) {
-  return [=](const TileCall& c, Attr& a, std::vector<Step>* s) -> std::string {
-    std::vector<float> p = params(a);
-    if (!a.ok) return "unreadable attributes";
-    return aligned_map(c, n, fn, std::move(p), s);
-  };
-}
-
-double numel(const TileIn& in) {
-  double n = 1;
-  for (long long e : in.shape) n *= static_cast<double>(e);
-  return n;
-}
-
-// A loss's gradient f(a, b, dy): a and b at the output index, dy a rank-0 tensor; p0.. from `params`,
-// the element count of a appended (the CPU divides by it in float).
-Builder loss_backward(MapFn fn, Params params) {
-  return [=](const TileCall& c, Attr& a, std::vector<Step>* s) -> std::string {
-    std::vector<float> p = params(a);
-    if (!a.ok || !pure_map(c, 3) || !c.inputs[2].shape.empty()) return "not a loss gradient's layout";
-    p.push_back(static_cast<float>(numel(c.inputs[0])));
-    return add_map(c, fn, std::move(p), {aligned(c, 0), aligned(c, 1), Read{2, {}}}, s);
-  };
-}
-
-// The axes of a rank-`nd` input listed in attribute `key` (negative counting from the end).
-bool axes_of(Attr& a, const char* key, int nd, std::vector<bool>* axes) {
-  axes->assign(nd, false);
-  for (long long x : a.ints(key)) {
-    if (x < -nd || x >= nd) return false;
-    (*axes)[x < 0 ? x + nd : x] = true;
-  }
-  return a.ok;
-}
-
-// Input `input` right-aligned against the output, its axes listed in `key` read at index 0.
-bool right_aligned(const TileCall& call, int input, Attr& a, const char* key, Read* r) {
-  const int nd = static_cast<int>(call.inputs[input].shape.size());
-  const int off = static_cast<int>(call.output_vars.size()) - nd;
-  std::vector<bool> bcast;
-  if (off < 0 || !axes_of(a, key, nd, &bcast)) return false;
-  *r = Read{input, {}, {}};
-  for (int d = 0; d < nd; ++d) r->at.push_back(bcast[d] ? kNone : off + d);
-  return true;
-}
-
-// a op b, broadcast against each other (attributes a_bcast, b_bcast: their axes read at 0).
-Builder broadcast_binary(MapFn fn) {
-  return [=](const TileCall& c, Attr& a, std::vector<Step>* s) -> std::string {
-    Read x, y;
-    if (!pure_map(c, 2) || !right_aligned(c, 0, a, "a_bcast", &x) || !right_aligned(c, 1, a, "b_bcast", &y))
-      return "not a broadcast's layout";
-    return add_map(c, fn, {}, {x, y}, s);
-  };
-}
-
-// The input read at the output index with output position `axis` left out.
-Read skipping(const TileCall& call, int input, int axis) { return without_axis(call, input, axis); }
-
-std::string adam_weight(const TileCall& call, Attr& a, std::vector<Step>* s) {
-  const double lr = a.num("lr", 1e-3), b1 = a.num("beta1", 0.9), b2 = a.num("beta2", 0.999);
-  const double eps = a.num("eps", 1e-8), wd = a.num("weight_decay", 0.0);
-  if (!a.ok || !pure_map(call, 4) || call.inputs[3].shape.size() != 1) return "not adam_weight's layout";
-  // The step count t[0] is read by every thread (the CPU reads it once on the host; here it lives on the device).
-  const std::string why = add_map(call, MapFn::kAdamWeight,
-                                  {static_cast<float>(lr), static_cast<float>(eps), static_cast<float>(wd)},
-                                  {aligned(call, 0), aligned(call, 1), aligned(call, 2), Read{3, {kNone}, {0}}}, s);
-  if (why.empty()) s->back().map.q[0] = b1, s->back().map.q[1] = b2;
-  return why;
-}
-
-std::string masked_fill(const TileCall& call, Attr& a, std::vector<Step>* s) {
-  const float value = static_cast<float>(a.num("value", 0.0));
-  Read mask;
-  if (!a.ok || !pure_map(call, 2) || !right_aligned(call, 1, a, "mask_bcast", &mask)) return "not masked_fill's layout";
-  return add_map(call, MapFn::kMaskedFill, {value}, {aligned(call, 0), mask}, s);
-}
-
-std::string expand_op(const TileCall& call, Attr& a, std::vector<Step>* s) {
-  Read x;
-  if (!pure_map(call, 1) || !right_aligned(call, 0, a, "bcast", &x)) return "not expand's layout";
-  return add_map(call, MapFn::kCopy, {}, {x}, s);
-}
-
-std::string broadcast_to(const TileCall& call, Attr& a, std::vector<Step>* s) {
-  if (!pure_map(call, 1)) return "not broadcast_to's layout";
-  const int rank = static_cast<int>(call.output_vars.size()), nd = static_cast<int>(call.inputs[0].shape.size());
-  std::vector<bool> fresh;
-  if (nd > rank || !axes_of(a, "new_axes", rank, &fresh)) return "not broadcast_to's layout";
-  if (a.ints("new_axes").empty())
-    for (int d = 0; d < rank - nd; ++d) fresh[d] = true;
-  Read x{0, {}, {}};
-  for (int d = 0; d < rank; ++d)
-    if (!fresh[d]) x.at.push_back(d);
-  if (static_cast<int>(x.at.size()) != nd) return "not broadcast_to's layout";
-  return add_map(call, MapFn::kCopy, {}, {x}, s);
-}
-
-bool output_axis(Attr& a, int rank, int* axis) {
-  const long long x = a.integer("axis", 0);
-  if (!a.ok || x < -rank || x >= rank) return false;
-  *axis = static_cast<int>(x < 0 ? x + rank : x);
-  return true;
-}
-
-std::string squeeze_op(const TileCall& call, Attr& a, std::vector<Step>* s) {
-  const int nd = static_cast<int>(call.inputs.empty() ? 0 : call.inputs[0].shape.size());
-  int ax = 0;
-  if (!pure_map(call, 1) || nd != static_cast<int>(call.output_vars.size()) + 1 || !output_axis(a, nd, &ax))
-    return "not squeeze's layout";
-  Read r{0, {}, {}};
-  for (int d = 0; d < nd; ++d) r.at.push_back(d == ax ? kNone : (d < ax ? d : d - 1));
-  return add_map(call, MapFn::kCopy, {}, {r}, s);
-}
-
-std::string unsqueeze_op(const TileCall& call, Attr& a, std::vector<Step>* s) {
-  const int rank = static_cast<int>(call.output_vars.size());
-  int ax = 0;
-  if (!pure_map(call, 1) || !output_axis(a, rank, &ax) || static_cast<int>(call.inputs[0].shape.size()) != rank - 1)
-    return "not unsqueeze's layout";
-  return add_map(call, MapFn::kCopy, {}, {skipping(call, 0, ax)}, s);
-}
-
-std::string reduce_mean_grad(const TileCall& call, Attr& a, std::vector<Step>* s) {
-  const int rank = static_cast<int>(call.output_vars.size());
-  const long long axis = a.integer("axis", 0);
-  const double size = a.num("size", 1.0);
-  if (!a.ok || !pure_map(call, 1) || axis < 0 || axis >= rank || size <= 0 ||
-      static_cast<int>(call.inputs[0].shape.size()) != rank - 1)
-    return "not reduce_mean_grad's layout";
-  return add_map(call, MapFn::kDivBy, {static_cast<float>(size)}, {skipping(call, 0, static_cast<int>(axis))}, s);
-}
-
-std::string logsumexp_grad(const TileCall& call, Attr& a, std::vector<Step>* s) {  // (dy, x, y)
-  int ax = 0;
-  if (!pure_map(call, 3) || !output_axis(a, static_cast<int>(call.output_vars.size()), &ax)) return "not logsumexp_grad's layout";
-  return add_map(call, MapFn::kExpDifferenceTimes, {}, {skipping(call, 0, ax), aligned(call, 1), skipping(call, 2, ax)}, s);
-}
-
-std::string batch_norm_inference(const TileCall& call, Attr& a, bool grad, std::vector<Step>* s) {
-  const float eps = static_cast<float>(a.num("eps", 1e-5));
-  if (!a.ok || !pure_map(call, grad ? 3 : 5) || call.output_vars.size() != 4) return "not batch norm's layout";
-  if (grad) return add_map(call, MapFn::kBatchNormInferenceGradInput, {eps}, {aligned(call, 0), Read{1, {1}}, Read{2, {1}}}, s);
-  return add_map(call, MapFn::kBatchNormInference, {eps},
-                 {aligned(call, 0), Read{1, {1}}, Read{2, {1}}, Read{3, {1}}, Read{4, {1}}}, s);
-}
-
-// ---- more layouts: strided copies between boxes (concat, pad, flip, strided slices), permutations --
-
-// A copy of `size` elements per dimension (the output's rank; x of the same rank): output element
-// out_lo + i * out_step (output tensor coordinates, inside the block) from x's x_lo + i * x_step
-// (inside its region). Steps may be negative (flip) or larger than 1 (strided slices).
-std::string strided_copy(const TileCall& call, int input, const std::vector<long long>& out_lo,
-                         const std::vector<long long>& out_step, const std::vector<long long>& x_lo,
-                         const std::vector<long long>& x_step, const std::vector<long long>& size,
-                         std::vector<Step>* steps) {
-  const int rank = static_cast<int>(call.output_vars.size());
-  const TileIn& x = call.inputs[input];
-  if (rank > kMaxDims || static_cast<int>(x.region.size()) != rank) return "not a box copy's layout";
-  Step st;
-  st.kind = Step::kMap;
-  MapArgs& m = st.map;
-  m.fn = static_cast<int>(MapFn::kCopy);
-  m.dims = rank, m.reads = 1, m.elements = 1, m.out_strided = 1;
-  st.map_inputs[0] = input;
-  const std::vector<long long> rs = region_strides(x), os = output_strides(call);
-  for (int d = 0; d < rank; ++d) {
-    if (size[d] <= 0) return "";  // nothing of x lies in the block
-    const Span v = call.vars[call.output_vars[d]];
-    const long long o_last = out_lo[d] + (size[d] - 1) * out_step[d], x_last = x_lo[d] + (size[d] - 1) * x_step[d];
-    if (std::min(out_lo[d], o_last) < v.lo || std::max(out_lo[d], o_last) > v.hi) return "a box outside the block";
-    if (std::min(x_lo[d], x_last) < x.region[d].lo || std::max(x_lo[d], x_last) > x.region[d].hi)
-      return "an input's region does not hold the block";
-    m.size[d] = size[d];
-    m.elements *= size[d];
-    m.base[0] += (x_lo[d] - x.region[d].lo) * rs[d];
-    m.stride[0][d] = rs[d] * x_step[d];
-    m.out_base += (out_lo[d] - v.lo) * os[call.output_vars[d]];
-    m.out_stride[d] = os[call.output_vars[d]] * out_step[d];
-  }
-  steps->push_back(st);
-  return "";
-}
-
-std::vector<long long> block_lo(const TileCall& call) {
-  std::vector<long long> lo;
-  for (int v : call.output_vars) lo.push_back(call.vars[v].lo);
-  return lo;
-}
-std::vector<long long> block_size(const TileCall& call) {
-  std::vector<long long> n;
-  for (int v : call.output_vars) n.push_back(call.vars[v].size());
-  return n;
-}
-
-// Output position t along `ax` reads x at start + step t (slice_axis, split, flip).
-std::string strided_read(const TileCall& call, int ax, long long start, long long step, std::vector<Step>* s) {
-  if (call.inputs[0].shape.size() != call.output_vars.size()) return "not a strided read's layout";
-  const std::vector<long long> lo = block_lo(call);
-  std::vector<long long> x_lo = lo, x_step(lo.size(), 1);
-  x_lo[ax] = start + step * lo[ax];
-  x_step[ax] = step;
-  return strided_copy(call, 0, lo, std::vector<long long>(lo.size(), 1), x_lo, x_step, block_size(call), s);
-}
-
-std::string concat_op(const TileCall& call, Attr& a, std::vector<Step>* s) {
-  const size_t n = call.inputs.size();
-  const int rank = static_cast<int>(call.output_vars.size());
-  int ax = 0;
-  if (n == 0 || !in_order(call, n) || !axis_attr(a, rank, &ax)) return "not concat's layout";
-  const std::vector<long long> lo = block_lo(call), unit(rank, 1);
-  const Span t = call.vars[ax];
-  long long offset = 0;
-  for (size_t k = 0; k < n; ++k) {
-    const TileIn& in = call.inputs[k];
-    if (static_cast<int>(in.shape.size()) != rank) return "not concat's layout";
-    const long long first = std::max<long long>(t.lo, offset), last = std::min<long long>(t.hi, offset + in.shape[ax] - 1);
-    if (first <= last) {
-      std::vector<long long> out_lo = lo, x_lo = lo, size = block_size(call);
-      out_lo[ax] = first, x_lo[ax] = first - offset, size[ax] = last - first + 1;
-      const std::string why = strided_copy(call, static_cast<int>(k), out_lo, unit, x_lo, unit, size, s);
-      if (!why.empty()) return why;
-    }
-    offset += in.shape[ax];
-  }
-  return offset == call.output_shape[ax] ? "" : "not concat's layout";
-}
-
-// The pads before each of the first axes of a rank-`rank` tensor (pads = ((before, after), ...)).
-bool pads_before(Attr& a, size_t rank, std::vector<long long>* before) {
-  const auto* v = a.a.find("pads");
-  before->assign(rank, 0);
-  if (!v) return true;
-  if (!v->numeric || (v->inner != 2 && !v->nums.empty()) || v->nums.size() / 2 > rank) return false;
-  for (size_t d = 0; 2 * d + 1 < v->nums.size(); ++d) {
-    if (v->nums[2 * d] < 0 || v->nums[2 * d + 1] < 0) return false;
-    (*before)[d] = static_cast<long long>(v->nums[2 * d]);
-  }
-  return true;
-}
-
-// pad: zeros, then the block's part over x (out[i] = x[i - before]); unpad: out[i] = dy[i + before].
-std::string pad_op(const TileCall& call, Attr& a, bool un, std::vector<Step>* s) {
-  const size_t rank = call.output_vars.size();
-  std::vector<long long> before;
-  if (!in_order(call, 1) || call.inputs[0].shape.size() != rank || !pads_before(a, rank, &before))
-    return un ? "not unpad's layout" : "not pad's layout";
-  const std::vector<long long> lo = block_lo(call), unit(rank, 1);
-  std::vector<long long> size = block_size(call), x_lo(rank), out_lo = lo;
-  if (un) {
-    for (size_t d = 0; d < rank; ++d) x_lo[d] = lo[d] + before[d];
-    return strided_copy(call, 0, lo, unit, x_lo, unit, size, s);
-  }
-  std::string why = zero_fill(call, s);
-  for (size_t d = 0; d < rank; ++d) {
-    const long long first = std::max<long long>(lo[d] - before[d], 0);
-    const long long last = std::min<long long>(lo[d] + size[d] - 1 - before[d], call.inputs[0].shape[d] - 1);
-    x_lo[d] = first, out_lo[d] = first + before[d], size[d] = last - first + 1;
-  }
-  return why.empty() ? strided_copy(call, 0, out_lo, unit, x_lo, unit, size, s) : why;
-}
-
-// slice_axis_grad: dy's position k at start + step k along `axis`, zeros elsewhere.
-std::string slice_grad(const TileCall& call, int ax, long long start, long long step, std::vector<Step>* s) {
-  const int rank = static_cast<int>(call.output_vars.size());
-  const TileIn& dy = call.inputs[0];
-  std::string why = zero_fill(call, s);
-  const Span t = call.vars[ax];
-  // The hits in the block: k in [k0, k1] with start + step k in [t.lo, t.hi] and k < dy's extent.
-  auto floor_div = [](long long x, long long y) { return x >= 0 ? x / y : -((-x + y - 1) / y); };
-  const long long k0 = std::max<long long>(0, -floor_div(start - t.lo, step));
-  const long long k1 = std::min<long long>(dy.shape[ax] - 1, floor_div(t.hi - start, step));
-  if (!why.empty() || k1 < k0) return why;
-  std::vector<long long> out_lo = block_lo(call), out_step(rank, 1), x_lo = out_lo, size = block_size(call);
-  out_lo[ax] = start + step * k0, out_step[ax] = step, x_lo[ax] = k0, size[ax] = k1 - k0 + 1;
-  return strided_copy(call, 0, out_lo, out_step, x_lo, std::vector<long long>(rank, 1), size, s);
-}
-
-// Output dimension d reads x's dimension perm[d].
-std::string permute_op(const TileCall& call, const std::vector<long long>& perm, std::vector<Step>* s) {
-  const int r = static_cast<int>(call.output_vars.size());
-  if (!in_order(call, 1) || static_cast<int>(perm.size()) != r || static_cast<int>(call.inputs[0].shape.size()) != r)
-    return "not permute's layout";
-  Read x{0, std::vector<int>(r, -2), {}};
-  for (int d = 0; d < r; ++d) {
-    if (perm[d] < 0 || perm[d] >= r || x.at[perm[d]] != -2) return "not permute's layout";
-    x.at[perm[d]] = d;
-  }
-  return add_map(call, MapFn::kCopy, {}, {x}, s);
-}
-
-std::string batch_diagonal_grad(const TileCall& call, std::vector<Step>* s) {
-  if (!in_order(call, 1) || call.vars.size() != 3 || call.inputs[0].shape.size() != 2) return "not batch_diagonal_grad's layout";
-  std::string why = zero_fill(call, s);
-  const Span b = call.vars[0], i = call.vars[1], j = call.vars[2];
-  const long long first = std::max(i.lo, j.lo), last = std::min(i.hi, j.hi);
-  if (!why.empty() || first > last) return why;
-  // dy[b, k] to out[b, k, k]: a 2-D map whose output steps along both i and j at once.
-  const TileIn& dy = call.inputs[0];
-  const std::vector<long long> rs = region_strides(dy), os = output_strides(call);
-  if (b.lo < dy.region[0].lo || b.hi > dy.region[0].hi || first < dy.region[1].lo || last > dy.region[1].hi)
-    return "dy's region does not hold the block's diagonal";
-  Step st;
-  st.kind = Step::kMap;
-  MapArgs& m = st.map;
-  m.fn = static_cast<int>(MapFn::kCopy);
-  m.dims = 2, m.reads = 1, m.out_strided = 1;
-  st.map_inputs[0] = 0;
-  m.size[0] = b.size(), m.size[1] = last - first + 1;
-  m.elements = m.size[0] * m.size[1];
-  m.base[0] = (b.lo - dy.region[0].lo) * rs[0] + (first - dy.region[1].lo) * rs[1];
-  m.stride[0][0] = rs[0], m.stride[0][1] = rs[1];
-  m.out_base = (first - i.lo) * os[1] + (first - j.lo) * os[2];
-  m.out_stride[0] = os[0], m.out_stride[1] = os[1] + os[2];
-  s->push_back(st);
-  return "";
-}
-
-// ---- more gathers: whole-row ops along an axis, pooling, one-hot --------------------------------
-
-// Gather slot `slot` reads input `input`: output position d indexes the input's dimension dim_of[d]
-// (-1: none, stride 0); the region must hold `need` (per input dimension). Base: the all-zero index.
-bool gather_slot(const TileCall& call, int input, const std::vector<int>& dim_of, const std::vector<Span>& need,
-                 Step* step, int slot) {
-  const TileIn& in = call.inputs[input];
-  if (in.shape.size() != need.size() || dim_of.size() > static_cast<size_t>(kMaxDims)) return false;
-  const std::vector<long long> rs = region_strides(in);
-  GatherArgs& g = step->gather;
-  g.base[slot] = 0;
-  for (size_t d = 0; d < need.size(); ++d) {
-    if (need[d].lo <= need[d].hi && (need[d].lo < in.region[d].lo || need[d].hi > in.region[d].hi)) return false;
-    g.base[slot] -= in.region[d].lo * rs[d];
-  }
-  for (size_t d = 0; d < dim_of.size(); ++d) g.stride[slot][d] = dim_of[d] < 0 ? 0 : rs[dim_of[d]];
-  step->row_inputs[slot] = input;
-  return true;
-}
-
-Step gather_step(const TileCall& call, GatherFn fn, int out_dims) {
-  Step st;
-  st.kind = Step::kGather;
-  st.gather.fn = static_cast<int>(fn);
-  block_of(call, out_dims, &st.gather);
-  return st;
-}
-
-Span all_of(long long n) { return Span{0, n - 1}; }
-
-bool signed_axis(Attr& a, int nd, long long fallback, int* axis) {
-  const long long x = a.integer("axis", fallback);
-  if (!a.ok || x < -nd || x >= nd) return false;
-  *axis = static_cast<int>(x < 0 ? x + nd : x);
-  return true;
-}
-
-// logsumexp, argmax, argmin, reduce_var: x's dims but the axis are the output's (in order), the
-// nested reduction over the axis whole, then (argmax, argmin, reduce_var) a partial range of it.
-std::string axis_row(const TileCall& call, Attr& a, GatherFn fn, std::vector<Step>* s) {
-  if (call.inputs.size() != 1) return "not a row reduction's layout";
-  const TileIn& x = call.inputs[0];
-  const int nd = static_cast<int>(x.shape.size());
-  int ax = 0;
-  const bool partial = fn != GatherFn::kLogSumExp;
-  if (nd < 1 || !signed_axis(a, nd, -1, &ax) || static_cast<int>(call.vars.size()) != nd + 1 ||
-      !outputs_first(call, nd - 1))
-    return "not a row reduction's layout";
-  if (partial ? !full(call, nd - 1) : !nested_full(call, nd - 1)) return "a split nested reduction";
-  Step st = gather_step(call, fn, nd - 1);
-  GatherArgs& g = st.gather;
-  std::vector<int> dim_of;
-  std::vector<Span> need;
-  for (int d = 0, o = 0; d < nd; ++d) {
-    if (d == ax) {
-      need.push_back(all_of(x.shape[d]));
-      continue;
-    }
-    dim_of.push_back(d);
-    need.push_back(call.vars[o++]);
-  }
-  if (!gather_slot(call, 0, dim_of, need, &st, 0)) return "x's region does not hold the block's rows";
-  g.row_n = x.shape[ax], g.row_stride = region_strides(x)[ax];
-  g.i_lo = call.vars[nd].lo, g.i_hi = call.vars[nd].hi;
-  s->push_back(st);
-  return "";
-}
-
-// The gradients of whole-row reductions: inputs (dy, x) (reduce_var_grad, reduce_prod_grad) or
-// (dy, x, y) (the extremum gradients); the output x's shape, the nested reduction whole.
-std::string axis_row_grad(const TileCall& call, Attr& a, GatherFn fn, std::vector<Step>* s) {
-  const bool extremum = fn == GatherFn::kExtremumGrad || fn == GatherFn::kFirstExtremumGrad;
-  if (call.inputs.size() != (extremum ? 3u : 2u)) return "not a row gradient's layout";
-  const TileIn& x = call.inputs[1];
-  const int nd = static_cast<int>(x.shape.size());
-  int ax = 0;
-  if (extremum) {
-    const long long axis = a.integer("axis", 0);
-    if (!a.ok || axis < 0 || axis >= nd) return "not a row gradient's layout";
-    ax = static_cast<int>(axis);
-  } else if (!signed_axis(a, nd, 0, &ax)) {
-    return "not a row gradient's layout";
-  }
-  if (static_cast<int>(call.vars.size()) != nd + 1 || !outputs_first(call, nd) || !nested_full(call, nd) ||
-      call.inputs[0].shape.size() != static_cast<size_t>(nd - 1) ||
-      (extremum && call.inputs[2].shape != call.inputs[0].shape))
-    return "not a row gradient's layout";
-  Step st = gather_step(call, fn, nd);
-  GatherArgs& g = st.gather;
-  std::vector<int> x_dims, rest_dims(nd, -1);
-  std::vector<Span> whole, rest;
-  for (int d = 0, e = 0; d < nd; ++d) {
-    x_dims.push_back(d == ax ? -1 : d);
-    whole.push_back(d == ax ? all_of(x.shape[d]) : call.vars[d]);
-    if (d != ax) rest_dims[d] = e++, rest.push_back(call.vars[d]);
-  }
-  if (!gather_slot(call, 1, x_dims, whole, &st, 0)) return "x's region does not hold the block's rows";
-  if (extremum) {
-    if (!gather_slot(call, 2, rest_dims, rest, &st, 1) || !gather_slot(call, 0, rest_dims, rest, &st, 2))
-      return "y's or dy's region does not hold the block";
-  } else if (!gather_slot(call, 0, rest_dims, rest, &st, 1)) {
-    return "dy's region does not hold the block";
-  }
-  g.row_n = x.shape[ax], g.row_stride = region_strides(x)[ax], g.axis = ax;
-  s->push_back(st);
-  return "";
-}
-
-std::string cumsum_op(const TileCall& call, bool suffix, std::vector<Step>* s) {
-  if (call.inputs.size() != 1 || call.vars.size() != 3 || !outputs_first(call, 2)) return "not cumsum's layout";
-  const TileIn& x = call.inputs[0];
-  const Span i = call.vars[0], k = call.vars[2];
-  if (x.shape.size() != 2 || i.hi >= x.shape[0] || k.hi >= x.shape[1]) return "not cumsum's layout";
-  Step st = gather_step(call, suffix ? GatherFn::kCumsumGrad : GatherFn::kCumsum, 2);
-  if (!gather_slot(call, 0, {0, -1}, {i, k}, &st, 0)) return "x's region does not hold the block's rows";
-  st.gather.row_n = x.shape[1], st.gather.row_stride = region_strides(x)[1];
-  st.gather.i_lo = k.lo, st.gather.i_hi = k.hi;
-  s->push_back(st);
-  return "";
-}
-
-std::string cross_entropy_grad(const TileCall& call, std::vector<Step>* s) {
-  if (call.inputs.size() != 2 || call.vars.size() != 4 || !outputs_first(call, 2) || !nested_full(call, 2))
-    return "not cross_entropy_grad's layout";
-  const TileIn& logits = call.inputs[0];
-  if (logits.shape.size() != 2 || call.inputs[1].shape != logits.shape) return "not cross_entropy_grad's layout";
-  const Span b = call.vars[0], k = call.vars[1];
-  Step st = gather_step(call, GatherFn::kCrossEntropyGrad, 2);
-  if (!gather_slot(call, 0, {0, -1}, {b, all_of(logits.shape[1])}, &st, 0) || !gather_slot(call, 1, {0, 1}, {b, k}, &st, 1))
-    return "an input's region does not hold the block's rows";
-  st.gather.row_n = logits.shape[1], st.gather.row_stride = region_strides(logits)[1], st.gather.axis = 1;
-  st.gather.scale = static_cast<double>(logits.shape[0]);
-  s->push_back(st);
-  return "";
-}
-
-std::string global_max_pool2d_grad(const TileCall& call, std::vector<Step>* s) {  // (x, y, dy)
-  if (call.inputs.size() != 3 || call.vars.size() != 8 || !outputs_first(call, 4) || !nested_full(call, 4))
-    return "not global_max_pool2d_grad's layout";
-  const TileIn& x = call.inputs[0];
-  if (x.shape.size() != 4 || call.inputs[1].shape.size() != 2 || call.inputs[2].shape != call.inputs[1].shape)
-    return "not global_max_pool2d_grad's layout";
-  const Span b = call.vars[0], c = call.vars[1];
-  Step st = gather_step(call, GatherFn::kGlobalMaxPool2dGrad, 4);
-  st.gather.H = x.shape[2], st.gather.W = x.shape[3];
-  if (!gather_slot(call, 0, {0, 1, 2, 3}, {b, c, all_of(x.shape[2]), all_of(x.shape[3])}, &st, 0) ||
-      !gather_slot(call, 1, {0, 1, -1, -1}, {b, c}, &st, 1) || !gather_slot(call, 2, {0, 1, -1, -1}, {b, c}, &st, 2))
-    return "an input's region does not hold the block's maps";
-  s->push_back(st);
-  return "";
-}
-
-std::string one_hot(const TileCall& call, std::vector<Step>* s) {
-  if (call.inputs.size() != 1 || call.vars.size() != call.output_vars.size()) return "not one_hot's layout";
-  const TileIn& ids = call.inputs[0];
-  const int nd = static_cast<int>(ids.shape.size());
-  if (!outputs_first(call, nd + 1) || nd + 1 > kMaxDims) return "not one_hot's layout";
-  if (ids.dtype != DType::kInt64 && ids.dtype != DType::kFloat32) return "ids of a dtype other than int64 or float32";
-  std::vector<int> dim_of;
-  std::vector<Span> need;
-  for (int d = 0; d < nd; ++d) {
-    if (call.vars[d].hi >= ids.shape[d]) return "not one_hot's layout";
-    dim_of.push_back(d), need.push_back(call.vars[d]);
-  }
-  dim_of.push_back(-1);
-  Step st = gather_step(call, GatherFn::kOneHot, nd + 1);
-  if (!gather_slot(call, 0, dim_of, need, &st, 0)) return "the ids' region does not hold the block";
-  st.gather.k = ids.dtype == DType::kInt64 ? 1 : 0;
-  s->push_back(st);
-  return "";
-}
-
-std::string avg_pool2d(const TileCall& call, Attr& a, bool grad, std::vector<Step>* s) {
-  const long long k = a.integer("kernel", 2), st = a.integer("stride", 2), p = a.integer("padding", 0);
-  if (!a.ok || k < 1 || st < 1 || p < 0 || call.inputs.size() != 1 || !outputs_first(call, 4) || call.vars.size() != 6 ||
-      call.extents[4] != k || call.extents[5] != k || call.inputs[0].shape.size() != 4)
-    return "not avg_pool2d's layout";
-  const TileIn& in = call.inputs[0];
-  Step step = gather_step(call, grad ? GatherFn::kAvgPool2dGrad : GatherFn::kAvgPool2d, 4);
-  GatherArgs& g = step.gather;
-  g.k = k, g.s = st, g.p = p, g.scale = 1.0 / static_cast<double>(k * k);
-  g.i_lo = call.vars[4].lo, g.i_hi = call.vars[4].hi, g.j_lo = call.vars[5].lo, g.j_hi = call.vars[5].hi;
-  const Span b = call.vars[0], c = call.vars[1];
-  if (!grad) {
-    g.H = in.shape[2], g.W = in.shape[3];
-    if (!gather_slot(call, 0, {0, 1, 2, 3}, {b, c, window_reads(call.vars[2], g.i_lo, g.i_hi, st, p, g.H),
-                                             window_reads(call.vars[3], g.j_lo, g.j_hi, st, p, g.W)}, &step, 0))
-      return "x's region does not hold the windows";
-  } else {
-    g.OH = in.shape[2], g.OW = in.shape[3];
-    // dy's windows reaching rows [h.lo, h.hi] through offsets [i_lo, i_hi]: (h + p - i) / s, clipped.
-    auto readers = [&](Span o, long long lo, long long hi, long long n) {
-      return Span{std::max<long long>(0, tw_floor_div(o.lo + p - hi + st - 1, st)), std::min<long long>(n - 1, tw_floor_div(o.hi + p - lo, st))};
-    };
-    if (!gather_slot(call, 0, {0, 1, 2, 3}, {b, c, readers(call.vars[2], g.i_lo, g.i_hi, g.OH), readers(call.vars[3], g.j_lo, g.j_hi, g.OW)},
-                     &step, 0))
-      return "dy's region does not hold the windows";
-  }
-  s->push_back(step);
-  return "";
-}
-
-std::string max_pool1d(const TileCall& call, Attr& a, bool grad, std::vector<Step>* s) {
-  const long long k = a.integer("kernel", 2);
-  if (!a.ok || k < 1 || call.inputs.size() != (grad ? 3u : 1u) || !outputs_first(call, 3) ||
-      call.vars.size() != (grad ? 5u : 4u) || call.extents[3] != k || (grad && call.extents[4] != k) ||
-      call.inputs[0].shape.size() != 3)
-    return "not max_pool1d's layout";
-  const TileIn& x = call.inputs[0];
-  const Span b = call.vars[0], c = call.vars[1], i = call.vars[2];
-  if (b.hi >= x.shape[0] || c.hi >= x.shape[1]) return "not max_pool1d's layout";
-  Step step = gather_step(call, grad ? GatherFn::kMaxPool1dGrad : GatherFn::kMaxPool1d, 3);
-  GatherArgs& g = step.gather;
-  g.k = k;
-  if (!grad) {
-    const Span j = call.vars[3];
-    if (k * i.hi + j.hi >= x.shape[2]) return "not max_pool1d's layout";
-    g.j_lo = j.lo, g.j_hi = j.hi;
-    if (!gather_slot(call, 0, {0, 1, 2}, {b, c, {k * i.lo + j.lo, k * i.hi + j.hi}}, &step, 0))
-      return "x's region does not hold the windows";
-  } else {
-    if (!nested_full(call, 3)) return "a split nested window";
-    const TileIn& y = call.inputs[1];
-    if (y.shape.size() != 3 || call.inputs[2].shape != y.shape || i.hi >= x.shape[2]) return "not max_pool1d_grad's layout";
-    g.OW = y.shape[2];
-    const Span read{i.lo / k, std::min(i.hi / k, g.OW - 1)};
-    const Span none{0, -1};
-    const bool any = read.lo <= read.hi;
-    if (!gather_slot(call, 0, {0, 1, 2}, {b, c, any ? Span{k * read.lo, k * read.hi + k - 1} : none}, &step, 0) ||
-        !gather_slot(call, 1, {0, 1, 2}, {b, c, any ? read : none}, &step, 1) ||
-        !gather_slot(call, 2, {0, 1, 2}, {b, c, any ? read : none}, &step, 2))
-      return "an input's region does not hold the windows";
-  }
-  s->push_back(step);
-  return "";
-}
-
-// Batch norm's statistics with the channel kernel: batch_norm_var (x), batch_norm_var_grad (dy, x),
-// batch_norm_inference_grad_gamma (dy, x, mean, var).
-std::string channel_stats(const TileCall& call, Attr& a, ChannelFn fn, std::vector<Step>* s) {
-  const bool var = fn == ChannelFn::kBatchNormVar, grad = fn == ChannelFn::kBatchNormVarGrad;
-  const size_t inputs = var ? 1 : (grad ? 2 : 4);
-  const double eps = a.num("eps", 1e-5);
-  if (!a.ok || call.inputs.size() != inputs || call.vars.size() != (var || grad ? 7u : 4u) ||
-      !outputs_first(call, grad ? 4 : 1) || (fn != ChannelFn::kBatchNormInferenceGradGamma && !nested_full(call, grad ? 4 : 1)))
-    return "not batch norm's layout";
-  const int xi = var ? 0 : 1;
-  const TileIn& x = call.inputs[xi];
-  if (x.shape.size() != 4) return "not batch norm's layout";
-  Step st;
-  st.kind = Step::kChannel;
-  ChannelArgs& c = st.channel;
-  c.fn = static_cast<int>(fn), c.eps = eps;
-  c.N = x.shape[0], c.H = x.shape[2], c.W = x.shape[3];
-  // The block: channels first for the statistics (c, ...), NCHW for the gradient.
-  const Span ch = call.vars[grad ? 1 : 0];
-  const Span b = grad ? call.vars[0] : call.vars[1], h = call.vars[2], w = call.vars[3];
-  c.c_lo = ch.lo, c.cs = ch.size(), c.b_lo = b.lo, c.bs = b.size(), c.h_lo = h.lo, c.hs = h.size(), c.w_lo = w.lo, c.ws = w.size();
-  c.x_in = xi;
-  const std::vector<Span> whole{{0, c.N - 1}, ch, {0, c.H - 1}, {0, c.W - 1}};
-  if (fn == ChannelFn::kBatchNormInferenceGradGamma) {
-    if (call.inputs[0].shape != x.shape || !nchw(call, 1, {b, ch, h, w}, &c.x_base, c.x_stride)) return "x's region does not hold the block";
-    c.dy_in = 0, c.gamma_in = 2, c.beta_in = 3;
-    if (!nchw(call, 0, {b, ch, h, w}, &c.dy_base, c.dy_stride) || !channel_vector(call, 2, ch, &c.gamma_base) ||
-        !channel_vector(call, 3, ch, &c.beta_base))
-      return "an input's region does not hold the block's channels";
-  } else {
-    if (!nchw(call, xi, whole, &c.x_base, c.x_stride)) return "x's region does not hold the block's channels";
-    if (grad) {
-      c.gamma_in = 0;  // dy, one value per channel
-      if (!channel_vector(call, 0, ch, &c.gamma_base)) return "dy does not hold the block's channels";
-    }
-  }
-  for (size_t j = 0; j < inputs; ++j) st.row_inputs[j] = static_cast<int>(j);
-  s->push_back(st);
-  return "";
-}
-
-// ---- the GRU cell: gates (batch, 3 hidden) by thirds r | z | n, read at shifted columns ------------
-
-bool gru_layout(const TileCall& call, size_t inputs, int gi, int hidden_of, long long* hidden) {
-  if (!pure_map(call, inputs) || call.vars.size() != 2) return false;
-  const TileIn &a = call.inputs[gi], &b = call.inputs[gi + 1], &h = call.inputs[hidden_of];
-  if (a.shape.size() != 2 || b.shape.size() != 2 || h.shape.size() != 2) return false;
-  *hidden = h.shape[1];
-  return a.shape[1] == 3 * *hidden && b.shape[1] == 3 * *hidden;
-}
-
-// The six gate reads (gi, gh at thirds r, z, n) for a column `shift` columns before its own third.
-std::vector<Read> gru_gates(int gi, long long n, long long shift) {
-  std::vector<Read> r;
-  for (long long t = 0; t < 3; ++t) r.push_back(shifted(gi, t * n - shift)), r.push_back(shifted(gi + 1, t * n - shift));
-  return r;
-}
-
-std::string gru_cell(const TileCall& call, std::vector<Step>* s) {  // (gi, gh, h)
-  long long n = 0;
-  if (!gru_layout(call, 3, 0, 2, &n)) return "not the GRU cell's layout";
-  std::vector<Read> reads = gru_gates(0, n, 0);
-  reads.push_back(aligned(call, 2));
-  return add_map(call, MapFn::kGruCell, {}, reads, s);
-}
-
-// d gi (times_r false) or d gh (true): one box map per third the block meets.
-std::string gru_gate_grads(const TileCall& call, bool times_r, std::vector<Step>* s) {  // (dy, gi, gh, h)
-  if (call.inputs.size() != 4 || call.vars.size() != 2 || !outputs_are(call, {0, 1})) return "not the GRU gradients' layout";
-  const TileIn &dy = call.inputs[0], &gi = call.inputs[1];
-  if (dy.shape.size() != 2 || gi.shape.size() != 2 || call.inputs[2].shape != gi.shape || call.inputs[3].shape != dy.shape ||
-      gi.shape[1] != 3 * dy.shape[1])
-    return "not the GRU gradients' layout";
-  const long long n = dy.shape[1];
-  const Span b = call.vars[0], j = call.vars[1];
-  static const MapFn fns[] = {MapFn::kGruGradR, MapFn::kGruGradZ, MapFn::kGruGradN};
-  for (long long q = 0; q < 3; ++q) {
-    const Span cols{std::max<int64_t>(j.lo, q * n), std::min<int64_t>(j.hi, q * n + n - 1)};
-    if (cols.lo > cols.hi) continue;
-    std::vector<Read> reads{shifted(0, -q * n)};
-    for (const Read& r : gru_gates(1, n, q * n)) reads.push_back(r);
-    if (q == 1) reads.push_back(shifted(3, -q * n));
-    const std::string why = add_map_box(call, {b, cols}, fns[q], {times_r ? 1.0f : 0.0f}, reads, s);
-    if (!why.empty()) return why;
-  }
-  return "";
-}
-
-// Depthwise convolutions as gathers (one thread per output element, the CPU's loops and order).
-std::string depthwise(const TileCall& call, Attr& a, GatherFn fn, std::vector<Step>* s) {
-  ConvAttrs g;
-  const bool filter_grad = fn == GatherFn::kDepthwiseConvGradFilter;
-  if (!conv_attrs(a, &g) || call.inputs.size() != 2 || call.vars.size() != (filter_grad ? 7u : 6u) ||
-      !outputs_are(call, {0, 1, 2, 3}) || call.inputs[0].shape.size() != 4 || call.inputs[1].shape.size() != 4)
-    return "not a depthwise convolution's layout";
-  Step st = gather_step(call, fn, 4);
-  GatherArgs& ga = st.gather;
-  ga.s = g.s, ga.p = g.p, ga.d = g.d;
-  const TileIn &first = call.inputs[0], &second = call.inputs[1];
-  const Span none{0, -1};
-  if (!filter_grad) {  // (x or dy, filters (c, 1, kh, kw)); output (b, c, y, x) or (b, c, h, w)
-    const Span b = call.vars[0], c = call.vars[1], ky = call.vars[4], kx = call.vars[5];
-    if (second.shape[0] != first.shape[1] || second.shape[1] != 1 || call.extents[4] != second.shape[2] ||
-        call.extents[5] != second.shape[3] || b.hi >= first.shape[0])
-      return "not a depthwise convolution's layout";
-    ga.i_lo = ky.lo, ga.i_hi = ky.hi, ga.j_lo = kx.lo, ga.j_hi = kx.hi;
-    std::vector<Span> need;
-    if (fn == GatherFn::kDepthwiseConv) {
-      ga.H = first.shape[2], ga.W = first.shape[3];
-      need = {b, c, rows_read(call.vars[2], ky, g, ga.H), rows_read(call.vars[3], kx, g, ga.W)};
-    } else {
-      ga.OH = first.shape[2], ga.OW = first.shape[3];
-      auto readers = [&](Span o, Span k, long long n) {  // dy rows (o + p - d k) / s, whole ones
-        return Span{std::max<long long>(0, tw_floor_div(o.lo + g.p - g.d * k.hi + g.s - 1, g.s)),
-                    std::min<long long>(n - 1, tw_floor_div(o.hi + g.p - g.d * k.lo, g.s))};
-      };
-      const Span rh = readers(call.vars[2], ky, ga.OH), rw = readers(call.vars[3], kx, ga.OW);
-      need = {b, c, rh.lo <= rh.hi ? rh : none, rw.lo <= rw.hi ? rw : none};
-    }
-    if (!gather_slot(call, 0, {0, 1, 2, 3}, need, &st, 0) || !gather_slot(call, 1, {0, 1, 2, 3}, {c, {0, 0}, ky, kx}, &st, 1))
-      return "an input's region does not hold the windows";
-  } else {  // (x, dy); output (c, 1, kh, kw), summed over b, y, x
-    const Span c = call.vars[0], ky = call.vars[2], kx = call.vars[3], b = call.vars[4], y = call.vars[5], x = call.vars[6];
-    if (call.vars[1].lo != 0 || call.vars[1].hi != 0 || b.hi >= first.shape[0] || c.hi >= first.shape[1] ||
-        y.hi >= second.shape[2] || x.hi >= second.shape[3])
-      return "not depthwise_conv2d_backward_filter's layout";
-    ga.H = first.shape[2], ga.W = first.shape[3];
-    ga.b_lo = b.lo, ga.b_hi = b.hi, ga.i_lo = y.lo, ga.i_hi = y.hi, ga.j_lo = x.lo, ga.j_hi = x.hi;
-    const std::vector<Span> need{b, c, rows_read(y, ky, g, ga.H), rows_read(x, kx, g, ga.W)};
-    if (!gather_slot(call, 0, {0, 1, 2, 3}, need, &st, 0) || !gather_slot(call, 1, {0, 1, 2, 3}, {b, c, y, x}, &st, 1))
-      return "an input's region does not hold the windows";
-  }
-  s->push_back(st);
-  return "";
-}
-
-// A convolution cuDNN's descriptors cannot express, as a gather in the CPU's loops (slow for large
-// layers: the CPU-style direct loop per output element; the planners' usual splits take cuDNN).
-std::string conv_direct(const TileCall& call, GatherFn fn, const ConvAttrs& gh, const ConvAttrs& g, std::vector<Step>* s) {
-  if (call.inputs.size() != 2 || call.vars.size() != 7 || !outputs_are(call, {0, 1, 2, 3}) ||
-      call.inputs[0].shape.size() != 4 || call.inputs[1].shape.size() != 4)
-    return "not a convolution's layout";
-  Step st = gather_step(call, fn, 4);
-  GatherArgs& ga = st.gather;
-  ga.s = g.s, ga.p = g.p, ga.d = g.d, ga.rs = gh.s, ga.rp = gh.p, ga.rd = gh.d;
-  const Span r0 = call.vars[4], r1 = call.vars[5], r2 = call.vars[6];  // the reduction's three ranges
-  ga.b_lo = r0.lo, ga.b_hi = r0.hi, ga.i_lo = r1.lo, ga.i_hi = r1.hi, ga.j_lo = r2.lo, ga.j_hi = r2.hi;
-  const TileIn &first = call.inputs[0], &second = call.inputs[1];
-  const Span none{0, -1};
-  std::vector<Span> need0, need1;
-  if (fn == GatherFn::kConvDirect) {  // (x, w): out (b, co, y, x), reduce (ci, kh, kw)
-    ga.H = first.shape[2], ga.W = first.shape[3];
-    need0 = {call.vars[0], r0, rows_read(call.vars[2], r1, gh, ga.H), rows_read(call.vars[3], r2, g, ga.W)};
-    need1 = {call.vars[1], r0, r1, r2};
-  } else if (fn == GatherFn::kConvDirectGradData) {  // (dy, w): out (b, ci, h, w), reduce (co, kh, kw)
-    ga.OH = first.shape[2], ga.OW = first.shape[3];
-    auto readers = [](Span o, Span k, const ConvAttrs& c, long long n) {  // dy rows (o + p - d k) / s
-      const Span r{std::max<long long>(0, tw_floor_div(o.lo + c.p - c.d * k.hi + c.s - 1, c.s)),
-                   std::min<long long>(n - 1, tw_floor_div(o.hi + c.p - c.d * k.lo, c.s))};
-      return r.lo <= r.hi ? r : Span{0, -1};
-    };
-    need0 = {call.vars[0], r0, readers(call.vars[2], r1, gh, ga.OH), readers(call.vars[3], r2, g, ga.OW)};
-    need1 = {r0, call.vars[1], r1, r2};
-  } else {  // (x, dy): out (co, ci, kh, kw), reduce (b, y, x)
-    ga.H = first.shape[2], ga.W = first.shape[3];
-    need0 = {r0, call.vars[1], rows_read(r1, call.vars[2], gh, ga.H), rows_read(r2, call.vars[3], g, ga.W)};
-    need1 = {r0, call.vars[0], r1, r2};
-  }
-  for (Span& v : need0)
-    if (v.lo > v.hi) v = none;
-  if (!gather_slot(call, 0, {0, 1, 2, 3}, need0, &st, 0) || !gather_slot(call, 1, {0, 1, 2, 3}, need1, &st, 1))
-    return "an input's region does not hold the convolution's reads";
-  (void)second;
-  s->push_back(st);
-  return "";
-}
 
 Builder unary(MapFn fn) {
   return [fn](const TileCall& c, Attr&, std::vector<Step>* s) { return aligned_map(c, 1, fn, {}, s); };
@@ -2557,7 +1748,9 @@ std::string typed_reads(const TileCall& call, std::vector<Step>* steps) {
   return "";
 }
 
-}  // namespace
+}  // namespace select
+
+using namespace select;
 
 Selection select_kernel(const kernels::TileCall& call) {
   Selection out;
