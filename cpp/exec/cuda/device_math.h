@@ -308,48 +308,30 @@ TW_HD double pair_term(int term, double x, double y, double param) {
   return NAN;
 }
 
-/// Output element `o` of a reduction: one GPU thread folds its whole row (fine for the bias and
-/// loss sums of a step; a tree reduction is the next step for long rows). `y`: the second input of
-/// a paired reduction (term != kNone), else unread.
-TW_HD float reduce_element(const ReduceArgs& a, const float* x, const float* y, long long o) {
-  long long at = a.base, at2 = a.base2;
-  for (int d = a.keep - 1; d >= 0; --d) {
-    const long long idx = o % a.keep_size[d];
-    at += idx * a.keep_stride[d], at2 += idx * a.keep_stride2[d];
-    o /= a.keep_size[d];
-  }
-  const bool sum = a.fn == static_cast<int>(ReduceFn::kSum), pair = a.term != static_cast<int>(PairTerm::kNone);
-  const bool prod = a.fn == static_cast<int>(ReduceFn::kProd);
-  double acc = sum ? 0.0 : (prod ? 1.0 : (a.fn == static_cast<int>(ReduceFn::kMax) ? -INFINITY : INFINITY));
-  for (long long j = 0; j < a.folded; ++j) {
-    long long off = at, off2 = at2, t = j;
-    for (int d = a.fold - 1; d >= 0; --d) {
-      const long long idx = t % a.fold_size[d];
-      off += idx * a.fold_stride[d], off2 += idx * a.fold_stride2[d];
-      t /= a.fold_size[d];
-    }
-    const double v = pair ? pair_term(a.term, x[off], y[off2], a.param) : static_cast<double>(x[off]);
-    if (sum) acc += v;
-    else if (prod) acc *= v;
-    else if (v != v || (a.fn == static_cast<int>(ReduceFn::kMax) ? v > acc : v < acc)) acc = v;
-  }
-  return static_cast<float>(sum ? acc * a.scale : acc);
+/// A reduction's starting value and one fold step (sums and products in double; Max and Min: NaN wins
+/// and stays), shared by the one-phase fold and the split one's two phases.
+TW_HD double reduce_identity(const ReduceArgs& a) {
+  if (a.fn == static_cast<int>(ReduceFn::kSum)) return 0.0;
+  if (a.fn == static_cast<int>(ReduceFn::kProd)) return 1.0;
+  return a.fn == static_cast<int>(ReduceFn::kMax) ? -INFINITY : INFINITY;
 }
 
-/// Phase 1 of a split reduction: partial `q` (output q / split, chunk q % split), in double.
-TW_HD double reduce_partial_element(const ReduceArgs& a, const float* x, const float* y, long long q) {
-  long long o = q / a.split;
-  const long long chunk = (a.folded + a.split - 1) / a.split, j0 = (q % a.split) * chunk;
-  const long long j1 = j0 + chunk < a.folded ? j0 + chunk : a.folded;
+TW_HD double reduce_step(const ReduceArgs& a, double acc, double v) {
+  if (a.fn == static_cast<int>(ReduceFn::kSum)) return acc + v;
+  if (a.fn == static_cast<int>(ReduceFn::kProd)) return acc * v;
+  return v != v || (a.fn == static_cast<int>(ReduceFn::kMax) ? v > acc : v < acc) ? v : acc;
+}
+
+/// Output `o`'s fold over the folded positions [j0, j1), in double (unscaled).
+TW_HD double reduce_range(const ReduceArgs& a, const float* x, const float* y, long long o, long long j0, long long j1) {
   long long at = a.base, at2 = a.base2;
   for (int d = a.keep - 1; d >= 0; --d) {
     const long long idx = o % a.keep_size[d];
     at += idx * a.keep_stride[d], at2 += idx * a.keep_stride2[d];
     o /= a.keep_size[d];
   }
-  const bool sum = a.fn == static_cast<int>(ReduceFn::kSum), pair = a.term != static_cast<int>(PairTerm::kNone);
-  const bool prod = a.fn == static_cast<int>(ReduceFn::kProd);
-  double acc = sum ? 0.0 : (prod ? 1.0 : (a.fn == static_cast<int>(ReduceFn::kMax) ? -INFINITY : INFINITY));
+  const bool pair = a.term != static_cast<int>(PairTerm::kNone);
+  double acc = reduce_identity(a);
   for (long long j = j0; j < j1; ++j) {
     long long off = at, off2 = at2, t = j;
     for (int d = a.fold - 1; d >= 0; --d) {
@@ -357,25 +339,33 @@ TW_HD double reduce_partial_element(const ReduceArgs& a, const float* x, const f
       off += idx * a.fold_stride[d], off2 += idx * a.fold_stride2[d];
       t /= a.fold_size[d];
     }
-    const double v = pair ? pair_term(a.term, x[off], y[off2], a.param) : static_cast<double>(x[off]);
-    if (sum) acc += v;
-    else if (prod) acc *= v;
-    else if (v != v || (a.fn == static_cast<int>(ReduceFn::kMax) ? v > acc : v < acc)) acc = v;
+    acc = reduce_step(a, acc, pair ? pair_term(a.term, x[off], y[off2], a.param) : static_cast<double>(x[off]));
   }
   return acc;
 }
 
+/// The scale of a sum (a mean, a loss's 1 / numel), as a float.
+TW_HD float reduce_finish(const ReduceArgs& a, double acc) {
+  return static_cast<float>(a.fn == static_cast<int>(ReduceFn::kSum) ? acc * a.scale : acc);
+}
+
+/// Output element `o` of a reduction: one GPU thread folds its whole row (split reductions below take
+/// long rows in two phases). `y`: the second input of a paired reduction (term != kNone), else unread.
+TW_HD float reduce_element(const ReduceArgs& a, const float* x, const float* y, long long o) {
+  return reduce_finish(a, reduce_range(a, x, y, o, 0, a.folded));
+}
+
+/// Phase 1 of a split reduction: partial `q` (output q / split, chunk q % split), in double.
+TW_HD double reduce_partial_element(const ReduceArgs& a, const float* x, const float* y, long long q) {
+  const long long chunk = (a.folded + a.split - 1) / a.split, j0 = (q % a.split) * chunk;
+  return reduce_range(a, x, y, q / a.split, j0, j0 + chunk < a.folded ? j0 + chunk : a.folded);
+}
+
 /// Phase 2 of a split reduction: output `o` from its `split` partials.
 TW_HD float reduce_combine_element(const ReduceArgs& a, const double* partials, long long o) {
-  const bool sum = a.fn == static_cast<int>(ReduceFn::kSum), prod = a.fn == static_cast<int>(ReduceFn::kProd);
-  double acc = sum ? 0.0 : (prod ? 1.0 : (a.fn == static_cast<int>(ReduceFn::kMax) ? -INFINITY : INFINITY));
-  for (long long c = 0; c < a.split; ++c) {
-    const double v = partials[o * a.split + c];
-    if (sum) acc += v;
-    else if (prod) acc *= v;
-    else if (v != v || (a.fn == static_cast<int>(ReduceFn::kMax) ? v > acc : v < acc)) acc = v;
-  }
-  return static_cast<float>(sum ? acc * a.scale : acc);
+  double acc = reduce_identity(a);
+  for (long long c = 0; c < a.split; ++c) acc = reduce_step(a, acc, partials[o * a.split + c]);
+  return reduce_finish(a, acc);
 }
 
 /// The doubles of scratch a split reduction's two phases pass between them (0: one phase).

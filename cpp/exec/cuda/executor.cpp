@@ -169,12 +169,9 @@ void CudaExecutable::open_device(Device& dev, int d, int64_t block_bytes) {
 CudaExecutable::CudaExecutable(const graph::Graph& g, const SwapSchedule& s, int64_t capacity,
                                const std::vector<int>& keep, const std::vector<std::pair<int, int>>& in_place)
     : g_(g), swapped_(true) {
-  SwappedLowered swl = lower_swapped(g, s, keep, in_place);
-  low_ = std::move(swl.low);
-  home_ = std::move(swl.home);
-  objects_ = s.objects;
-  plans_.push_back(translate(g, low_, 0));
-  const int64_t pool = std::max(plans_[0].block_bytes, s.memory_bytes);
+  plans_.resize(1);
+  swap_ = prepare_swapped(g, s, keep, in_place, &low_, &plans_[0]);
+  const int64_t pool = swap_.pool_bytes;
   if (capacity > 0 && pool > capacity) throw OutOfMemory(0, "the swap plan's pool", pool, 0, capacity);
   auto dev = std::make_unique<Device>();
   open_device(*dev, 0, pool);
@@ -184,20 +181,12 @@ CudaExecutable::CudaExecutable(const graph::Graph& g, const SwapSchedule& s, int
   const Program& prog = low_.programs[0];
   pinned_.assign(prog.buffers.size(), nullptr);
   on_host_.assign(prog.buffers.size(), 0);
-  const std::vector<char> stored = host_stored(g, prog);
   for (size_t b = 0; b < prog.buffers.size(); ++b) {  // pinned, so that cudaMemcpyAsync is asynchronous
-    if (!stored[b]) continue;
+    if (!swap_.host_stored[b]) continue;
     const size_t bytes = static_cast<size_t>(prog.buffers[b].bytes());
     check(cudaHostAlloc(&pinned_[b], bytes, cudaHostAllocDefault), "cudaHostAlloc(" + std::to_string(bytes) + " bytes)");
     std::memset(pinned_[b], 0, bytes);
   }
-  swapped_in_by_ = swapped_in_by_event(prog);
-  order_ = stream_order(prog);
-}
-
-int CudaExecutable::swapped_buffer(int tensor) const {
-  if (tensor < 0 || tensor >= static_cast<int>(g_.tensors().size())) throw ExecError("no tensor " + std::to_string(tensor));
-  return low_.programs[0].tile_of[low_.storage_of[tensor]];
 }
 
 void CudaExecutable::plan_staging(Device& dev, const Program& prog) {
@@ -225,30 +214,22 @@ CudaExecutable::~CudaExecutable() {
     if (p) cudaFreeHost(p);
 }
 
-int CudaExecutable::buffer_of(int device, int tensor) const {
-  if (tensor < 0 || tensor >= static_cast<int>(low_.storage_of.size()))
-    throw ExecError("no tensor " + std::to_string(tensor));
-  const Program& prog = low_.programs[device];
-  const int b = prog.tile_of[tensor];
-  return b >= 0 ? b : prog.tile_of[low_.storage_of[tensor]];
-}
-
 void CudaExecutable::set_tensor(int tensor, const void* data) {
   if (swapped_) {  // the pinned host store, and the home object of a buffer that starts a step on the GPU
-    const int b = swapped_buffer(tensor);
+    const int b = swapped_buffer(low_, tensor);
     if (g_.tensor(tensor).producer >= 0 || b < 0 || !pinned_[b])
       throw ExecError("'" + g_.tensor(tensor).name + "' is computed in a step, not set");
     const size_t bytes = static_cast<size_t>(low_.programs[0].buffers[b].bytes());
     std::memcpy(pinned_[b], data, bytes);
-    if (home_[b].object >= 0)
-      check(cudaMemcpy(static_cast<std::byte*>(devices_[0]->block) + objects_[home_[b].object].first, data, bytes,
+    if (swap_.home[b].object >= 0)
+      check(cudaMemcpy(static_cast<std::byte*>(devices_[0]->block) + swap_.objects[swap_.home[b].object].first, data, bytes,
                        cudaMemcpyHostToDevice),
             "cudaMemcpy(host -> pool, " + g_.tensor(tensor).name + ")");
     return;
   }
   bool any = false;
   for (int d = 0; d < low_.devices; ++d) {  // each device's resident tile of it
-    const int b = buffer_of(d, tensor);
+    const int b = tile_buffer(low_, d, tensor);
     Device& dev = *devices_[d];
     if (b < 0 || !dev.resident[b]) continue;
     const BufferDesc& buf = low_.programs[d].buffers[b];
@@ -264,23 +245,21 @@ void CudaExecutable::set_tensor(int tensor, const void* data) {
 
 void CudaExecutable::read_tensor(int tensor, void* out) const {
   if (swapped_) {  // a home or end object of the pool, else the host store (as the CPU's swapped executable)
-    const int b = swapped_buffer(tensor);
-    const bool canonical = g_.tensor(low_.storage_of[tensor]).producer < 0;
-    const int object = b < 0 ? -1 : canonical ? home_[b].object : steps_ > 0 ? home_[b].end_object : -1;
-    if (b >= 0 && object >= 0) {
-      check(cudaMemcpy(out, static_cast<const std::byte*>(devices_[0]->block) + objects_[object].first,
-                       static_cast<size_t>(low_.programs[0].buffers[b].bytes()), cudaMemcpyDeviceToHost),
+    const SwappedLaunch::Source src = swap_.source(g_, low_, tensor, steps_, on_host_);
+    const size_t bytes = src.buffer < 0 ? 0 : static_cast<size_t>(low_.programs[0].buffers[src.buffer].bytes());
+    if (src.object >= 0) {
+      check(cudaMemcpy(out, static_cast<const std::byte*>(devices_[0]->block) + swap_.objects[src.object].first, bytes,
+                       cudaMemcpyDeviceToHost),
             "cudaMemcpy(pool -> host, " + g_.tensor(tensor).name + ")");
       return;
     }
-    if (b < 0 || !pinned_[b] || !(canonical || (steps_ > 0 && on_host_[b])))
-      throw ExecError("'" + g_.tensor(tensor).name + "' is not held after a step");
-    std::memcpy(out, pinned_[b], static_cast<size_t>(low_.programs[0].buffers[b].bytes()));
+    if (!src.host) throw ExecError("'" + g_.tensor(tensor).name + "' is not held after a step");
+    std::memcpy(out, pinned_[src.buffer], bytes);
     return;
   }
   bool any = false;
   for (int d = 0; d < low_.devices; ++d) {  // the tiles cover the tensor; replicas hold equal values
-    const int b = buffer_of(d, tensor);
+    const int b = tile_buffer(low_, d, tensor);
     const Device& dev = *devices_[d];
     if (b < 0 || !dev.ptr[b]) continue;
     const BufferDesc& buf = low_.programs[d].buffers[b];
@@ -299,11 +278,11 @@ void CudaExecutable::step() {
     Device& dev = *devices_[0];
     const Program& prog = low_.programs[0];
     for (size_t b = 0; b < prog.buffers.size(); ++b) {  // the step starts with the plan's initial residents
-      const int o = home_[b].object;
-      dev.ptr[b] = o >= 0 ? static_cast<std::byte*>(dev.block) + objects_[o].first : nullptr;
+      const int o = swap_.home[b].object;
+      dev.ptr[b] = o >= 0 ? static_cast<std::byte*>(dev.block) + swap_.objects[o].first : nullptr;
     }
     std::fill(on_host_.begin(), on_host_.end(), 0);
-    for (size_t i : order_) launch(dev, plans_[0], prog, i);
+    for (size_t i : swap_.order) launch(dev, plans_[0], prog, i);
     for (auto* st : dev.streams) check(cudaStreamSynchronize(st), "cudaStreamSynchronize (device 0)");
     ++steps_;
     return;
@@ -367,8 +346,8 @@ void CudaExecutable::launch(Device& dev, const LaunchPlan& plan, const Program& 
       case InstrKind::kWait:
         check(cudaStreamWaitEvent(stream, dev.events[l.event], 0), "cudaStreamWaitEvent");
         // The compute stream learns where a swapped-in buffer landed (issue order: after its SwapIn).
-        if (plan.swapped && swapped_in_by_[l.event].first >= 0)
-          dev.ptr[swapped_in_by_[l.event].first] = block + swapped_in_by_[l.event].second;
+        if (plan.swapped && swap_.swapped_in_by[l.event].first >= 0)
+          dev.ptr[swap_.swapped_in_by[l.event].first] = block + swap_.swapped_in_by[l.event].second;
         break;
       case InstrKind::kSwapIn:
         check(cudaMemcpyAsync(block + l.offset, pinned_[in.buffer], static_cast<size_t>(in.bytes), cudaMemcpyHostToDevice,

@@ -18,6 +18,7 @@
 
 #include "cost/placement.h"
 #include "exec/cuda/launch_plan.h"
+#include "exec/cuda/swapped_launch.h"
 #include "exec/lowering.h"
 #include "exec/swap_lowering.h"
 #include "graph/graph.h"
@@ -54,24 +55,18 @@ class CudaExecutable {
   struct Device;
   void launch(Device& dev, const LaunchPlan& plan, const Program& prog, size_t instr);
   void plan_staging(Device& dev, const Program& prog);
-  int buffer_of(int device, int tensor) const;
 
   const graph::Graph& g_;
   Lowered low_;
   std::vector<LaunchPlan> plans_;
   std::vector<std::unique_ptr<Device>> devices_;
   int steps_ = 0;
-  // Swapped programs (device 0): where buffers live between steps, the pool's objects, the pinned
-  // host store, what was copied out, the buffer and offset each swap-in's event tells the compute
-  // stream, the streams' issue order.
+  // Swapped programs (device 0): the swap plan made ready to issue, the pinned host store, the
+  // buffers copied out this step.
   bool swapped_ = false;
-  std::vector<SwapHome> home_;
-  std::vector<std::pair<int64_t, int64_t>> objects_;
+  SwappedLaunch swap_;
   std::vector<void*> pinned_;
   std::vector<char> on_host_;
-  std::vector<std::pair<int, int64_t>> swapped_in_by_;
-  std::vector<size_t> order_;
-  int swapped_buffer(int tensor) const;
   void open_device(Device& dev, int d, int64_t block_bytes);
 };
 

@@ -52,52 +52,34 @@ HostExecutable::HostExecutable(const graph::Graph& g, const cost::Placement& pla
 HostExecutable::HostExecutable(const graph::Graph& g, const SwapSchedule& s, const std::vector<int>& keep,
                                const std::vector<std::pair<int, int>>& in_place)
     : g_(g), swapped_(true) {
-  SwappedLowered swl = lower_swapped(g, s, keep, in_place);
-  low_ = std::move(swl.low);
-  home_ = std::move(swl.home);
-  objects_ = s.objects;
-  plans_.push_back(translate(g, low_, 0));
+  plans_.resize(1);
+  swap_ = prepare_swapped(g, s, keep, in_place, &low_, &plans_[0]);
   const Program& prog = low_.programs[0];
   dev_.resize(1);
   Device& dev = dev_[0];
   // Zeroed, as the CPU's pool: optimizer state nobody sets starts at zero.
-  dev.block.assign(static_cast<size_t>(std::max(plans_[0].block_bytes, s.memory_bytes)), std::byte{0});
+  dev.block.assign(static_cast<size_t>(swap_.pool_bytes), std::byte{0});
   dev.resident.resize(prog.buffers.size());
   dev.ptr.assign(prog.buffers.size(), nullptr);
   host_.resize(prog.buffers.size());
   on_host_.assign(prog.buffers.size(), 0);
-  const std::vector<char> stored = host_stored(g, prog);
   for (size_t b = 0; b < prog.buffers.size(); ++b)
-    if (stored[b]) host_[b].assign(static_cast<size_t>(prog.buffers[b].bytes()), std::byte{0});
-  swapped_in_by_ = swapped_in_by_event(prog);
-  order_ = stream_order(prog);
-}
-
-int HostExecutable::swapped_buffer(int tensor) const {
-  if (tensor < 0 || tensor >= static_cast<int>(g_.tensors().size())) throw ExecError("no tensor " + std::to_string(tensor));
-  return low_.programs[0].tile_of[low_.storage_of[tensor]];  // as the CPU's swapped executable
-}
-
-int HostExecutable::tile_buffer(int device, int tensor) const {
-  if (tensor < 0 || tensor >= static_cast<int>(g_.tensors().size())) throw ExecError("no tensor " + std::to_string(tensor));
-  const Program& prog = low_.programs[device];
-  const int b = prog.tile_of[tensor];
-  return b >= 0 ? b : prog.tile_of[low_.storage_of[tensor]];
+    if (swap_.host_stored[b]) host_[b].assign(static_cast<size_t>(prog.buffers[b].bytes()), std::byte{0});
 }
 
 void HostExecutable::set_tensor(int tensor, const void* data) {
   if (swapped_) {  // the host store, and the home object of a buffer that starts a step on the device
-    const int b = swapped_buffer(tensor);
+    const int b = swapped_buffer(low_, tensor);
     if (g_.tensor(tensor).producer >= 0 || b < 0 || host_[b].empty())
       throw ExecError("'" + g_.tensor(tensor).name + "' is computed in a step, not set");
     std::memcpy(host_[b].data(), data, host_[b].size());
-    if (home_[b].object >= 0)
-      std::memcpy(dev_[0].block.data() + objects_[home_[b].object].first, data, host_[b].size());
+    if (swap_.home[b].object >= 0)
+      std::memcpy(dev_[0].block.data() + swap_.objects[swap_.home[b].object].first, data, host_[b].size());
     return;
   }
   bool any = false;
   for (int d = 0; d < low_.devices; ++d) {
-    const int b = tile_buffer(d, tensor);
+    const int b = tile_buffer(low_, d, tensor);
     if (b < 0 || dev_[d].resident[b].empty()) continue;
     const BufferDesc& buf = low_.programs[d].buffers[b];
     copy_box(data, Box::whole(g_.tensor(tensor).shape), dev_[d].resident[b].data(), buf.box, buf.box, element_bytes(buf));
@@ -108,21 +90,19 @@ void HostExecutable::set_tensor(int tensor, const void* data) {
 
 void HostExecutable::read_tensor(int tensor, void* out) const {
   if (swapped_) {  // as the CPU's swapped executable: a home or end object, else the host store
-    const int b = swapped_buffer(tensor);
-    const bool canonical = g_.tensor(low_.storage_of[tensor]).producer < 0;
-    const int object = b < 0 ? -1 : canonical ? home_[b].object : steps_ > 0 ? home_[b].end_object : -1;
-    if (object >= 0) {
-      std::memcpy(out, dev_[0].block.data() + objects_[object].first, static_cast<size_t>(low_.programs[0].buffers[b].bytes()));
+    const SwappedLaunch::Source src = swap_.source(g_, low_, tensor, steps_, on_host_);
+    if (src.object >= 0) {
+      std::memcpy(out, dev_[0].block.data() + swap_.objects[src.object].first,
+                  static_cast<size_t>(low_.programs[0].buffers[src.buffer].bytes()));
       return;
     }
-    if (b < 0 || host_[b].empty() || !(canonical || (steps_ > 0 && on_host_[b])))
-      throw ExecError("'" + g_.tensor(tensor).name + "' is not held after a step");
-    std::memcpy(out, host_[b].data(), host_[b].size());
+    if (!src.host) throw ExecError("'" + g_.tensor(tensor).name + "' is not held after a step");
+    std::memcpy(out, host_[src.buffer].data(), host_[src.buffer].size());
     return;
   }
   bool any = false;
   for (int d = 0; d < low_.devices; ++d) {  // the tiles cover the tensor; replicas write equal values
-    const int b = tile_buffer(d, tensor);
+    const int b = tile_buffer(low_, d, tensor);
     if (b < 0 || !dev_[d].ptr[b]) continue;
     const BufferDesc& buf = low_.programs[d].buffers[b];
     copy_box(dev_[d].ptr[b], buf.box, out, Box::whole(g_.tensor(tensor).shape), buf.box, element_bytes(buf));
@@ -135,11 +115,11 @@ void HostExecutable::step() {
   if (swapped_) {
     const Program& prog = low_.programs[0];
     for (size_t b = 0; b < prog.buffers.size(); ++b) {  // the step starts with the plan's initial residents
-      const int o = home_[b].object;
-      dev_[0].ptr[b] = o >= 0 ? dev_[0].block.data() + objects_[o].first : nullptr;
+      const int o = swap_.home[b].object;
+      dev_[0].ptr[b] = o >= 0 ? dev_[0].block.data() + swap_.objects[o].first : nullptr;
     }
     std::fill(on_host_.begin(), on_host_.end(), 0);
-    for (size_t i : order_) execute(0, i);
+    for (size_t i : swap_.order) execute(0, i);
     ++steps_;
     return;
   }
@@ -202,8 +182,8 @@ void HostExecutable::execute(int d, size_t index) {
         break;
       case InstrKind::kRecord: break;
       case InstrKind::kWait:  // the compute stream learns where a swapped-in buffer landed
-        if (plan.swapped && swapped_in_by_[in.event].first >= 0)
-          dev.ptr[swapped_in_by_[in.event].first] = dev.block.data() + swapped_in_by_[in.event].second;
+        if (plan.swapped && swap_.swapped_in_by[in.event].first >= 0)
+          dev.ptr[swap_.swapped_in_by[in.event].first] = dev.block.data() + swap_.swapped_in_by[in.event].second;
         break;
       case InstrKind::kCompute: {
         kernels::TileCall call = kernel_call(g_, low_.ops[in.op], d);

@@ -18,6 +18,7 @@
 
 #include "cost/placement.h"
 #include "exec/cuda/launch_plan.h"
+#include "exec/cuda/swapped_launch.h"
 #include "exec/lowering.h"
 #include "exec/swap_lowering.h"
 #include "graph/graph.h"
@@ -53,26 +54,17 @@ class HostExecutable {
   };
   // Runs instruction `index` of device d's program (not a Send or Recv: those go in waves).
   void execute(int d, size_t index);
-  // The buffer holding `tensor`'s tile (or its storage's) on `device`, or -1.
-  int tile_buffer(int device, int tensor) const;
-  // A swapped program's buffer of `tensor` (its storage's tile).
-  int swapped_buffer(int tensor) const;
 
   const graph::Graph& g_;
   Lowered low_;
   std::vector<LaunchPlan> plans_;
   std::vector<Device> dev_;
   std::map<int64_t, std::vector<std::byte>> mailbox_;  // tag -> a sent box, row-major
-  // Swapped programs: where buffers live between steps, the pool's objects, the host store, which
-  // buffers were copied out this step, the buffer and offset each swap-in's event tells the compute
-  // stream, the streams' issue order.
+  // Swapped programs: the swap plan made ready to issue, the host store, the buffers copied out this step.
   bool swapped_ = false;
-  std::vector<SwapHome> home_;
-  std::vector<std::pair<int64_t, int64_t>> objects_;
+  SwappedLaunch swap_;
   std::vector<std::vector<std::byte>> host_;
   std::vector<char> on_host_;
-  std::vector<std::pair<int, int64_t>> swapped_in_by_;
-  std::vector<size_t> order_;
   int steps_ = 0;
 };
 

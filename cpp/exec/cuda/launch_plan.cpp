@@ -5,8 +5,8 @@
 #include <unordered_map>
 
 #include "exec/arena.h"
-#include "graph/graph.h"
 #include "exec/kernel_call.h"
+#include "graph/graph.h"
 
 namespace tilewise::exec::cuda {
 
@@ -146,6 +146,13 @@ std::vector<CoverageRow> coverage(const graph::Graph& g, const Lowered& low) {
     if (any) rows.push_back(std::move(row));
   }
   return rows;
+}
+
+int tile_buffer(const Lowered& low, int device, int tensor) {
+  if (tensor < 0 || tensor >= static_cast<int>(low.storage_of.size())) throw ExecError("no tensor " + std::to_string(tensor));
+  const Program& prog = low.programs[device];
+  const int b = prog.tile_of[tensor];
+  return b >= 0 ? b : prog.tile_of[low.storage_of[tensor]];
 }
 
 }  // namespace tilewise::exec::cuda

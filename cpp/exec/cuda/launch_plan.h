@@ -65,6 +65,10 @@ struct CoverageRow {
 };
 std::vector<CoverageRow> coverage(const graph::Graph& g, const Lowered& low);
 
+/// The buffer holding `tensor`'s tile (or its storage's: an in-place update's) on `device`, or -1;
+/// ExecError for no such tensor.
+int tile_buffer(const Lowered& low, int device, int tensor);
+
 /// The stream index of a program stream name ("compute" 0; "comm", "swap-in" 1; "swap-out" 2).
 int stream_index(const std::string& name);
 

@@ -73,28 +73,4 @@ std::vector<size_t> stream_order(const Program& program) {
   return order;
 }
 
-std::vector<std::pair<int, int64_t>> swapped_in_by_event(const Program& program) {
-  int events = 0;
-  for (const Instr& in : program.instrs) events = std::max(events, in.event + 1);
-  std::vector<std::pair<int, int64_t>> by(static_cast<size_t>(events), {-1, 0});
-  int last_in = -1;
-  for (size_t i = 0; i < program.instrs.size(); ++i) {
-    const Instr& in = program.instrs[i];
-    if (in.stream != 1) continue;  // the swap-in stream
-    if (in.kind == InstrKind::kSwapIn) last_in = static_cast<int>(i);
-    if (in.kind == InstrKind::kRecord && last_in >= 0)
-      by[static_cast<size_t>(in.event)] = {program.instrs[last_in].buffer, program.instrs[last_in].offset}, last_in = -1;
-  }
-  return by;
-}
-
-std::vector<char> host_stored(const graph::Graph& g, const Program& program) {
-  std::vector<char> stored(program.buffers.size(), 0);
-  for (const auto& t : g.tensors())
-    if (t.producer < 0 && program.tile_of[t.id] >= 0) stored[program.tile_of[t.id]] = 1;
-  for (const Instr& in : program.instrs)
-    if (in.kind == InstrKind::kSwapIn || in.kind == InstrKind::kSwapOut) stored[in.buffer] = 1;
-  return stored;
-}
-
 }  // namespace tilewise::exec::cuda

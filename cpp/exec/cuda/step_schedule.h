@@ -7,13 +7,10 @@
 // its receive in one ncclGroupStart/End, or the thread may wait forever).
 #pragma once
 #include <cstddef>
-#include <cstdint>
 #include <functional>
-#include <utility>
 #include <vector>
 
 #include "exec/program.h"
-#include "graph/graph.h"
 
 namespace tilewise::exec::cuda {
 
@@ -35,14 +32,5 @@ void run_step(const std::vector<Program>& programs, const std::function<void(int
 /// event's last *issued* record). A swapped program lists its three streams one after another, so its
 /// list order does not do. Throws ExecError when the streams wait on each other in a cycle.
 std::vector<size_t> stream_order(const Program& program);
-
-/// A swapped program's placement of swapped-in buffers: per event, the (buffer, pool offset) of the
-/// SwapIn its Record follows on the swap-in stream ((-1, 0) for other events). The compute stream's
-/// Wait for that event is where the buffer is placed (the CPU's swapped executable does the same).
-std::vector<std::pair<int, int64_t>> swapped_in_by_event(const Program& program);
-
-/// The buffers of a swapped program that need a host store: tiles of tensors without a producer
-/// (set between steps) and every buffer a SwapIn or SwapOut moves.
-std::vector<char> host_stored(const graph::Graph& g, const Program& program);
 
 }  // namespace tilewise::exec::cuda
