@@ -189,6 +189,27 @@ void merge_lists(const std::vector<Chain>& chains, std::vector<Head>& heap, std:
   }
 }
 
+// merge_lists where every list is one point (most entries of wide tables: every input a single point
+// at every value): the same picks in the same order, by sorting at most dv heads instead of a heap.
+void merge_points(const std::vector<Chain>& chains, std::vector<Head>& heads, std::vector<Pick>& chosen,
+                  Prune* prune) {
+  heads.clear();
+  chosen.clear();
+  for (size_t c = 0; c < chains.size(); ++c) {
+    const Point p = candidate(chains[c], chains[c].shift, 0);
+    heads.push_back({p.memory, p.time, static_cast<int32_t>(c), 0, 0});
+  }
+  std::sort(heads.begin(), heads.end(), [](const Head& a, const Head& b) { return after(b, a); });
+  double v = std::numeric_limits<double>::infinity(), last_memory = 0;
+  for (const Head& h : heads) {
+    if (prune) prune->reach(h.memory);
+    if (h.time >= v || (prune && prune->beaten(h.time))) continue;
+    if (!chosen.empty() && h.memory == last_memory) chosen.back() = {h.chain, 0, 0};
+    else chosen.push_back({h.chain, 0, 0});
+    v = h.time, last_memory = h.memory;
+  }
+}
+
 // Per value x with several multi-point inputs: the product of all but the base (the last of
 // `multis`), as a frontier with, per point, the point of each input it sums (k ints, inputs not in
 // the product at 0).
@@ -270,6 +291,11 @@ FrontierSum::Bound FrontierSum::lower_of(const std::vector<Value>& table) {
   return b;
 }
 
+FrontierSum::Bound FrontierSum::loosen(const Bound& b, const Bound& largest, int64_t operations) {
+  const double error = static_cast<double>(operations) * std::ldexp(1.0, -52);
+  return {std::max(0.0, b.time - error * largest.time), std::max(0.0, b.memory - error * largest.memory)};
+}
+
 void FrontierSum::eliminate_frontiers(int k, int dv, const Frontier* const* ops, Frontier& out, Back& back,
                                       const Bound* rest) const {
   thread_local Scratch s;
@@ -313,7 +339,10 @@ void FrontierSum::eliminate_frontiers(int k, int dv, const Frontier* const* ops,
   }
 
   Prune prune{&incumbents_, rest ? *rest : Point{}};
-  merge_lists(s.chains, s.heap, s.chosen, rest ? &prune : nullptr);
+  const bool points_only =
+      std::all_of(s.chains.begin(), s.chains.end(), [](const Chain& c) { return c.size == 1 && c.count == 1; });
+  if (points_only) merge_points(s.chains, s.heap, s.chosen, rest ? &prune : nullptr);
+  else merge_lists(s.chains, s.heap, s.chosen, rest ? &prune : nullptr);
   // The kept points, each computed once (the bucket's thinning compares them, the entry keeps them).
   std::vector<Point>& points = s.kept_points;
   points.clear();

@@ -19,6 +19,7 @@
 // one. So of equal memories the fastest is kept, and of equal (time, memory) the first generated:
 // the lowest value of the eliminated variable.
 #pragma once
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <utility>
@@ -60,6 +61,12 @@ class FrontierSum {
   static constexpr bool kBounds = true;
   using Bound = Point;
   static Bound add(const Bound& a, const Bound& b) { return {a.time + b.time, a.memory + b.memory}; }
+  static Bound sub(const Bound& a, const Bound& b) { return {a.time - b.time, a.memory - b.memory}; }
+  static Bound largest(const Bound& a, const Bound& b) { return {std::max(a.time, b.time), std::max(a.memory, b.memory)}; }
+  /// `b`, a running sum of `operations` additions and subtractions of terms >= 0 whose partial sums
+  /// stayed below `largest`, less its rounding error (at most operations x 2^-53 x largest; twice
+  /// that is taken off), at least 0: a lower bound on the exact sum.
+  static Bound loosen(const Bound& b, const Bound& largest, int64_t operations);
   /// The least time and the least memory over a table's entries (0 for an impossible table: costs are >= 0).
   static Bound lower_of(const std::vector<Value>& table);
 

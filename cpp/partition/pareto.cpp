@@ -1,12 +1,14 @@
 #include "partition/pareto.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <string>
 
 #include "partition/exact_sum.h"
 #include "partition/problem.h"
+#include "partition/weighted_sum.h"
 
 namespace tilewise::partition {
 
@@ -41,35 +43,6 @@ void validate(const ParetoProblem& pr) {
   }
 }
 
-// Minimum of sums of doubles: the weighted-sum searches' semiring. A frontier of one point would
-// do, but each entry then goes through the frontier merge: 8-10x slower on the zoo's tables.
-struct WeightedSum {
-  using Value = double;
-  using Back = int;  // the minimising value of the eliminated variable
-  static constexpr bool kTracksSizes = false;
-  static constexpr bool kBounds = false;
-  static Value unit() { return 0; }
-  static int64_t size(const Value&) { return 1; }
-  static int64_t bytes(const Value&, const Back&) { return sizeof(Value) + sizeof(Back); }
-  static double score(const Value& v) { return v; }
-
-  template <class At>
-  void eliminate(int k, int dv, const At& at, Value& out, Back& back) const {
-    double best = std::numeric_limits<double>::infinity();
-    int arg = 0;
-    for (int x = 0; x < dv; ++x) {
-      double sum = 0;
-      for (int i = 0; i < k; ++i) sum += at(i, x);
-      if (sum < best) best = sum, arg = x;
-    }
-    out = best, back = arg;
-  }
-  static int unroll(const Back& back, int, int k, int* inputs) {
-    for (int i = 0; i < k; ++i) inputs[i] = 0;
-    return back;
-  }
-};
-
 // One factor per node (over it) and per edge (over its ends), each cost mapped by `cost` to S's value.
 template <class S, class Cost>
 std::vector<BasicFactor<S>> to_factors(const ParetoProblem& pr, const Cost& cost) {
@@ -87,11 +60,14 @@ std::vector<BasicFactor<S>> to_factors(const ParetoProblem& pr, const Cost& cost
   return factors;
 }
 
-// Assignments minimising weighted sums of time and memory, each found by a scalar search (every
-// entry one point: memory folded into time), as solutions to bound the frontier search with. A
-// table too wide is narrowed by the heuristic: any assignment is a valid incumbent.
+// Assignments minimising weighted sums of time and memory, found by scalar searches (every entry one
+// point: memory folded into time), as solutions to bound the frontier search with: nine weights in one
+// pass (WeightedSums), its tables split over threads. `shared`: the frontier search's own plan (with
+// the heuristic: the incumbents keep its fixed values, so every point of the result does); null: a
+// plan of their own, where a table too wide is narrowed by the heuristic scoring the middle weight
+// (any assignment is a valid incumbent).
 std::vector<std::vector<int>> weighted_sum_solutions(const ParetoProblem& pr, const std::vector<int>& domains,
-                                                     const ParetoOptions& options) {
+                                                     const ParetoOptions& options, const EliminationPlan* shared) {
   double time_total = 0, memory_total = 0;
   auto add_largest = [&](const std::vector<Point>& table) {
     double t = 0, m = 0;
@@ -100,20 +76,27 @@ std::vector<std::vector<int>> weighted_sum_solutions(const ParetoProblem& pr, co
   };
   for (const auto& n : pr.nodes) add_largest(n);
   for (const auto& e : pr.edges) add_largest(e.table);
-  std::vector<std::vector<int>> out;
   // Memory's weight against time's (both normalised): from time alone to memory alone.
-  for (double ratio : {1e-6, 1e-2, 1e-1, 0.3, 1.0, 3.0, 10.0, 1e2, 1e6}) {
-    const double wt = time_total > 0 ? 1 / time_total : 1, wm = memory_total > 0 ? ratio / memory_total : ratio;
-    auto factors = to_factors<WeightedSum>(pr, [&](const Point& p) { return wt * p.time + wm * p.memory; });
-    EngineOptions eo;
-    eo.order.max_table = options.max_table;
-    eo.order.too_wide = TooWide::kHeuristic;
-    eo.order.deadline = options.deadline;
-    eo.threads = options.threads;
-    eo.parallel_work = 4096;
-    Solution<WeightedSum> sol = eliminate_all(WeightedSum{}, domains, std::move(factors), eo);
-    out.push_back(sol.assignment(0));
-  }
+  constexpr int kWeights = 9;
+  const std::array<double, kWeights> ratios{1e-6, 1e-2, 1e-1, 0.3, 1.0, 3.0, 10.0, 1e2, 1e6};
+  const double wt = time_total > 0 ? 1 / time_total : 1;
+  std::array<double, kWeights> wm;
+  for (int r = 0; r < kWeights; ++r) wm[r] = memory_total > 0 ? ratios[r] / memory_total : ratios[r];
+  using Sums = WeightedSums<kWeights>;
+  auto factors = to_factors<Sums>(pr, [&](const Point& p) {
+    Sums::Value v;
+    for (int r = 0; r < kWeights; ++r) v[r] = wt * p.time + wm[r] * p.memory;
+    return v;
+  });
+  EngineOptions eo;
+  eo.order.max_table = options.max_table;
+  eo.order.too_wide = TooWide::kHeuristic;
+  eo.order.deadline = options.deadline;
+  eo.threads = options.threads;
+  eo.parallel_work = 4096;
+  Solution<Sums> sol = eliminate_all(Sums{}, domains, std::move(factors), eo, shared);
+  std::vector<std::vector<int>> out;
+  for (int r = 0; r < kWeights; ++r) out.push_back(sol.assignment(r));
   return out;
 }
 
@@ -151,16 +134,6 @@ ParetoSolution solve_pareto(const ParetoProblem& pr, const ParetoOptions& option
   // The heuristic scores a configuration by time and memory, each relative to the largest cost.
   FrontierSum semiring(options.memory_bucket, time_scale > 0 ? 1 / time_scale : 1,
                        memory_scale > 0 ? 1 / memory_scale : 1);
-  // Incumbents: the weighted-sum solutions on their own frontier.
-  std::vector<Point> incumbent_points;
-  std::vector<std::vector<int>> incumbent_choices;
-  if (options.bound && !options.heuristic) {
-    std::vector<std::vector<int>> found = weighted_sum_solutions(pr, domains, options);
-    std::vector<Point> costs;
-    for (const auto& c : found) costs.push_back(evaluate_pareto(pr, c));
-    for (int i : reduce_indices(costs)) incumbent_points.push_back(costs[i]), incumbent_choices.push_back(found[i]);
-    semiring.set_incumbents(incumbent_points);
-  }
   EngineOptions eo;
   eo.order.max_table = options.max_table;
   eo.order.too_wide = options.heuristic ? TooWide::kHeuristic : TooWide::kCondition;
@@ -169,7 +142,19 @@ ParetoSolution solve_pareto(const ParetoProblem& pr, const ParetoOptions& option
   eo.parallel_work = 64;  // a frontier entry is heavy: a few already pay for a thread
   eo.max_bytes = options.max_bytes;
   eo.progress = options.progress;
-  Solution<FrontierSum> sol = eliminate_all(semiring, domains, std::move(factors), eo);
+  const EliminationPlan plan = plan_search(semiring, domains, factors, eo.order);
+  // Incumbents: the weighted-sum solutions on their own frontier. With the heuristic they search the
+  // frontier's restricted space (its plan: the same order and fixed values, no planning of their own).
+  std::vector<Point> incumbent_points;
+  std::vector<std::vector<int>> incumbent_choices;
+  if (options.bound) {
+    std::vector<std::vector<int>> found = weighted_sum_solutions(pr, domains, options, options.heuristic ? &plan : nullptr);
+    std::vector<Point> costs;
+    for (const auto& c : found) costs.push_back(evaluate_pareto(pr, c));
+    for (int i : reduce_indices(costs)) incumbent_points.push_back(costs[i]), incumbent_choices.push_back(found[i]);
+    semiring.set_incumbents(incumbent_points);
+  }
+  Solution<FrontierSum> sol = eliminate_all(semiring, domains, std::move(factors), eo, &plan);
 
   // Unroll every point and recount its costs once, correctly rounded: the search added them in
   // its own order. Recounting can make neighbours equal, so the result is reduced again.

@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <set>
@@ -12,10 +14,12 @@
 #include <vector>
 
 #include "partition/elimination.h"
+#include "partition/elimination_engine.h"
 #include "partition/exact_sum.h"
 #include "partition/frontier.h"
 #include "partition/pareto.h"
 #include "partition/problem.h"
+#include "partition/weighted_sum.h"
 
 namespace tilewise::partition {
 namespace {
@@ -225,12 +229,15 @@ TEST(FrontierSolve, HeuristicEliminationIsDominatedByTheExactFrontierAndCounted)
     for (const Point& q : s.points)
       EXPECT_TRUE(std::any_of(exact.begin(), exact.end(),
                               [&](const Point& e) { return e.time <= q.time && e.memory <= q.memory; }));
-    // Bounds are for the exact search: the heuristic's frontier is its own (an incumbent from the
-    // whole space would prune nearly all of the restricted one).
+    // Bounded, the incumbents come from the same restricted space (the frontier's plan): the same
+    // frontier, every point with the fixed values.
     o.bound = true;
     ParetoSolution b = solve_pareto(p, o);
     expect_same(b.points, s.points, trial);
-    EXPECT_EQ(b.incumbents, 0);
+    expect_unrolls(p, b, trial);
+    EXPECT_GE(b.incumbents, 1);
+    for (auto [v, x] : b.stats.fixed)
+      for (const auto& c : b.choices) EXPECT_EQ(c[v], x);
   }
   EXPECT_GT(used, 50);
 }
@@ -430,6 +437,120 @@ TEST(FrontierEngine, MinSumConditioningMatchesTheUnconditionedMinimum) {
       total += f.table[e];
     }
     EXPECT_EQ(total, r.cost) << "trial " << trial;
+  }
+}
+
+}  // namespace
+}  // namespace tilewise::partition
+
+namespace tilewise::partition {
+namespace {
+
+// One weight alone, written plainly: the oracle for WeightedSums.
+struct WeightedSum {
+  using Value = double;
+  using Back = int;  // the minimising value of the eliminated variable
+  static constexpr bool kTracksSizes = false;
+  static constexpr bool kBounds = false;
+  static Value unit() { return 0; }
+  static int64_t size(const Value&) { return 1; }
+  static int64_t bytes(const Value&, const Back&) { return sizeof(Value) + sizeof(Back); }
+  static double score(const Value& v) { return v; }
+
+  template <class At>
+  void eliminate(int k, int dv, const At& at, Value& out, Back& back) const {
+    double best = std::numeric_limits<double>::infinity();
+    int arg = 0;
+    for (int x = 0; x < dv; ++x) {
+      double sum = 0;
+      for (int i = 0; i < k; ++i) sum += at(i, x);
+      if (sum < best) best = sum, arg = x;
+    }
+    out = best, back = arg;
+  }
+  static int unroll(const Back& back, int, int k, int* inputs) {
+    for (int i = 0; i < k; ++i) inputs[i] = 0;
+    return back;
+  }
+};
+
+// One factor per node and per edge, each cost mapped by `value`.
+template <class S, class Value>
+std::vector<BasicFactor<S>> factors_of(const ParetoProblem& p, const Value& value) {
+  std::vector<BasicFactor<S>> out;
+  for (size_t v = 0; v < p.nodes.size(); ++v) {
+    out.push_back({{static_cast<int>(v)}, {}});
+    for (const Point& c : p.nodes[v]) out.back().table.push_back(value(c));
+  }
+  for (const auto& e : p.edges) {
+    out.push_back({{e.u, e.v}, {}});
+    for (const Point& c : e.table) out.back().table.push_back(value(c));
+  }
+  return out;
+}
+
+// The nine weighted sums in one pass (WeightedSums) against nine WeightedSum searches over the same
+// plan, heuristic fixes included: the same minimum and the same minimising assignment per weight.
+TEST(WeightedSums, OnePassEqualsOneSearchPerWeight) {
+  std::mt19937 rng(41);
+  const std::array<double, 3> weights{0.01, 1, 100};
+  int fixed = 0;
+  for (int trial = 0; trial < 120; ++trial) {
+    ParetoProblem p = random_problem(rng, trial % 3);
+    std::vector<int> domains;
+    for (const auto& n : p.nodes) domains.push_back(static_cast<int>(n.size()));
+    auto all = factors_of<WeightedSums<3>>(p, [&](const Point& c) {
+      std::array<double, 3> v;
+      for (int w = 0; w < 3; ++w) v[w] = c.time + weights[w] * c.memory;
+      return v;
+    });
+    EngineOptions eo;
+    eo.order.max_table = trial % 2 ? 1 : int64_t{1} << 20;
+    eo.order.too_wide = TooWide::kHeuristic;
+    eo.threads = 1 + trial % 3;
+    eo.parallel_work = 1;  // every table split over the threads
+    const EliminationPlan plan = plan_search(WeightedSums<3>{}, domains, all, eo.order);
+    fixed += !plan.fixed.empty();
+    Solution<WeightedSums<3>> one = eliminate_all(WeightedSums<3>{}, domains, all, eo, &plan);
+    for (int w = 0; w < 3; ++w) {
+      Solution<WeightedSum> single =
+          eliminate_all(WeightedSum{}, domains,
+                        factors_of<WeightedSum>(p, [&](const Point& c) { return c.time + weights[w] * c.memory; }), eo,
+                        &plan);
+      EXPECT_EQ(one.value()[w], single.value()) << "trial " << trial << " weight " << w;
+      EXPECT_EQ(one.assignment(w), single.assignment(0)) << "trial " << trial << " weight " << w;
+    }
+  }
+  EXPECT_GT(fixed, 20);
+}
+
+// A running sum of bounds, loosened, never exceeds the exact sum of what it holds (the engine keeps
+// the live factors' bound so), however the additions and subtractions round.
+TEST(FrontierBounds, LoosenedRunningSumsStayLowerBounds) {
+  std::mt19937 rng(43);
+  std::uniform_real_distribution<double> mag(-20, 20);
+  for (int trial = 0; trial < 200; ++trial) {
+    std::vector<FrontierSum::Bound> live;
+    FrontierSum::Bound sum{}, largest{};
+    int64_t operations = 0;
+    for (int step = 0; step < 400; ++step) {
+      if (!live.empty() && rng() % 2) {
+        const size_t i = rng() % live.size();
+        sum = FrontierSum::sub(sum, live[i]), ++operations;
+        live.erase(live.begin() + static_cast<std::ptrdiff_t>(i));
+      } else {
+        live.push_back({std::ldexp(1.0 + (rng() % 1000) / 999.0, static_cast<int>(mag(rng))),
+                        std::ldexp(1.0 + (rng() % 1000) / 997.0, static_cast<int>(mag(rng)))});
+        sum = FrontierSum::add(sum, live.back()), ++operations;
+        largest = FrontierSum::largest(largest, sum);
+      }
+      std::vector<double> times, memories;
+      for (const auto& b : live) times.push_back(b.time), memories.push_back(b.memory);
+      const FrontierSum::Bound safe = FrontierSum::loosen(sum, largest, operations);
+      ASSERT_LE(safe.time, exact_sum(times)) << "trial " << trial << " step " << step;
+      ASSERT_LE(safe.memory, exact_sum(memories)) << "trial " << trial << " step " << step;
+      ASSERT_GE(safe.time, 0);
+    }
   }
 }
 

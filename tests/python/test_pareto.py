@@ -171,6 +171,22 @@ def test_heuristic_elimination_is_dominated_and_counted(problem):
         assert all(p.choice[name] == x for p in f.points)
 
 
+@settings(max_examples=60, deadline=None)
+@given(problems(shapes=("cycle", "tree")))
+def test_bounds_with_the_heuristic_keep_its_frontier_and_its_fixed_values(problem):
+    # The incumbents search the heuristic's restricted space (its plan): the same frontier, no point
+    # outside the fixed values.
+    nodes, edges = problem
+    plain = tw.pareto.solve(nodes, edges, max_table=1, heuristic=True, bound=False)
+    bounded = tw.pareto.solve(nodes, edges, max_table=1, heuristic=True)
+    assert points(bounded) == points(plain)
+    check_unrolls(nodes, edges, bounded)
+    assert bounded.stats.incumbents >= 1 and plain.stats.incumbents == 0
+    assert bounded.stats.heuristic_fixed == plain.stats.heuristic_fixed
+    for name, x in bounded.stats.heuristic_fixed.items():
+        assert all(p.choice[name] == x for p in bounded.points)
+
+
 def test_heuristic_is_used_only_past_the_limit_and_loses_points_somewhere():
     rng = random.Random(5)
     used = lost = 0
