@@ -488,9 +488,16 @@ Solution<S> eliminate_all(const S& s, const std::vector<int>& domain_sizes, std:
       sol.passes_.push_back(engine_detail::run_pass(s, domain_sizes, std::move(factors), plan.order, pass_options,
                                                     sol.stats, true));
     } else {
+      // The last subproblem takes the factors no fixed variable touches as they are (moved, not copied:
+      // with the heuristic's fixes and no conditioning, nearly every factor).
+      const bool last = c + 1 == combos;
       std::vector<BasicFactor<S>> restricted;
       restricted.reserve(factors.size());
-      for (const auto& f : factors) restricted.push_back(engine_detail::restrict(f, domain_sizes, fixed));
+      for (auto& f : factors) {
+        const bool touched = std::any_of(f.vars.begin(), f.vars.end(), [&](int v) { return fixed[v] >= 0; });
+        if (last && !touched) restricted.push_back(std::move(f));
+        else restricted.push_back(engine_detail::restrict(f, domain_sizes, fixed));
+      }
       sol.passes_.push_back(engine_detail::run_pass(s, domain_sizes, std::move(restricted), plan.order, pass_options,
                                                     sol.stats, c == 0));
     }
