@@ -306,3 +306,55 @@ def test_coarsen_is_validated():
     g = tw.models.mlp(layers=1, hidden=8, batch=4)
     with pytest.raises(TypeError, match="coarsen must be a bool"):
         tw.frontier(g, _cluster(), devices=2, coarsen=1)
+
+
+def test_points_of_an_imported_transformer_train_as_torch_does():
+    # A model we did not write (Hugging Face GPT-2 from a config, no weights), imported with Adam:
+    # the frontier's two ends and its turning point, each run for three steps on two devices, give
+    # torch's losses and, within float32 rounding, the single-device run's parameters.
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    cfg = transformers.GPT2Config(n_layer=1, n_head=2, n_embd=16, vocab_size=32, n_positions=8, resid_pdrop=0,
+                                  embd_pdrop=0, attn_pdrop=0, bos_token_id=0, eos_token_id=0)
+
+    class Logits(torch.nn.Module):
+        def __init__(self, model):
+            super().__init__()
+            self.model = model
+
+        def forward(self, ids):
+            return self.model(ids).logits.reshape(-1, 32)
+
+    model = Logits(transformers.GPT2LMHeadModel(cfg).train())
+    ids, labels = torch.randint(0, 32, (2, 8)), torch.randint(0, 32, (16,))
+    g = tw.from_torch(model, (ids,), loss=torch.nn.CrossEntropyLoss(),
+                      optimizer=torch.optim.Adam(model.parameters(), lr=1e-2), label=labels)
+    f = tw.frontier(g, _cluster(2), devices=2, baselines=False)
+    assert len(f.points) > 2
+
+    first = {**g.torch_import.feeds(model, ids), "label": labels.numpy()}  # before torch trains the model
+
+    def train(plan):
+        exe = tw.compile(g, plan)
+        feeds = first
+        losses = [float(exe.step(feeds if s == 0 else {"ids": ids.numpy(), "label": labels.numpy()})["loss"])
+                  for s in range(3)]
+        return losses, exe.parameters()
+
+    single_losses, single = train(tw.partition(g, devices=1))
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    expected = []
+    for _ in range(3):
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(ids), labels)
+        loss.backward()
+        opt.step()
+        expected.append(loss.item())
+    np.testing.assert_allclose(single_losses, expected, rtol=1e-5)
+    for p in {f.points[0], f.turning_point, f.points[-1]}:
+        losses, params = train(f.to_plan(p))
+        np.testing.assert_allclose(losses, expected, rtol=1e-5)
+        for name, value in single.items():
+            np.testing.assert_allclose(params[name], value, rtol=0, atol=2e-3 * (np.abs(value).max() + 1e-6),
+                                       err_msg=f"point {p.index}: {name}")
