@@ -381,3 +381,62 @@ def test_bad_options_name_what_is_wrong(options, error, says):
     with pytest.raises(error, match=None) as e:
         tw.pareto.solve(NODES, {}, **options)
     assert says in str(e.value)
+
+
+def _wide_problem(seed, n=14, k=5):
+    """A random cycle-rich problem with tables large enough that the search splits them over threads."""
+    rng = random.Random(seed)
+    nodes = {f"n{v}": [(rng.randint(0, 60) / 8, rng.randint(0, 60)) for _ in range(k)] for v in range(n)}
+    edges = {(f"n{u}", f"n{v}"): [[rng.randint(0, 30) / 8 for _ in range(k)] for _ in range(k)]
+             for u in range(n) for v in range(u + 1, n) if v == u + 1 or rng.random() < 0.15}
+    return nodes, edges
+
+
+def test_searches_from_several_python_threads_at_once_agree_with_one_at_a_time():
+    # The searches share one pool of threads (cpp/partition/work_pool.*): concurrent searches neither
+    # hang nor mix their tables.
+    import threading
+
+    problems = [_wide_problem(s) for s in range(4)]
+    alone = [points(tw.pareto.solve(n, e, threads=2)) for n, e in problems]
+    results, errors = [None] * 8, []
+
+    def run(i):
+        try:
+            n, e = problems[i % 4]
+            results[i] = points(tw.pareto.solve(n, e, threads=2))
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not errors and not any(t.is_alive() for t in threads)
+    assert results == alone + alone
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs fork")
+def test_a_forked_child_searches_without_the_parents_pool():
+    # The pool's workers are the parent's: after a fork the child's searches run on its own thread
+    # (a child waiting for workers it does not have would hang).
+    import os
+    import warnings
+
+    nodes, edges = _wide_problem(7)
+    want = points(tw.pareto.solve(nodes, edges, threads=2))  # the parent's pool is up
+    read, write = os.pipe()
+    with warnings.catch_warnings():  # Python 3.12+ warns of exactly this: fork with threads running
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid == 0:  # the child: report and leave without running the parent's exit handlers
+        os.close(read)
+        ok = points(tw.pareto.solve(nodes, edges, threads=2)) == want
+        os.write(write, b"1" if ok else b"0")
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as r:
+        got = r.read()
+    os.waitpid(pid, 0)
+    assert got == b"1"
