@@ -12,8 +12,8 @@ namespace tilewise::partition {
 // N weighted sums in one search over one plan: per entry N minima, each the one a search of that
 // weight alone finds with the same plan (the same sums in the same order, the same first minimising
 // value). Reading each table entry once for all N is what makes it cheaper than N searches: the
-// strided reads of the factors cost more than the additions (transformer-48-2048-16: 0.79 s for the
-// nine against 1.8 s of CPU one by one).
+// strided reads of the factors cost more than the additions (transformer-48-2048-16: 0.79 s for nine
+// weights against 1.8 s of CPU one by one).
 // "Point" w of a value is weight w's minimum: assignment(w) unrolls weight w's solution.
 template <int N>
 struct WeightedSums {

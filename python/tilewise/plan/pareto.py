@@ -345,12 +345,13 @@ def solve(nodes: Mapping[str, Sequence], edges: Mapping[tuple[str, str], Sequenc
     ``stats.heuristic_eliminations``; ``max_table`` then defaults to 2**14). ``memory_bucket``: bytes within
     which memories count as equal (smaller frontiers; every exact point stays within
     ``stats.memory_error_bound`` bytes of a returned one, no slower; the least-memory point stays exact).
-    ``bound``: first solve nine weighted sums of time and memory (cheap scalar searches, in one pass) and
-    drop every partial strategy one of their solutions beats however it is completed (exact: the same
-    frontier; ``stats.incumbents`` counts them; False for the plain search). With ``heuristic`` the weighted
-    sums search the heuristic's own restricted space (its fixed values): the same frontier, which pays where
-    tables hold large frontiers (the Table-1-size RNN 1.6x faster) and costs a few per cent where they hold
-    few points. ``max_bytes``: memory the search's tables may take (default 4 GiB), then
+    ``bound``: first solve weighted sums of time and memory (nine weights, five with ``heuristic``; cheap
+    scalar searches, in one pass) and drop every partial strategy one of their solutions beats however it is
+    completed (exact: the same frontier; ``stats.incumbents`` counts them; False for the plain search). With
+    ``heuristic`` the weighted sums search the heuristic's own restricted space (its fixed values): the same
+    frontier, which pays where tables hold large frontiers (the Table-1-size RNN 1.9x faster) and costs a
+    few per cent where they hold few points. ``max_bytes``: memory the search's tables may take (default
+    4 GiB), then
     ``tw.SearchTooLarge`` rather than exhausting the machine's memory.
     ``time_limit``: seconds, then ``tw.SearchTimeout``. ``threads``: None
     for every core. ``progress``: True for a tqdm bar, or a callable ``(done, total)``.
