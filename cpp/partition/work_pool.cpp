@@ -74,10 +74,11 @@ class WorkPool {
   void serve() {
     std::unique_lock<std::mutex> lock(mutex_);
     for (;;) {
-      if (queue_.empty()) {
+      if (queue_.empty() && workers_ < cores_) {
         // A search's loops come one after another, tens of microseconds apart: look for the next
         // one a little while before sleeping (a sleeping worker wakes late for the small tables;
-        // rnn-12-16k's search 5 % faster, 4096 against none or 20,000).
+        // rnn-12-16k's search 5 % faster, 4096 against none or 20,000). Not when there are more
+        // workers than cores (threads= past the cores): spinning would take the working threads' cores.
         lock.unlock();
         for (int i = 0; i < kSpins && !queued_.load(std::memory_order_relaxed); ++i) pause();
         lock.lock();
@@ -110,6 +111,7 @@ class WorkPool {
   }
 
   const pid_t pid_;
+  const int cores_ = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::atomic<bool> queued_{false};  // the queue is not empty (read without the lock while spinning)
   std::mutex mutex_;
   std::condition_variable work_, done_;
