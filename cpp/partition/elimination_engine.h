@@ -180,18 +180,20 @@ Pass<S> run_pass(const S& s, const std::vector<int>& domains, std::vector<BasicF
   Pass<S> pass;
   pass.buckets.reserve(order.size());
   const int64_t total = static_cast<int64_t>(order.size());
-  // With bounds: each live factor's least value over its entries (S::lower), kept per factor.
+  // With bounds: each live factor's least value over its entries (S::lower_of), kept per factor.
   // Their sum over the live factors is kept as it changes (one pass over every factor per elimination
   // was quadratic: 0.4 s of transformer-48-2048-16's 6,229 eliminations); what rounding may have added
   // is taken off before use (S::loosen), so the bound stays a lower bound.
   std::vector<typename BoundOf<S>::type> lower;
   [[maybe_unused]] typename BoundOf<S>::type live_sum{}, largest_sum{};
   [[maybe_unused]] int64_t sum_operations = 0;
-  if constexpr (S::kBounds)
-    for (const auto& f : factors) {
-      lower.push_back(S::lower_of(f.table));
+  [[maybe_unused]] auto add_live = [&](const std::vector<typename S::Value>& table) {
+    if constexpr (S::kBounds) {
+      lower.push_back(S::lower_of(table));
       live_sum = S::add(live_sum, lower.back()), largest_sum = S::largest(largest_sum, live_sum), ++sum_operations;
     }
+  };
+  for (const auto& f : factors) add_live(f.table);
   // Bytes held (S::bytes): the live tables' entries and every record unrolling keeps (all passes),
   // against options.max_bytes.
   std::atomic<int64_t> held{stats.bytes};
@@ -336,10 +338,7 @@ Pass<S> run_pass(const S& s, const std::vector<int>& domains, std::vector<BasicF
     }
     for (int f : fs) alive[f] = 0, factors[f].table.clear(), factors[f].table.shrink_to_fit();
     bucket.output = static_cast<int>(factors.size());
-    if constexpr (S::kBounds) {
-      lower.push_back(S::lower_of(out.table));
-      live_sum = S::add(live_sum, lower.back()), largest_sum = S::largest(largest_sum, live_sum), ++sum_operations;
-    }
+    add_live(out.table);
     factors.push_back(std::move(out));
     alive.push_back(1);
     for (int u : scope) var_factors[u].push_back(bucket.output);

@@ -87,6 +87,21 @@ struct Prune {
   }
 };
 
+// Algorithm 1's sweep over heads taken in (memory, time, generation) order: the best kept time and
+// the picks. Rounding can give two candidates equal memories with the faster second; the faster then
+// replaces the first, as sorting would have ordered them.
+struct Sweep {
+  double v = std::numeric_limits<double>::infinity(), last_memory = 0;
+  const Prune* prune = nullptr;
+  // Whether a candidate at the current memory is dominated or beaten.
+  bool skipped(double time) const { return time >= v || (prune && prune->beaten(time)); }
+  void keep(const Head& h, std::vector<Pick>& chosen) {
+    if (!chosen.empty() && h.memory == last_memory) chosen.back() = {h.chain, h.outer, h.pos};
+    else chosen.push_back({h.chain, h.outer, h.pos});
+    v = h.time, last_memory = h.memory;
+  }
+};
+
 // A binary min-heap in `after` order with a replace-top: most pops put the same list's next head
 // back at once (one sift instead of two).
 void sift_down(std::vector<Head>& heap, size_t i) {
@@ -134,9 +149,8 @@ void merge_lists(const std::vector<Chain>& chains, std::vector<Head>& heap, std:
   for (size_t c = 0; c < chains.size(); ++c)
     heap.push_back(head(static_cast<int32_t>(c), 0, chains[c].list_shift(0), 0));
   std::make_heap(heap.begin(), heap.end(), after);
-  double v = std::numeric_limits<double>::infinity(), last_memory = 0;
-  // Whether a candidate at the current memory is dominated or beaten.
-  auto skipped = [&](double time) { return time >= v || (prune && prune->beaten(time)); };
+  Sweep sweep{std::numeric_limits<double>::infinity(), 0, prune};
+  auto skipped = [&](double time) { return sweep.skipped(time); };
   // A list whose fastest (last) point is skipped now is skipped whole, now and later: v only falls,
   // and its later points are heavier, so more incumbents qualify.
   auto dead = [&](const Chain& c, const Point& shift) { return skipped(candidate(c, shift, c.size - 1).time); };
@@ -158,9 +172,7 @@ void merge_lists(const std::vector<Chain>& chains, std::vector<Head>& heap, std:
     }
     int32_t next = h.pos + 1;
     if (!skipped(h.time)) {
-      if (!chosen.empty() && h.memory == last_memory) chosen.back() = {h.chain, h.outer, h.pos};
-      else chosen.push_back({h.chain, h.outer, h.pos});
-      v = h.time, last_memory = h.memory;
+      sweep.keep(h, chosen);
     } else if (dead(c, shift)) {
       next = c.size;
     } else {
@@ -200,13 +212,10 @@ void merge_points(const std::vector<Chain>& chains, std::vector<Head>& heads, st
     heads.push_back({p.memory, p.time, static_cast<int32_t>(c), 0, 0});
   }
   std::sort(heads.begin(), heads.end(), [](const Head& a, const Head& b) { return after(b, a); });
-  double v = std::numeric_limits<double>::infinity(), last_memory = 0;
+  Sweep sweep{std::numeric_limits<double>::infinity(), 0, prune};
   for (const Head& h : heads) {
     if (prune) prune->reach(h.memory);
-    if (h.time >= v || (prune && prune->beaten(h.time))) continue;
-    if (!chosen.empty() && h.memory == last_memory) chosen.back() = {h.chain, 0, 0};
-    else chosen.push_back({h.chain, 0, 0});
-    v = h.time, last_memory = h.memory;
+    if (!sweep.skipped(h.time)) sweep.keep(h, chosen);
   }
 }
 

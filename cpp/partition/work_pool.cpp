@@ -66,7 +66,8 @@ class WorkPool {
  private:
   WorkPool() : pid_(getpid()) {}
 
-  // Up to `wanted` workers (a few hundred at most: a request past the cores gets the cores' share).
+  // Up to `wanted` workers, at most 255 (a loop asking for more gets what there is: the work is shared
+  // dynamically).
   void grow(int wanted) {
     for (wanted = std::min(wanted, 255); workers_ < wanted; ++workers_) std::thread([this] { serve(); }).detach();
   }

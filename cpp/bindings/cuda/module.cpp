@@ -25,6 +25,28 @@ namespace py = pybind11;
 using namespace tilewise;
 namespace cuda = tilewise::exec::cuda;
 
+namespace {
+
+// What both executables (on GPUs, and on the host) offer alike: full tensors in and out, a step, devices.
+template <class Executable>
+void bind_steps(py::class_<Executable>& cls) {
+  cls.def("set_tensor",
+          [](Executable& e, int tensor, const py::array& a) {
+            py::array c = py::array::ensure(a, py::array::c_style);
+            e.set_tensor(tensor, c.data());
+          })
+      .def("get_tensor",
+           [](const Executable& e, int tensor, const std::vector<int64_t>& shape) {
+             py::array_t<float> out(shape);
+             e.read_tensor(tensor, out.mutable_data());
+             return out;
+           })
+      .def("step", &Executable::step, py::call_guard<py::gil_scoped_release>())
+      .def_property_readonly("devices", &Executable::devices);
+}
+
+}  // namespace
+
 PYBIND11_MODULE(_cuda, m) {
   m.doc() = "The CUDA backend of tilewise (cpp/exec/cuda): versions, devices, device arenas, program translation, "
           "host checks of the translated kernels, the executor.";
@@ -181,7 +203,8 @@ PYBIND11_MODULE(_cuda, m) {
       "library, steps), the cuBLAS calls, the box copies (element size), the reductions (outputs, folded, split) and "
       "row ops (threads, rows, staged). tw.CudaError (name 'Untranslatable') naming ops without a CUDA kernel.");
 
-  py::class_<cuda::CudaExecutable>(m, "Executable", "A plan on GPUs (compiled; not run on a GPU yet).")
+  py::class_<cuda::CudaExecutable> cuda_executable(m, "Executable", "A plan on GPUs (compiled; not run on a GPU yet).");
+  cuda_executable
       .def(py::init([](const graph::Graph& g, const partition::Plan& plan, int64_t capacity,
                        const std::vector<int>& keep) {
              return std::make_unique<cuda::CudaExecutable>(g, plan, capacity, keep);
@@ -198,26 +221,15 @@ PYBIND11_MODULE(_cuda, m) {
           },
           py::arg("graph"), py::arg("plan"), py::arg("buffer_of"), py::arg("op_of"), py::arg("capacity"),
           py::arg("keep"), py::arg("in_place") = std::vector<std::pair<int, int>>{}, py::keep_alive<0, 1>(),
-          "A swap plan on GPU 0: the pool as its memory, a pinned host store, swaps on the copy streams.")
-      .def("set_tensor",
-           [](cuda::CudaExecutable& e, int tensor, const py::array& a) {
-             py::array c = py::array::ensure(a, py::array::c_style);
-             e.set_tensor(tensor, c.data());
-           })
-      .def("get_tensor",
-           [](const cuda::CudaExecutable& e, int tensor, const std::vector<int64_t>& shape) {
-             py::array_t<float> out(shape);
-             e.read_tensor(tensor, out.mutable_data());
-             return out;
-           })
-      .def("step", &cuda::CudaExecutable::step, py::call_guard<py::gil_scoped_release>())
-      .def_property_readonly("devices", &cuda::CudaExecutable::devices);
+          "A swap plan on GPU 0: the pool as its memory, a pinned host store, swaps on the copy streams.");
+  bind_steps(cuda_executable);
 
-  py::class_<cuda::HostExecutable>(
+  py::class_<cuda::HostExecutable> host_executable(
       m, "HostExecutable",
       "A plan's CUDA launch plans run on the host (no GPU): the arena offsets, every step through the host "
       "reference of cuBLAS, cuDNN and the device functors, copies through their CopyPlans, Send/Recv through a "
-      "mailbox. Compared with the CPU runtime, it checks the translation of whole steps.")
+      "mailbox. Compared with the CPU runtime, it checks the translation of whole steps.");
+  host_executable
       .def(py::init([](const graph::Graph& g, const partition::Plan& plan, const std::vector<int>& keep) {
              return std::make_unique<cuda::HostExecutable>(g, plan, keep);
            }),
@@ -231,18 +243,6 @@ PYBIND11_MODULE(_cuda, m) {
           py::arg("graph"), py::arg("plan"), py::arg("buffer_of"), py::arg("op_of"), py::arg("keep"),
           py::arg("in_place") = std::vector<std::pair<int, int>>{}, py::keep_alive<0, 1>(),
           "A swap plan's program run on the host: its pool, a host store, SwapIn/SwapOut as copies (the index maps "
-          "as tilewise.exec.swapped builds them).")
-      .def("set_tensor",
-           [](cuda::HostExecutable& e, int tensor, const py::array& a) {
-             py::array c = py::array::ensure(a, py::array::c_style);
-             e.set_tensor(tensor, c.data());
-           })
-      .def("get_tensor",
-           [](const cuda::HostExecutable& e, int tensor, const std::vector<int64_t>& shape) {
-             py::array_t<float> out(shape);
-             e.read_tensor(tensor, out.mutable_data());
-             return out;
-           })
-      .def("step", &cuda::HostExecutable::step, py::call_guard<py::gil_scoped_release>())
-      .def_property_readonly("devices", &cuda::HostExecutable::devices);
+          "as tilewise.exec.swapped builds them).");
+  bind_steps(host_executable);
 }
