@@ -39,12 +39,13 @@ void bind_frontier(py::module_& m) {
   py::class_<FrontierModel>(m, "FrontierModel", "A graph's configurations and their (time, memory) costs on a cluster.")
       .def(py::init([](const graph::Graph& g, const sim::Cluster& cluster, std::vector<int> parts, int threads,
                        double time_limit, bool prune, bool batch_split_inputs,
-                       std::function<void(const std::string&, int64_t, int64_t)> progress) {
+                       std::function<void(const std::string&, int64_t, int64_t)> progress, std::vector<int> copy_ops) {
              ModelOptions o;
              o.threads = threads;
              o.deadline = deadline_after(time_limit);
              o.prune = prune;
              o.batch_split_inputs = batch_split_inputs;
+             o.copy_ops = std::move(copy_ops);
              if (progress)
                o.progress = [progress](const std::string& what, int64_t done, int64_t total) {
                  py::gil_scoped_acquire gil;
@@ -56,7 +57,7 @@ void bind_frontier(py::module_& m) {
            }),
            py::arg("graph"), py::arg("cluster"), py::arg("parts"), py::arg("threads") = 0, py::arg("time_limit") = 0.0,
            py::arg("prune") = true, py::arg("batch_split_inputs") = false, py::arg("progress") = nullptr,
-           py::keep_alive<1, 2>())
+           py::arg("copy_ops") = std::vector<int>{}, py::keep_alive<1, 2>())
       .def_property_readonly("parts", &FrontierModel::parts)
       .def_property_readonly("devices", &FrontierModel::devices)
       .def_property_readonly("num_tensor_classes", &FrontierModel::num_tensor_classes)
@@ -65,6 +66,8 @@ void bind_frontier(py::module_& m) {
       .def_property_readonly("configs_after", &FrontierModel::configs_after)
       .def_property_readonly("representatives", &FrontierModel::representatives)
       .def_property_readonly("build_seconds", &FrontierModel::build_seconds)
+      .def_property_readonly("copy_classes", &FrontierModel::copy_classes,
+                             "Per reuse copy: (its op class's variable, source tensor class, copy tensor class).")
       .def_property_readonly("nodes",
                              [](const FrontierModel& f) {
                                std::vector<std::vector<std::tuple<double, double>>> out;
@@ -76,10 +79,10 @@ void bind_frontier(py::module_& m) {
                              })
       .def_property_readonly("edges",
                              [](const FrontierModel& f) {
-                               std::vector<std::tuple<int, int, std::vector<double>>> out;
+                               std::vector<std::tuple<int, int, std::vector<std::tuple<double, double>>>> out;
                                for (const auto& e : f.problem().edges) {
-                                 std::vector<double> t;
-                                 for (const auto& p : e.table) t.push_back(p.time);
+                                 std::vector<std::tuple<double, double>> t;
+                                 for (const auto& p : e.table) t.emplace_back(p.time, p.memory);
                                  out.emplace_back(e.u, e.v, std::move(t));
                                }
                                return out;

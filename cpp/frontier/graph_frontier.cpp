@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <limits>
 #include <map>
 #include <thread>
 
@@ -283,6 +284,8 @@ FrontierModel::FrontierModel(const graph::Graph& g, const sim::Cluster& cluster,
     }
   }
 
+  fold_copies(options.copy_ops);
+
   // Pruning (exact): a configuration goes when another is no worse in its own costs and in every
   // entry of every incident table against the neighbours' remaining configurations; of equal
   // ones the first stays.
@@ -345,6 +348,75 @@ FrontierModel::FrontierModel(const graph::Graph& g, const sim::Cluster& cluster,
   }
   ties_ = elementwise_ties(problem_, tensor_configs_, op_configs_, kept_);
   build_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+void FrontierModel::fold_copies(const std::vector<int>& copy_ops) {
+  if (copy_ops.empty()) return;
+  const auto& g = *graph_;
+  const int nt = num_tensor_classes(), no = num_op_classes();
+  std::vector<char> is_copy(g.ops().size(), 0);
+  for (int o : copy_ops) {
+    if (o < 0 || o >= static_cast<int>(g.ops().size()))
+      throw PlanError("copy op id " + std::to_string(o) + " is not an op of the graph");
+    const auto& op = g.op(o);
+    if (op.inputs.size() != 1 || g.tensor(op.inputs[0]).shape != g.tensor(op.output).shape)
+      throw PlanError("op '" + op.name + "' is not a copy (one input of its output's shape)");
+    is_copy[o] = 1;
+  }
+  std::vector<char> done(no, 0);
+  for (int o : copy_ops) {
+    const int oc = problem_.op_class[o];
+    if (done[oc]) continue;
+    done[oc] = 1;
+    CopyFactor f{oc, problem_.tensor_class[g.op(o).inputs[0]], problem_.tensor_class[g.op(o).output], {}};
+    for (int member : problem_.class_ops[oc])
+      if (!is_copy[member] || problem_.tensor_class[g.op(member).inputs[0]] != f.source ||
+          problem_.tensor_class[g.op(member).output] != f.copy)
+        throw PlanError("op '" + g.op(member).name + "' shares a class with the copy '" + g.op(o).name +
+                        "' but is not a copy of the same tensors");
+    for (int t : problem_.class_tensors[f.copy])
+      if (g.tensor(t).producer < 0 || !is_copy[g.tensor(t).producer])
+        throw PlanError("tensor '" + g.tensor(t).name + "' shares a class with a copy but no copy writes it");
+    // The copy op's tables against its source and its copy (none with one device).
+    const partition::ParetoEdge *in = nullptr, *out = nullptr;
+    std::vector<partition::ParetoEdge> rest;
+    for (auto& e : edges_) {
+      if (e.u == nt + oc && e.v == f.source) in = &e;
+      else if (e.u == nt + oc && e.v == f.copy) out = &e;
+    }
+    const auto& splits = node_costs_[nt + oc];
+    const int nx = static_cast<int>(tensor_configs_[f.source].size()), ny = static_cast<int>(tensor_configs_[f.copy].size());
+    partition::ParetoEdge factor{f.source, f.copy, std::vector<Point>(static_cast<size_t>(nx) * ny)};
+    f.split.assign(static_cast<size_t>(nx) * ny, 0);
+    for (int x = 0; x < nx; ++x)
+      for (int y = 0; y < ny; ++y) {
+        // The cheapest split of the copy for this pair (its costs are time only: the least time is exact).
+        double best = std::numeric_limits<double>::infinity();
+        for (int s = 0; s < static_cast<int>(splits.size()); ++s) {
+          std::vector<double> parts{splits[s].time};
+          if (in) parts.push_back(in->table[static_cast<size_t>(s) * nx + x].time);
+          if (out) parts.push_back(out->table[static_cast<size_t>(s) * ny + y].time);
+          const double t = partition::exact_sum(parts);
+          if (t < best) best = t, f.split[static_cast<size_t>(x) * ny + y] = s;
+        }
+        // Tiled alike, the copy is the source itself: the plan leaves it out.
+        if (tensor_configs_[f.source][x] != tensor_configs_[f.copy][y])
+          factor.table[static_cast<size_t>(x) * ny + y] = {best, node_costs_[f.copy][y].memory};
+      }
+    for (auto& e : edges_)
+      if (&e != in && &e != out) rest.push_back(std::move(e));
+    rest.push_back(std::move(factor));
+    edges_ = std::move(rest);
+    for (auto& p : node_costs_[f.copy]) p.memory = 0;  // in the factor now
+    node_costs_[nt + oc] = {Point{0.0, 0.0}};           // not a variable of the search any more
+    copies_.push_back(std::move(f));
+  }
+}
+
+std::vector<std::tuple<int, int, int>> FrontierModel::copy_classes() const {
+  std::vector<std::tuple<int, int, int>> out;
+  for (const auto& f : copies_) out.emplace_back(num_tensor_classes() + f.op_class, f.source, f.copy);
+  return out;
 }
 
 std::vector<int> FrontierModel::configs_before() const {
@@ -450,8 +522,11 @@ Costs FrontierModel::sum(const std::vector<int>& full) const {
     const Point& p = node_costs_[v][full[v]];
     (static_cast<int>(v) < nt ? memory : compute).push_back(static_cast<int>(v) < nt ? p.memory : p.time);
   }
-  for (const auto& e : edges_)
-    network.push_back(e.table[static_cast<size_t>(full[e.u]) * node_costs_[e.v].size() + full[e.v]].time);
+  for (const auto& e : edges_) {
+    const Point& p = e.table[static_cast<size_t>(full[e.u]) * node_costs_[e.v].size() + full[e.v]];
+    network.push_back(p.time);
+    if (p.memory != 0) memory.push_back(p.memory);  // a reuse copy's tiles
+  }
   Costs c;
   c.compute = partition::exact_sum(compute);
   c.network = partition::exact_sum(network);
@@ -503,7 +578,13 @@ Costs FrontierModel::evaluate(const cost::Placement& plan) const {
       throw PlanError("the tiling of tensor '" + g.tensor(members[0]).name + "' is not a configuration of the frontier");
     full.push_back(static_cast<int>(it - tensor_configs_[tc].begin()));
   }
+  std::vector<char> copy_class(num_op_classes(), 0);
+  for (const auto& f : copies_) copy_class[f.op_class] = 1;
   for (int oc = 0; oc < num_op_classes(); ++oc) {
+    if (copy_class[oc]) {  // priced with its tensors' tilings (the cheapest split)
+      full.push_back(0);
+      continue;
+    }
     const auto& members = problem_.class_ops[oc];
     const auto key = split_key(plan.assignment.splits[members[0]]);
     for (int other : members)
@@ -531,6 +612,11 @@ partition::Plan FrontierModel::plan(const std::vector<int>& choice, int threads)
     for (int t : problem_.class_tensors[tc]) p.assignment.tilings[t] = tensor_configs_[tc][kept_[tc][choice[tc]]];
   for (int oc = 0; oc < num_op_classes(); ++oc)
     for (int o : problem_.class_ops[oc]) p.assignment.splits[o] = op_configs_[oc][kept_[nt + oc][choice[nt + oc]]];
+  for (const auto& f : copies_) {
+    const size_t x = kept_[f.source][choice[f.source]], y = kept_[f.copy][choice[f.copy]];
+    const auto& split = op_configs_[f.op_class][f.split[x * tensor_configs_[f.copy].size() + y]];
+    for (int o : problem_.class_ops[f.op_class]) p.assignment.splits[o] = split;
+  }
   const int m = static_cast<int>(parts_.size());
   auto prefix = partition::prefix_bytes(problem_, p.assignment, m, threads);
   p.step_bytes = partition::step_deltas(prefix);

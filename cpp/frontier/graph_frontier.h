@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "cost/placement.h"
@@ -53,6 +54,12 @@ struct ModelOptions {
   /// TensorOpt §4.2's data loading: inputs and labels arrive split along their first dimension (the
   /// batch) at every step where it divides; consumers that want another layout fetch it (priced).
   bool batch_split_inputs = false;
+  /// Tensor reuse (TensorOpt §4.2, python/tilewise/graph/reuse.py): identity ops of the graph that
+  /// write a forward consumer's copy of a tensor (read by the consumer and its backward ops). Each
+  /// leaves the search: one factor over (source class, copy class) prices the copy (its cheapest
+  /// split: compute and fetch, and the copy's memory), and nothing where the two are tiled alike
+  /// (then the plan has no copy: the consumer reads the source).
+  std::vector<int> copy_ops;
   std::function<void(const std::string&, int64_t, int64_t)> progress;
 };
 
@@ -106,8 +113,15 @@ class FrontierModel {
   /// The plan of a choice over the pruned configurations: tilings and strategies of every tensor
   /// and op, bytes per step recounted by the cost model (algorithm "frontier").
   partition::Plan plan(const std::vector<int>& choice, int threads = 0) const;
+  /// Per reuse copy op class (ModelOptions::copy_ops): its variable, then source and copy tensor classes.
+  std::vector<std::tuple<int, int, int>> copy_classes() const;
 
  private:
+  struct CopyFactor {
+    int op_class, source, copy;  // the copy op class, the tensor classes it reads and writes
+    std::vector<int> split;      // per (source, copy) configuration pair (unpruned): the copy op's split
+  };
+  void fold_copies(const std::vector<int>& copy_ops);
   Costs sum(const std::vector<int>& full_choice) const;  // over unpruned configurations
 
   const graph::Graph* graph_;
@@ -118,7 +132,8 @@ class FrontierModel {
   std::vector<std::vector<cost::Tiling>> tensor_configs_;  // per tensor class (unpruned)
   std::vector<std::vector<cost::OpSplit>> op_configs_;     // per op class (unpruned)
   std::vector<std::vector<partition::Point>> node_costs_;  // per variable, per configuration
-  std::vector<partition::ParetoEdge> edges_;               // unpruned, time only
+  std::vector<partition::ParetoEdge> edges_;               // unpruned; memory only in copy factors
+  std::vector<CopyFactor> copies_;
   std::vector<std::vector<int>> kept_;                     // per variable, unpruned indices kept
   partition::ParetoProblem pruned_;
   Ties ties_;  // element-wise ties over the pruned configurations

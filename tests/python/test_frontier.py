@@ -32,7 +32,9 @@ def _frontier_of(model, idx):
         time += n[idx[v], 0]
         memory += n[idx[v], 1]
     for u, v, table in model.edges:
-        time += np.array(table)[idx[u] * len(nodes[v]) + idx[v]]
+        entries = np.array(table, dtype=float).reshape(-1, 2)[idx[u] * len(nodes[v]) + idx[v]]
+        time += entries[:, 0]
+        memory += entries[:, 1]
     pts = list(zip(time.tolist(), memory.tolist()))
     return [pts[i] for i in tw.pareto.reduce(pts)]
 

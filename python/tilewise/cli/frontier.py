@@ -35,6 +35,9 @@ def add_frontier(subparsers: Any) -> None:
                         help="memory the search's tables may take, in GB (1e9 bytes; default 4 GiB)")
     parser.add_argument("--coarsen", action="store_true",
                         help="element-wise ops follow their input's tiling (a smaller space, far faster search)")
+    parser.add_argument("--tensor-reuse", action="store_true",
+                        help="TensorOpt's keep-both: a consumer's re-laid-out copy of a tensor may be kept for "
+                        "backward beside the tensor (one more variable per candidate)")
     parser.add_argument("--plot", metavar="PNG", help="draw the frontier (TensorOpt Fig. 6) to this file")
     parser.add_argument("--json", metavar="PATH", help="write the frontier as JSON")
     parser.add_argument("--progress", action="store_true", help="show a progress bar (needs tqdm)")
@@ -72,7 +75,7 @@ def run_frontier(args: argparse.Namespace) -> int:
     try:
         f = frontier(g, cluster, devices=args.devices, time_limit=args.time_limit, progress=args.progress,
                      memory_bucket=bucket, coarsen=args.coarsen, heuristic=args.heuristic, max_table=args.max_table,
-                     max_bytes=max_bytes)
+                     max_bytes=max_bytes, tensor_reuse=args.tensor_reuse)
     except (ValueError, SearchTooLarge, SearchTimeout) as e:
         return _fail(str(e))
     print(repr(f))
@@ -80,7 +83,9 @@ def run_frontier(args: argparse.Namespace) -> int:
     print(f"configurations: {len(ops)} op classes, K {min(r['before'] for r in ops)}-{max(r['before'] for r in ops)}"
           f" (pruned {min(r['after'] for r in ops)}-{max(r['after'] for r in ops)}); costing {f.build_seconds:.3g} s, "
           f"search {f.stats.seconds:.3g} s, heuristic eliminations {f.stats.heuristic_eliminations}"
-          + (f", {f.stats.tied_ops} op classes tied to their input (--coarsen)" if args.coarsen else ""))
+          + (f", {f.stats.tied_ops} op classes tied to their input (--coarsen)" if args.coarsen else "")
+          + (f", {len(f.search_graph.copies)} reuse candidates, kept at "
+             f"{sum(bool(f.kept_copies(p)) for p in f.points)} points (--tensor-reuse)" if args.tensor_reuse else ""))
     tp = f.turning_point
     step = max(1, len(f.points) // 12)
     for p in list(f.points[::step]) + ([f.points[-1]] if f.points and (len(f.points) - 1) % step else []):

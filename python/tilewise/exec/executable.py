@@ -406,6 +406,8 @@ def compile(graph: Graph, plan: Plan, backend: str = "cpu", *, memory_per_device
         return swapped.compile_swapped(graph, plan, memory=memory_per_device, profile=profile, timeout=timeout)
     if not isinstance(plan, Plan):
         raise TypeError(f"compile() needs a tw.Plan (from tw.partition), got {type(plan).__name__}")
+    if plan.graph is not graph and plan.graph.derived_from is graph:
+        graph = plan.graph  # a frontier point keeping reuse copies (graph/reuse.py): the same model plus copies
     if backend not in BACKENDS:
         raise ExecError(f"unknown backend '{backend}'; available: {', '.join(BACKENDS)}")
     if memory_per_device is not None and memory_per_device <= 0:

@@ -227,6 +227,9 @@ class Graph:
         self._op_objects: dict[int, object] = {}  # op id -> the tw.Op applied (with its bound attributes)
         #: Named results ("output", "loss", ...): set by tw.trace and from_torch, saved in JSON.
         self.outputs: dict[str, GTensor] = {}
+        #: The graph this one replays with tensor reuse's copies (graph/reuse.py), and their op names.
+        self.derived_from: Graph | None = None
+        self.copies: list[str] = []
 
     def results(self) -> dict[str, GTensor]:
         """What a step hands back (and so keeps after it): the named outputs (loss, output), else the

@@ -107,8 +107,11 @@ class Frontier:
     decreasing, each with a plan (``to_plan``); baselines costed alike; search statistics."""
 
     def __init__(self, graph: Graph, cluster, model, solution, stats: FrontierStats, baselines: dict,
-                 mesh_points: list[tuple[float, float]], build_seconds: float):
+                 mesh_points: list[tuple[float, float]], build_seconds: float, search_graph: Graph | None = None):
         self.graph = graph
+        #: The graph searched: ``graph`` itself, or with ``tensor_reuse`` a copy before every candidate
+        #: consumer (graph/reuse.py); points' plans keep only the copies they tile apart from the source.
+        self.search_graph = graph if search_graph is None else search_graph
         self.cluster = cluster
         self._model = model
         self.devices: int = model.devices
@@ -137,7 +140,7 @@ class Frontier:
 
     def configurations(self) -> list[dict]:
         """Per class (tensor classes, then op classes): a member's name, and K before and after pruning."""
-        g = self.graph._g
+        g = self.search_graph._g
         nt = self._model.num_tensor_classes
         rows = []
         for v, (rep, before, after) in enumerate(zip(self._model.representatives, self._model.configs_before,
@@ -171,8 +174,21 @@ class Frontier:
         split, bytes per step recounted; ``tw.compile`` runs it."""
         p = self._point(point)
         if p.index not in self._plans:
-            self._plans[p.index] = Plan(self.graph, self._model.plan(list(p.choice)))
+            core = self._model.plan(list(p.choice))
+            if self.search_graph is self.graph:
+                self._plans[p.index] = Plan(self.graph, core)
+            else:
+                self._plans[p.index] = _plan_with_kept_copies(self.graph, self.search_graph, core)
         return self._plans[p.index]
+
+    def kept_copies(self, point) -> list[tuple[str, str]]:
+        """Tensor reuse's keep-both at a point: (tensor, consumer op) whose consumer's copy is kept for
+        backward in another tiling than the tensor's (empty without ``tensor_reuse``)."""
+        if self.search_graph is self.graph:
+            return []
+        core = self._model.plan(list(self._point(point).choice))
+        return [(self.graph._g.tensor(t).name, self.graph._g.op(c).name)
+                for t, c in _kept_pairs(self.graph, self.search_graph, core)]
 
     def _budget(self, memory_limit, margin) -> float:
         """memory_limit × margin, checked (memory_limit None: the cluster's device memory)."""
@@ -257,7 +273,10 @@ class Frontier:
     def evaluate(self, plan: Plan) -> Baseline:
         """Any plan on this frontier's parts (e.g. ``tw.partition(..., parts=f.parts)``) costed like the
         points: its (time, memory, compute, network) under the same model."""
-        t, m, c, n = self._model.evaluate(plan._core)
+        core = plan._core
+        if self.search_graph is not self.graph:
+            core = _on_search_graph(plan, self.search_graph)
+        t, m, c, n = self._model.evaluate(core)
         return Baseline(plan.algorithm, t, m, c, n, plan)
 
     # ----- presenting -----
@@ -348,12 +367,74 @@ def _resolve(cluster, devices):
     return cluster, devices
 
 
+def _copies_of(search: Graph) -> list[tuple[int, int, int]]:
+    """Per reuse copy op of the searched graph: (copy op id, source tensor id, copy tensor id)."""
+    g = search._g
+    out = []
+    for name in search.copies:
+        o = g.find_op(name)
+        out.append((o, g.op(o).inputs[0], g.op(o).output))
+    return out
+
+
+def _kept_pairs(graph: Graph, search: Graph, core) -> list[tuple[int, int]]:
+    """(tensor id, consumer op id) of ``graph`` whose copy ``core`` (a plan on ``search``) tiles apart."""
+    g, sg = graph._g, search._g
+    kept = []
+    for o, src, dst in _copies_of(search):
+        if list(core.tilings[src]) != list(core.tilings[dst]):
+            consumer = sg.tensor(dst).consumers[0]  # the forward consumer comes first (reuse.py)
+            kept.append((g.find_tensor(sg.tensor(src).name), g.find_op(sg.op(consumer).name)))
+    return kept
+
+
+def _plan_with_kept_copies(graph: Graph, search: Graph, core) -> Plan:
+    """A plan on ``search`` moved to ``graph`` with only the copies it tiles apart (the others are the
+    source itself), bytes recounted."""
+    from ..graph.reuse import with_copies
+
+    kept = _kept_pairs(graph, search, core)
+    target = with_copies(graph, kept) if kept else graph
+    tg, sg = target._g, search._g
+    tilings = [core.tilings[sg.find_tensor(tg.tensor(t).name)] for t in range(tg.num_tensors)]
+    splits = [core.splits[sg.find_op(tg.op(o).name)] for o in range(tg.num_ops)]
+    draft = _core.Plan(core.algorithm, core.devices, list(core.parts), tilings, splits,
+                       [0] * len(core.parts), 0, 0.0)
+    cost = _core.evaluate_plan(tg, draft, 0)
+    return Plan(target, _core.Plan(core.algorithm, core.devices, list(core.parts), tilings, splits,
+                                   list(cost.step_bytes), cost.comm_bytes, 0.0))
+
+
+def _on_search_graph(plan: Plan, search: Graph):
+    """``plan`` (on the frontier's graph, or on it with some reuse copies) as a core plan on the searched
+    graph: a copy the plan does not have is tiled like its source (no copy)."""
+    pg, sg = plan.graph._g, search._g
+    core = plan._core
+    tilings, splits = [], []
+    for t in range(sg.num_tensors):
+        i = pg.find_tensor(sg.tensor(t).name)
+        if i < 0:
+            node = sg.tensor(t)
+            producer = sg.op(node.producer) if node.producer >= 0 else None
+            if producer is None or producer.name not in search.copies:
+                raise _core.PlanError(f"the plan's graph has no tensor '{node.name}': not a plan of this frontier's graph")
+            i = pg.find_tensor(sg.tensor(producer.inputs[0]).name)
+        tilings.append(core.tilings[i])
+    for o in range(sg.num_ops):
+        i = pg.find_op(sg.op(o).name)
+        if i < 0 and sg.op(o).name not in search.copies:
+            raise _core.PlanError(f"the plan's graph has no op '{sg.op(o).name}': not a plan of this frontier's graph")
+        splits.append(core.splits[i] if i >= 0 else [("replicate", -1, "Sum")] * len(core.parts))
+    return _core.Plan(core.algorithm, core.devices, list(core.parts), tilings, splits, list(core.step_bytes),
+                      core.comm_bytes, 0.0)
+
+
 def frontier(graph: Graph, cluster="tensoropt", devices: int | None = None, time_limit: float | None = None,
              progress: bool | Callable[[str, int, int], None] = False, *, parts: Sequence[int] | None = None,
              baselines: bool = True, heuristic: bool = False, max_table: int | None = None,
              memory_bucket: float | None = None, prune: bool = True, batch_split_inputs: bool = False,
              bound: bool = True, max_bytes: int | None = None, coarsen: bool = False,
-             threads: int | None = None) -> Frontier:
+             threads: int | None = None, tensor_reuse: bool = False) -> Frontier:
     """The cost frontier of ``graph`` over ``devices`` devices of ``cluster`` (a ``tw.Cluster`` or a
     preset name; ``devices=None``: all of them).
 
@@ -368,7 +449,11 @@ def frontier(graph: Graph, cluster="tensoropt", devices: int | None = None, time
     MLP within 0.6 % of the exact frontier's time at equal memory). Points are costed on the full model.
     ``batch_split_inputs``: TensorOpt §4.2's data loading, inputs and labels arrive split along the
     batch (their first dimension) and are re-laid out for consumers that want otherwise (priced).
-    ``time_limit`` (seconds) bounds costing and search (``tw.SearchTimeout`` past it)."""
+    ``tensor_reuse``: TensorOpt §4.2's keep-both, for a tensor that its producer's (or another reader's)
+    backward and a consumer's backward both read: the consumer's copy, tiled as it wants, may be kept
+    for backward beside the tensor (memory for no re-fetch in backward). One more variable per such
+    (tensor, consumer); a point's plan holds the copies it keeps (``kept_copies``), ``tw.compile``
+    runs it. ``time_limit`` (seconds) bounds costing and search (``tw.SearchTimeout`` past it)."""
     if not isinstance(graph, Graph):
         raise TypeError(f"frontier takes a tw.Graph, not {type(graph).__name__}")
     cluster, devices = _resolve(cluster, devices)
@@ -380,6 +465,15 @@ def frontier(graph: Graph, cluster="tensoropt", devices: int | None = None, time
     max_bytes = DEFAULT_MAX_BYTES if max_bytes is None else check_int("max_bytes", max_bytes, minimum=1, maximum=2**62)
     if not isinstance(coarsen, bool):
         raise TypeError(f"coarsen must be a bool, not {type(coarsen).__name__}")
+    if not isinstance(tensor_reuse, bool):
+        raise TypeError(f"tensor_reuse must be a bool, not {type(tensor_reuse).__name__}")
+    search = graph
+    if tensor_reuse:
+        from ..graph.reuse import reuse_candidates, with_copies
+
+        pairs = reuse_candidates(graph)
+        if pairs:
+            search = with_copies(graph, pairs)
     bucket = 0.0 if memory_bucket is None else float(memory_bucket)
     if parts is None:
         parts = list(_core.hierarchy_parts(cluster._core, devices))
@@ -390,8 +484,9 @@ def frontier(graph: Graph, cluster="tensoropt", devices: int | None = None, time
     report, close = _progress(progress)
     start = _time.monotonic()
     try:
-        model = _core.FrontierModel(graph._g, cluster._core, parts, threads=threads, time_limit=limit, prune=prune,
-                                    batch_split_inputs=bool(batch_split_inputs), progress=report)
+        copy_ops = [o for o, _, _ in _copies_of(search)] if search is not graph else []
+        model = _core.FrontierModel(search._g, cluster._core, parts, threads=threads, time_limit=limit, prune=prune,
+                                    batch_split_inputs=bool(batch_split_inputs), progress=report, copy_ops=copy_ops)
         left = 0.0 if not limit else max(limit - (_time.monotonic() - start), 1e-3)
         solve_report = None if report is None else (lambda d, t: report("frontier search", d, t))
         try:
@@ -416,7 +511,7 @@ def frontier(graph: Graph, cluster="tensoropt", devices: int | None = None, time
         tied_ops=model.tied_ops if coarsen else 0)
     base: dict[str, Baseline] = {}
     mesh: list[tuple[float, float]] = []
-    f = Frontier(graph, cluster, model, sol, stats, base, mesh, model.build_seconds)
+    f = Frontier(graph, cluster, model, sol, stats, base, mesh, model.build_seconds, search)
     if baselines and parts:
         for name in ("data_parallel", "tofu"):
             try:

@@ -1,0 +1,195 @@
+"""Tensor reuse (TensorOpt §4.2): keep-both copies in the graph (graph/reuse.py), priced by the frontier
+(tensor_reuse=True), kept by a point's plan and run by tw.compile."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import tilewise as tw
+from tilewise import _core
+from tilewise.graph.reuse import reuse_candidates, with_copies
+from tilewise.plan.frontier import _kept_pairs, _plan_with_kept_copies, _resolve
+
+torch = pytest.importorskip("torch")
+
+
+def _cluster(devices):
+    return _resolve("tensoropt", devices)[0]
+
+
+def _tanh_mlp(batch=8, width=6, hidden=8, classes=4, optimizer=None):
+    """x -> linear -> tanh -> linear -> tanh -> linear: each tanh's output is read in backward by its own
+    gradient and by the next linear's weight gradient (keep-both candidates)."""
+    torch.manual_seed(0)
+
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = torch.nn.Linear(width, hidden)
+            self.b = torch.nn.Linear(hidden, hidden)
+            self.c = torch.nn.Linear(hidden, classes)
+
+        def forward(self, x):
+            return self.c(torch.tanh(self.b(torch.tanh(self.a(x)))))
+
+    model = Model()
+    x = torch.randn(batch, width)
+    labels = torch.randint(0, classes, (batch,))
+    g = tw.from_torch(model, (x,), loss=torch.nn.CrossEntropyLoss(),
+                      optimizer=optimizer(model) if optimizer else tw.optim.SGD(lr=0.1), label=labels)
+    return g, model, x, labels
+
+
+def _names(g, pairs):
+    return [(g._g.tensor(t).name, g._g.op(c).name) for t, c in pairs]
+
+
+def test_candidates_are_tensors_two_backward_readers_keep():
+    g, *_ = _tanh_mlp()
+    # The input (resident) for the first linear; each tanh output for the linear after it (its own
+    # gradient reads it too). Linear outputs are read only by the tanh gradient: no second reader.
+    assert _names(g, reuse_candidates(g)) == [("x", "a.linear"), ("tanh", "b.linear"), ("tanh_1", "c.linear")]
+    # A tensor whose only backward readers are one consumer's: keeping it in that consumer's layout is
+    # keep-after, already a choice of its tiling.
+    mlp = tw.models.mlp(layers=2, hidden=8, batch=4)
+    names = [t for t, _ in _names(mlp, reuse_candidates(mlp))]
+    assert all(mlp.tensor(t).role in ("input", "label") for t in names)
+
+
+def test_copies_replay_the_graph_and_train_alike():
+    g, *_ = _tanh_mlp()
+    pairs = reuse_candidates(g)
+    h = with_copies(g, pairs)
+    assert h.derived_from is g and h.copies == ["x@a.linear", "tanh@b.linear", "tanh_1@c.linear"]
+    assert h._g.num_ops == g._g.num_ops + 3 and h._g.num_tensors == g._g.num_tensors + 3
+    copy = h.tensor("tanh@b.linear")
+    assert copy.producer.type == "identity" and copy.producer.phase == "forward"
+    # The consumer and its backward ops read the copy; the tanh gradient still reads the tensor.
+    readers = {o.name for o in copy.consumers}
+    assert "b.linear" in readers and any(o.phase == "backward" for o in copy.consumers)
+    assert any(o.type == "tanh_grad" for o in h.tensor("tanh").consumers) or any(
+        o.phase == "backward" for o in h.tensor("tanh").consumers)
+    for t in g.tensors:  # names, shapes, roles and marks carry over
+        u = h.tensor(t.name)
+        assert (u.shape, u.role, u.dtype) == (t.shape, t.role, t.dtype)
+        assert (u.grad_of and u.grad_of.name) == (t.grad_of and t.grad_of.name)
+        assert (u.updates and u.updates.name) == (t.updates and t.updates.name)
+    assert {k: v.name for k, v in h.outputs.items()} == {k: v.name for k, v in g.outputs.items()}
+    # One device: the graph with copies trains exactly as the graph without.
+    rng = np.random.default_rng(1)
+    feeds = {t.name: rng.standard_normal(t.shape).astype(np.float32) for t in g.tensors_with_role("parameter")
+             if t.producer is None}
+    feeds["x"] = rng.standard_normal(g.tensor("x").shape).astype(np.float32)
+    feeds["label"] = rng.integers(0, 4, g.tensor("label").shape)
+    runs = []
+    for graph in (g, h):
+        exe = tw.compile(graph, tw.partition(graph, devices=1))
+        losses = [float(exe.step(feeds if s == 0 else {"x": feeds["x"], "label": feeds["label"]})["loss"])
+                  for s in range(3)]
+        runs.append((losses, exe.parameters()))
+    assert runs[0][0] == runs[1][0]
+    for name, value in runs[0][1].items():
+        np.testing.assert_array_equal(runs[1][1][name], value)
+
+
+def test_copies_are_validated():
+    g, *_ = _tanh_mlp()
+    x, a = g.tensor("x").id, g.op("a.linear").id
+    with pytest.raises(ValueError, match="not a forward consumer"):
+        with_copies(g, [(x, g.op("b.linear").id)])
+    with pytest.raises(ValueError, match="given twice"):
+        with_copies(g, [(x, a), (x, a)])
+    with pytest.raises(ValueError, match="not a \\(tensor id, op id\\)"):
+        with_copies(g, [(10**6, a)])
+    with pytest.raises(TypeError, match="tensor_reuse must be a bool"):
+        tw.frontier(g, _cluster(2), devices=2, tensor_reuse="yes")
+
+
+def _forced(f, rng):
+    """A choice of the reuse frontier's model with every copy class at a random configuration."""
+    model = f._model
+    choice = list(f.points[int(rng.integers(len(f.points)))].choice)
+    for _, _, copy in model.copy_classes:
+        choice[copy] = int(rng.integers(len(model.nodes[copy])))
+    return choice
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), devices=st.sampled_from([2, 4]))
+def test_a_copy_is_priced_as_the_graph_that_keeps_it(seed, devices):
+    # Any choice's (time, memory) under the reuse model equals, exactly, a plain model of the graph that
+    # holds just the copies the choice tiles apart (there a copy is an op and a kept tensor like any other).
+    g, *_ = _tanh_mlp(batch=16, hidden=16)
+    f = tw.frontier(g, _cluster(devices), devices=devices, baselines=False, tensor_reuse=True)
+    rng = np.random.default_rng(seed)
+    choice = _forced(f, rng)
+    t, m, c, n = f._model.costs(choice)
+    plan = _plan_with_kept_copies(g, f.search_graph, f._model.plan(choice))
+    assert plan.graph.copies == [f"{a}@{b}" for a, b in _names(g, _kept_pairs(g, f.search_graph,
+                                                                              f._model.plan(choice)))]
+    plain = _core.FrontierModel(plan.graph._g, _cluster(devices)._core, f.parts, prune=False)
+    t2, m2, _, _ = plain.evaluate(plan._core)
+    assert t == pytest.approx(t2, rel=1e-12) and m == m2
+    assert (f.evaluate(plan).time, f.evaluate(plan).memory) == (t, m)
+    assert plan.evaluate().comm_bytes == plan.comm_bytes
+
+
+def test_reuse_frontier_contains_the_plain_one():
+    # (The search is the exact engine over the model's problem; the hypothesis test above checks the
+    # problem's costs against the graph with the copies.)
+    g, *_ = _tanh_mlp(batch=4, width=4, hidden=4, classes=2)
+    f = tw.frontier(g, _cluster(2), devices=2, baselines=False, tensor_reuse=True)
+    assert len(f._model.copy_classes) == 3
+    plain = tw.frontier(g, _cluster(2), devices=2, baselines=False)
+    for p in plain.points:  # the plain space is the reuse space with every copy tiled like its source
+        assert any(q.time <= p.time * (1 + 1e-12) and q.memory <= p.memory for q in f.points)
+    for p in f.points:
+        b = f.evaluate(f.to_plan(p))
+        assert (b.time, b.memory) == (p.time, p.memory)
+    # A plan of the plain graph (a planner's) is costed on the reuse model as no copy at all.
+    dp = tw.partition(g, devices=2, algorithm="data_parallel")
+    assert (f.evaluate(dp).time, f.evaluate(dp).memory) == (plain.evaluate(dp).time, plain.evaluate(dp).memory)
+    assert plain.kept_copies(plain.points[0]) == []
+
+
+def test_a_point_keeping_copies_compiles_simulates_and_trains_as_torch():
+    # Adam over three steps on two devices, with the copies kept, against torch.
+    g, model, x, labels = _tanh_mlp(optimizer=lambda m: torch.optim.Adam(m.parameters(), lr=1e-2))
+    f = tw.frontier(g, _cluster(2), devices=2, baselines=False, tensor_reuse=True)
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        choice = _forced(f, rng)
+        if len(_kept_pairs(g, f.search_graph, f._model.plan(choice))) >= 2:
+            break
+    plan = _plan_with_kept_copies(g, f.search_graph, f._model.plan(choice))
+    assert len(plan.graph.copies) >= 2
+    first = {**g.torch_import.feeds(model, x), "label": labels.numpy()}
+    exe = tw.compile(g, plan)  # the plan's graph (g with copies) runs in g's place
+    assert exe.graph is plan.graph
+    losses = [float(exe.step(first if s == 0 else {"x": x.numpy(), "label": labels.numpy()})["loss"])
+              for s in range(3)]
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    expected = []
+    for _ in range(3):
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(x), labels)
+        loss.backward()
+        opt.step()
+        expected.append(loss.item())
+    np.testing.assert_allclose(losses, expected, rtol=1e-5)
+    params = exe.parameters()
+    for name, p in model.named_parameters():
+        key = next(k for k in params if k.endswith(name) or k == name.replace(".", "_"))
+        np.testing.assert_allclose(params[key], p.detach().numpy(), rtol=1e-4, atol=1e-5)
+    # The simulator runs the same program: the copies are instructions of it.
+    pred = plan.predict(_cluster(2))
+    assert pred.step_seconds > 0 and max(pred.memory_per_device) > 0
+
+
+def test_cli_tensor_reuse(capsys):
+    from tilewise.cli import main
+
+    assert main(["frontier", "mlp-2-64", "--devices", "4", "--tensor-reuse"]) == 0
+    text = capsys.readouterr().out
+    assert "reuse candidates, kept at" in text and "(--tensor-reuse)" in text
