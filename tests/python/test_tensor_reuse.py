@@ -104,6 +104,10 @@ def test_copies_are_validated():
         with_copies(g, [(10**6, a)])
     with pytest.raises(TypeError, match="tensor_reuse must be a bool"):
         tw.frontier(g, _cluster(2), devices=2, tensor_reuse="yes")
+    # The model's own checks: ids in range, copies only (one input of the output's shape).
+    for bad, message in (([10**6], "is not an op of the graph"), ([g.op("b.linear").id], "is not a copy")):
+        with pytest.raises(tw.PlanError, match=message):
+            _core.FrontierModel(g._g, _cluster(2)._core, [2], copy_ops=bad)
 
 
 def _forced(f, rng):

@@ -381,7 +381,7 @@ def _kept_pairs(graph: Graph, search: Graph, core) -> list[tuple[int, int]]:
     """(tensor id, consumer op id) of ``graph`` whose copy ``core`` (a plan on ``search``) tiles apart."""
     g, sg = graph._g, search._g
     kept = []
-    for o, src, dst in _copies_of(search):
+    for _, src, dst in _copies_of(search):
         if list(core.tilings[src]) != list(core.tilings[dst]):
             consumer = sg.tensor(dst).consumers[0]  # the forward consumer comes first (reuse.py)
             kept.append((g.find_tensor(sg.tensor(src).name), g.find_op(sg.op(consumer).name)))
@@ -417,7 +417,8 @@ def _on_search_graph(plan: Plan, search: Graph):
             node = sg.tensor(t)
             producer = sg.op(node.producer) if node.producer >= 0 else None
             if producer is None or producer.name not in search.copies:
-                raise _core.PlanError(f"the plan's graph has no tensor '{node.name}': not a plan of this frontier's graph")
+                raise _core.PlanError(f"the plan's graph has no tensor '{node.name}': "
+                                      "not a plan of this frontier's graph")
             i = pg.find_tensor(sg.tensor(producer.inputs[0]).name)
         tilings.append(core.tilings[i])
     for o in range(sg.num_ops):
