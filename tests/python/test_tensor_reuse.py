@@ -100,6 +100,9 @@ def test_copies_are_validated():
         with_copies(g, [(x, g.op("b.linear").id)])
     with pytest.raises(ValueError, match="given twice"):
         with_copies(g, [(x, a), (x, a)])
+    label = g.tensor("label")
+    with pytest.raises(ValueError, match="is int64: ops compute float32"):
+        with_copies(g, [(label.id, label.consumers[0].id)])
     with pytest.raises(ValueError, match="not a \\(tensor id, op id\\)"):
         with_copies(g, [(10**6, a)])
     with pytest.raises(TypeError, match="tensor_reuse must be a bool"):
@@ -197,3 +200,33 @@ def test_cli_tensor_reuse(capsys):
     assert main(["frontier", "mlp-2-64", "--devices", "4", "--tensor-reuse"]) == 0
     text = capsys.readouterr().out
     assert "reuse candidates, kept at" in text and "(--tensor-reuse)" in text
+
+
+@pytest.mark.parametrize("make", [
+    lambda: tw.models.get("rnn-1-8", batch=4),
+    lambda: tw.models.transformer(layers=1, hidden=16, heads=2, seq=4, batch=2, vocab=16),
+], ids=["rnn", "transformer"])
+def test_random_copies_of_zoo_models_train_as_one_device(make):
+    # Unrolled time steps (copies of a class across steps), int64 ids and float masks (only float32
+    # tensors are candidates): any choice of copy tilings on 2 devices trains as one device does.
+    from tilewise.graph.feeds import example_feeds
+
+    g = make()
+    assert all(g._g.tensor(t).dtype == "float32" for t, _ in reuse_candidates(g))
+    f = tw.frontier(g, _cluster(2), devices=2, baselines=False, tensor_reuse=True, coarsen=True)
+    feeds = example_feeds(g, seed=0)
+    ref = tw.compile(g, tw.partition(g, devices=1)).initialize(0)
+    init = ref.parameters()
+    expected = [ref.step(feeds) for _ in range(2)]
+    rng = np.random.default_rng(0)
+    copies = 0
+    for _ in range(3):
+        plan = _plan_with_kept_copies(g, f.search_graph, f._model.plan(_forced(f, rng)))
+        copies += len(plan.graph.copies)
+        exe = tw.compile(g, plan)
+        for s, want in enumerate(expected):
+            got = exe.step({**init, **feeds} if s == 0 else feeds)
+            for k, v in want.items():
+                np.testing.assert_allclose(np.asarray(got[k], dtype=float), np.asarray(v, dtype=float),
+                                           rtol=1e-4, atol=1e-5, err_msg=k)
+    assert copies > 0

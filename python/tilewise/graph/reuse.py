@@ -37,8 +37,8 @@ def _readers_of(g, tid: int, forward_op: int) -> list[int]:
 
 
 def reuse_candidates(graph: Graph) -> list[tuple[int, int]]:
-    """(tensor, consumer) pairs where keep-both is a choice of its own: a forward activation, input or
-    label read in backward by the backward ops of its forward consumer ``c`` and by another reader
+    """(tensor, consumer) pairs where keep-both is a choice of its own: a float32 forward activation,
+    input or label read in backward by the backward ops of its forward consumer ``c`` and by another reader
     that stays (the producer's backward, another consumer's backward). Per tensor, when no reader
     outside the consumers' backward ops stays, the first such consumer keeps reading the tensor: the
     tensor stays kept for backward either way, so its memory is counted as before."""
@@ -46,8 +46,8 @@ def reuse_candidates(graph: Graph) -> list[tuple[int, int]]:
     out: list[tuple[int, int]] = []
     for tid in range(g.num_tensors):
         node = g.tensor(tid)
-        if node.updates >= 0:
-            continue
+        if node.updates >= 0 or node.dtype != "float32":
+            continue  # ops compute float32: integer ids and boolean masks are inputs only
         if node.producer >= 0:
             if g.op(node.producer).phase != "forward":
                 continue
@@ -83,6 +83,9 @@ def with_copies(graph: Graph, pairs) -> Graph:
             raise ValueError(f"reuse pair ({t}, {c}) is not a (tensor id, op id) of graph '{graph.name}'")
         if c not in g.tensor(t).consumers or g.op(c).phase != "forward":
             raise ValueError(f"op '{g.op(c).name}' is not a forward consumer of tensor '{g.tensor(t).name}'")
+        if g.tensor(t).dtype != "float32":
+            raise ValueError(f"tensor '{g.tensor(t).name}' is {g.tensor(t).dtype}: ops compute float32, so only "
+                             "float32 tensors can be copied")
         if t in before.get(c, []):
             raise ValueError(f"reuse pair ('{g.tensor(t).name}', '{g.op(c).name}') given twice")
         before.setdefault(c, []).append(t)
