@@ -230,3 +230,48 @@ def test_random_copies_of_zoo_models_train_as_one_device(make):
                 np.testing.assert_allclose(np.asarray(got[k], dtype=float), np.asarray(v, dtype=float),
                                            rtol=1e-4, atol=1e-5, err_msg=k)
     assert copies > 0
+
+
+def test_gpt2_attention_keeps_its_probabilities_and_trains_as_torch():
+    # A model we did not write (Hugging Face GPT-2 from a config): attention's softmax output is read in
+    # backward by the softmax gradient and by the probabilities-times-values product's gradient, the
+    # case §4.2 describes. With its copy kept in another tiling, Adam over 3 steps on 2 devices = torch.
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    cfg = transformers.GPT2Config(n_layer=1, n_head=2, n_embd=16, vocab_size=32, n_positions=8, resid_pdrop=0,
+                                  embd_pdrop=0, attn_pdrop=0, bos_token_id=0, eos_token_id=0)
+
+    class Logits(torch.nn.Module):
+        def __init__(self, model):
+            super().__init__()
+            self.model = model
+
+        def forward(self, ids):
+            return self.model(ids).logits.reshape(-1, 32)
+
+    model = Logits(transformers.GPT2LMHeadModel(cfg).train())
+    ids, labels = torch.randint(0, 32, (2, 8)), torch.randint(0, 32, (16,))
+    g = tw.from_torch(model, (ids,), loss=torch.nn.CrossEntropyLoss(),
+                      optimizer=torch.optim.Adam(model.parameters(), lr=1e-2), label=labels)
+    assert [t for t, _ in _names(g, reuse_candidates(g))] == ["model.transformer.h.0.attn.softmax"]
+    f = tw.frontier(g, _cluster(2), devices=2, baselines=False, tensor_reuse=True)
+    first = {**g.torch_import.feeds(model, ids), "label": labels.numpy()}
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        choice = _forced(f, rng)
+        if _kept_pairs(g, f.search_graph, f._model.plan(choice)):
+            break
+    plan = _plan_with_kept_copies(g, f.search_graph, f._model.plan(choice))
+    assert plan.graph.copies == ["model.transformer.h.0.attn.softmax@model.transformer.h.0.attn.bmatmul"]
+    exe = tw.compile(g, plan)
+    losses = [float(exe.step(first if s == 0 else {"ids": ids.numpy(), "label": labels.numpy()})["loss"])
+              for s in range(3)]
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    expected = []
+    for _ in range(3):
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(ids), labels)
+        loss.backward()
+        opt.step()
+        expected.append(loss.item())
+    np.testing.assert_allclose(losses, expected, rtol=1e-5)
