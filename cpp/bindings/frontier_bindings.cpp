@@ -144,6 +144,8 @@ void bind_frontier(py::module_& m) {
           },
           py::arg("mesh"), py::arg("threads") = 0, py::arg("time_limit") = 0.0,
           "The frontier under one Mesh-TensorFlow layout (per step 0: first dimension, 1: last, -1: replicated).")
+      .def("kept_copy_ops", &FrontierModel::kept_copy_ops, py::arg("choice"),
+           "The reuse copy ops a choice keeps (tiled apart from their source), in graph order.")
       .def("costs", [](const FrontierModel& f, const std::vector<int>& choice) { return to_tuple(f.costs(choice)); },
            py::arg("choice"), "(time, memory, compute, network) of a choice over the pruned configurations.")
       .def(

@@ -419,6 +419,16 @@ std::vector<std::tuple<int, int, int>> FrontierModel::copy_classes() const {
   return out;
 }
 
+std::vector<int> FrontierModel::kept_copy_ops(const std::vector<int>& choice) const {
+  costs(choice);  // checks the choice
+  std::vector<int> out;
+  for (const auto& f : copies_)
+    if (tensor_configs_[f.source][kept_[f.source][choice[f.source]]] != tensor_configs_[f.copy][kept_[f.copy][choice[f.copy]]])
+      out.insert(out.end(), problem_.class_ops[f.op_class].begin(), problem_.class_ops[f.op_class].end());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 std::vector<int> FrontierModel::configs_before() const {
   std::vector<int> out;
   for (const auto& c : node_costs_) out.push_back(static_cast<int>(c.size()));

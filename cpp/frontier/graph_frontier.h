@@ -115,6 +115,9 @@ class FrontierModel {
   partition::Plan plan(const std::vector<int>& choice, int threads = 0) const;
   /// Per reuse copy op class (ModelOptions::copy_ops): its variable, then source and copy tensor classes.
   std::vector<std::tuple<int, int, int>> copy_classes() const;
+  /// The copy ops a choice keeps: those whose copy it tiles apart from the source (the others are the
+  /// source itself), in graph order.
+  std::vector<int> kept_copy_ops(const std::vector<int>& choice) const;
 
  private:
   struct CopyFactor {

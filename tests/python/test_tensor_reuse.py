@@ -1,6 +1,8 @@
 """Tensor reuse (TensorOpt §4.2): keep-both copies in the graph (graph/reuse.py), priced by the frontier
 (tensor_reuse=True), kept by a point's plan and run by tw.compile."""
 
+import json
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -132,9 +134,12 @@ def test_a_copy_is_priced_as_the_graph_that_keeps_it(seed, devices):
     rng = np.random.default_rng(seed)
     choice = _forced(f, rng)
     t, m, c, n = f._model.costs(choice)
-    plan = _plan_with_kept_copies(g, f.search_graph, f._model.plan(choice))
-    assert plan.graph.copies == [f"{a}@{b}" for a, b in _names(g, _kept_pairs(g, f.search_graph,
-                                                                              f._model.plan(choice)))]
+    plan = _plan_with_kept_copies(g, f.search_graph, f._model, choice)
+    core, sg = f._model.plan(choice), f.search_graph._g  # the copies tiled apart, from the plan's tilings
+    apart = [n for n in f.search_graph.copies
+             if core.tilings[sg.op(sg.find_op(n)).inputs[0]] != core.tilings[sg.op(sg.find_op(n)).output]]
+    assert plan.graph.copies == apart
+    assert [f"{a}@{b}" for a, b in _names(g, _kept_pairs(g, f.search_graph, f._model, choice))] == apart
     plain = _core.FrontierModel(plan.graph._g, _cluster(devices)._core, f.parts, prune=False)
     t2, m2, _, _ = plain.evaluate(plan._core)
     assert t == pytest.approx(t2, rel=1e-12) and m == m2
@@ -158,6 +163,9 @@ def test_reuse_frontier_contains_the_plain_one():
     dp = tw.partition(g, devices=2, algorithm="data_parallel")
     assert (f.evaluate(dp).time, f.evaluate(dp).memory) == (plain.evaluate(dp).time, plain.evaluate(dp).memory)
     assert plain.kept_copies(plain.points[0]) == []
+    data = json.loads(f.to_json())
+    assert data["tensor_reuse"] and all("kept_copies" in p for p in data["points"])
+    assert json.loads(plain.to_json())["tensor_reuse"] is False
 
 
 def test_a_point_keeping_copies_compiles_simulates_and_trains_as_torch():
@@ -167,9 +175,9 @@ def test_a_point_keeping_copies_compiles_simulates_and_trains_as_torch():
     rng = np.random.default_rng(0)
     for _ in range(50):
         choice = _forced(f, rng)
-        if len(_kept_pairs(g, f.search_graph, f._model.plan(choice))) >= 2:
+        if len(_kept_pairs(g, f.search_graph, f._model, choice)) >= 2:
             break
-    plan = _plan_with_kept_copies(g, f.search_graph, f._model.plan(choice))
+    plan = _plan_with_kept_copies(g, f.search_graph, f._model, choice)
     assert len(plan.graph.copies) >= 2
     first = {**g.torch_import.feeds(model, x), "label": labels.numpy()}
     exe = tw.compile(g, plan)  # the plan's graph (g with copies) runs in g's place
@@ -221,7 +229,7 @@ def test_random_copies_of_zoo_models_train_as_one_device(make):
     rng = np.random.default_rng(0)
     copies = 0
     for _ in range(3):
-        plan = _plan_with_kept_copies(g, f.search_graph, f._model.plan(_forced(f, rng)))
+        plan = _plan_with_kept_copies(g, f.search_graph, f._model, _forced(f, rng))
         copies += len(plan.graph.copies)
         exe = tw.compile(g, plan)
         for s, want in enumerate(expected):
@@ -259,9 +267,9 @@ def test_gpt2_attention_keeps_its_probabilities_and_trains_as_torch():
     rng = np.random.default_rng(0)
     for _ in range(50):
         choice = _forced(f, rng)
-        if _kept_pairs(g, f.search_graph, f._model.plan(choice)):
+        if _kept_pairs(g, f.search_graph, f._model, choice):
             break
-    plan = _plan_with_kept_copies(g, f.search_graph, f._model.plan(choice))
+    plan = _plan_with_kept_copies(g, f.search_graph, f._model, choice)
     assert plan.graph.copies == ["model.transformer.h.0.attn.softmax@model.transformer.h.0.attn.bmatmul"]
     exe = tw.compile(g, plan)
     losses = [float(exe.step(first if s == 0 else {"ids": ids.numpy(), "label": labels.numpy()})["loss"])

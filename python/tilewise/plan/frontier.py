@@ -174,11 +174,10 @@ class Frontier:
         split, bytes per step recounted; ``tw.compile`` runs it."""
         p = self._point(point)
         if p.index not in self._plans:
-            core = self._model.plan(list(p.choice))
             if self.search_graph is self.graph:
-                self._plans[p.index] = Plan(self.graph, core)
+                self._plans[p.index] = Plan(self.graph, self._model.plan(list(p.choice)))
             else:
-                self._plans[p.index] = _plan_with_kept_copies(self.graph, self.search_graph, core)
+                self._plans[p.index] = _plan_with_kept_copies(self.graph, self.search_graph, self._model, p.choice)
         return self._plans[p.index]
 
     def kept_copies(self, point) -> list[tuple[str, str]]:
@@ -186,9 +185,8 @@ class Frontier:
         backward in another tiling than the tensor's (empty without ``tensor_reuse``)."""
         if self.search_graph is self.graph:
             return []
-        core = self._model.plan(list(self._point(point).choice))
         return [(self.graph._g.tensor(t).name, self.graph._g.op(c).name)
-                for t, c in _kept_pairs(self.graph, self.search_graph, core)]
+                for t, c in _kept_pairs(self.graph, self.search_graph, self._model, self._point(point).choice)]
 
     def _budget(self, memory_limit, margin) -> float:
         """memory_limit × margin, checked (memory_limit None: the cluster's device memory)."""
@@ -281,6 +279,12 @@ class Frontier:
 
     # ----- presenting -----
 
+    def _point_dict(self, p: StrategyPoint) -> dict:
+        d = p.to_dict()
+        if self.search_graph is not self.graph:
+            d["kept_copies"] = [list(pair) for pair in self.kept_copies(p)]
+        return d
+
     def _range(self) -> str:
         if not self.points:
             return "no feasible point"
@@ -295,7 +299,8 @@ class Frontier:
     def to_dict(self) -> dict:
         return {
             "format": "tilewise-frontier/1", "graph": self.graph.name, "cluster": self.cluster.name,
-            "devices": self.devices, "parts": self.parts, "points": [p.to_dict() for p in self.points],
+            "devices": self.devices, "parts": self.parts, "points": [self._point_dict(p) for p in self.points],
+            "tensor_reuse": self.search_graph is not self.graph,
             "turning_point": None if self.turning_point is None else self.turning_point.index,
             "baselines": {k: b.to_dict() for k, b in self.baselines.items()},
             "mesh_tensorflow": [{"time": t, "memory": m} for t, m in self.mesh_points],
@@ -377,23 +382,25 @@ def _copies_of(search: Graph) -> list[tuple[int, int, int]]:
     return out
 
 
-def _kept_pairs(graph: Graph, search: Graph, core) -> list[tuple[int, int]]:
-    """(tensor id, consumer op id) of ``graph`` whose copy ``core`` (a plan on ``search``) tiles apart."""
+def _kept_pairs(graph: Graph, search: Graph, model, choice) -> list[tuple[int, int]]:
+    """(tensor id, consumer op id) of ``graph`` whose copy ``choice`` (of ``model``, on ``search``) tiles
+    apart from the tensor."""
     g, sg = graph._g, search._g
     kept = []
-    for _, src, dst in _copies_of(search):
-        if list(core.tilings[src]) != list(core.tilings[dst]):
-            consumer = sg.tensor(dst).consumers[0]  # the forward consumer comes first (reuse.py)
-            kept.append((g.find_tensor(sg.tensor(src).name), g.find_op(sg.op(consumer).name)))
+    for o in model.kept_copy_ops(list(choice)):
+        copy = sg.op(o)
+        consumer = sg.tensor(copy.output).consumers[0]  # the forward consumer comes first (reuse.py)
+        kept.append((g.find_tensor(sg.tensor(copy.inputs[0]).name), g.find_op(sg.op(consumer).name)))
     return kept
 
 
-def _plan_with_kept_copies(graph: Graph, search: Graph, core) -> Plan:
-    """A plan on ``search`` moved to ``graph`` with only the copies it tiles apart (the others are the
-    source itself), bytes recounted."""
+def _plan_with_kept_copies(graph: Graph, search: Graph, model, choice) -> Plan:
+    """The plan of ``choice`` (of ``model``, on ``search``) on ``graph`` with only the copies it tiles
+    apart (the others are the source itself), bytes recounted."""
     from ..graph.reuse import with_copies
 
-    kept = _kept_pairs(graph, search, core)
+    core = model.plan(list(choice))
+    kept = _kept_pairs(graph, search, model, choice)
     target = with_copies(graph, kept) if kept else graph
     tg, sg = target._g, search._g
     tilings = [core.tilings[sg.find_tensor(tg.tensor(t).name)] for t in range(tg.num_tensors)]
