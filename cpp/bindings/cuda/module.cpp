@@ -6,6 +6,9 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <string>
+#include <tuple>
+
 #include "bindings/exec_errors.h"
 #include "exec/arena.h"
 #include "exec/cuda/device.h"
@@ -16,6 +19,7 @@
 #include "exec/cuda/host_executor.h"
 #include "exec/cuda/kernel_select.h"
 #include "exec/cuda/launch_plan.h"
+#include "exec/cuda/step_schedule.h"
 #include "exec/errors.h"
 #include "exec/lowering.h"
 #include "partition/plan.h"
@@ -203,6 +207,23 @@ PYBIND11_MODULE(_cuda, m) {
       "library, steps), the cuBLAS calls, the box copies (element size), the reductions (outputs, folded, split) and "
       "row ops (threads, rows, staged). tw.CudaError (name 'Untranslatable') naming ops without a CUDA kernel.");
 
+  m.def(
+      "nccl_unique_id", [] { return py::bytes(cuda::nccl_unique_id()); },
+      "A new NCCL unique id (ncclGetUniqueId, 128 bytes): rank 0 makes it, every rank connects with it.");
+  m.def(
+      "rank_calls",
+      [](const graph::Graph& g, const partition::Plan& plan, const std::vector<int>& keep) {
+        const exec::Lowered low = exec::lower(g, plan, keep);
+        std::vector<std::vector<std::tuple<int, std::string, int, int64_t>>> out;
+        for (const auto& calls : cuda::rank_calls(low.programs)) {
+          out.emplace_back();
+          for (const auto& c : calls) out.back().emplace_back(c.wave, c.send ? "send" : "recv", c.peer, c.bytes);
+        }
+        return out;
+      },
+      py::arg("graph"), py::arg("plan"), py::arg("keep") = std::vector<int>{},
+      "Per device, the NCCL calls its rank issues in a step, in order: (wave, 'send' or 'recv', peer, bytes). Host only.");
+
   py::class_<cuda::CudaExecutable> cuda_executable(m, "Executable", "A plan on GPUs (compiled; not run on a GPU yet).");
   cuda_executable
       .def(py::init([](const graph::Graph& g, const partition::Plan& plan, int64_t capacity,
@@ -211,6 +232,20 @@ PYBIND11_MODULE(_cuda, m) {
            }),
            py::arg("graph"), py::arg("plan"), py::arg("capacity") = 0, py::arg("keep") = std::vector<int>{},
            py::keep_alive<1, 2>())
+      .def_static(
+          "for_rank",
+          [](const graph::Graph& g, const partition::Plan& plan, int rank, int gpu, int64_t capacity,
+             const std::vector<int>& keep) {
+            return std::make_unique<cuda::CudaExecutable>(g, plan, capacity, keep, cuda::RankSetup{rank, gpu});
+          },
+          py::arg("graph"), py::arg("plan"), py::arg("rank"), py::arg("gpu"), py::arg("capacity") = 0,
+          py::arg("keep") = std::vector<int>{}, py::keep_alive<0, 1>(),
+          "One rank of an MPI job: plan device `rank` on local GPU `gpu`; connect(nccl_id) before the first step.")
+      .def(
+          "connect", [](cuda::CudaExecutable& e, const py::bytes& id) { e.connect(std::string(id)); },
+          py::arg("nccl_id"), py::call_guard<py::gil_scoped_release>(),
+          "Joins the ranks' NCCL communicator (ncclCommInitRank; collective).")
+      .def_property_readonly("rank", &cuda::CudaExecutable::rank, "The plan device driven here (-1: all).")
       .def_static(
           "swapped",
           [](const graph::Graph& g, const swap::TimedPlan& plan, const std::vector<int>& buffer_of,

@@ -46,6 +46,20 @@ PYBIND11_MODULE(_mpi, m) {
   m.def("finalize", &exec::mpi::finalize, "MPI_Finalize (once, at exit).");
   m.def("rank", &exec::mpi::rank, "This process's rank in MPI_COMM_WORLD (initialises MPI).");
   m.def("size", &exec::mpi::size, "The number of ranks in MPI_COMM_WORLD (initialises MPI).");
+  m.def(
+      "broadcast_bytes",
+      [](const py::bytes& data, int root) {
+        std::string in = data;
+        std::string out;
+        {
+          py::gil_scoped_release release;
+          out = exec::mpi::broadcast_bytes(in, root);
+        }
+        return py::bytes(out);
+      },
+      py::arg("data"), py::arg("root") = 0, "Root's bytes on every rank (MPI_Bcast; collective).");
+  m.def("all_ok", &exec::mpi::all_ok, py::arg("ok"), py::call_guard<py::gil_scoped_release>(),
+        "Whether every rank passed ok=True (MPI_Allreduce, logical and; collective).");
   m.def("one_way_seconds", &exec::mpi::one_way_seconds, py::arg("bytes"), py::arg("rounds"), py::arg("repeats"),
         py::call_guard<py::gil_scoped_release>(),
         "Calibration: one-way seconds per message of `bytes` between ranks 0 and 1 (every rank calls it; "

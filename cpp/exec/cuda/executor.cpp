@@ -119,22 +119,8 @@ CudaExecutable::CudaExecutable(const graph::Graph& g, const cost::Placement& pla
     : g_(g), low_(lower(g, plan, keep)) {
   // Translation first, on the host: an op with no CUDA kernel is named before any device call.
   for (int d = 0; d < low_.devices; ++d) plans_.push_back(translate(g, low_, d));
-  for (int d = 0; d < low_.devices; ++d) {
-    const LaunchPlan& p = plans_[d];
-    if (capacity > 0 && p.block_bytes + p.resident_bytes > capacity)
-      throw OutOfMemory(d, "the planned block and resident tensors", p.block_bytes + p.resident_bytes, 0, capacity);
-    auto dev = std::make_unique<Device>();
-    open_device(*dev, d, p.block_bytes);
-    const Program& prog = low_.programs[d];
-    for (size_t b = 0; b < prog.buffers.size(); ++b) {
-      if (!prog.buffers[b].resident || prog.buffers[b].bytes() == 0) continue;
-      check(cudaMalloc(&dev->resident[b], static_cast<size_t>(prog.buffers[b].bytes())),
-            "cudaMalloc(" + std::to_string(prog.buffers[b].bytes()) + " bytes for " + prog.buffers[b].name + ")");
-      dev->ptr[b] = dev->resident[b];
-    }
-    plan_staging(*dev, prog);
-    devices_.push_back(std::move(dev));
-  }
+  devices_.resize(static_cast<size_t>(low_.devices));
+  for (int d = 0; d < low_.devices; ++d) open_plan_device(d, capacity, d);
   if (low_.devices > 1) {  // one process, one communicator per GPU (ranks = devices 0..n-1)
     std::vector<ncclComm_t> comms(static_cast<size_t>(low_.devices));
     std::vector<int> ids(static_cast<size_t>(low_.devices));
@@ -145,13 +131,65 @@ CudaExecutable::CudaExecutable(const graph::Graph& g, const cost::Placement& pla
   }
 }
 
+CudaExecutable::CudaExecutable(const graph::Graph& g, const cost::Placement& plan, int64_t capacity,
+                               const std::vector<int>& keep, const RankSetup& rank)
+    : g_(g), low_(lower(g, plan, keep)), rank_(rank.rank) {
+  if (rank.rank < 0 || rank.rank >= low_.devices)
+    throw ExecError("rank " + std::to_string(rank.rank) + " has no device in a plan of " + std::to_string(low_.devices) +
+                    " devices (one rank per device)");
+  if (rank.gpu < 0) throw ExecError("GPU " + std::to_string(rank.gpu) + " is not a device index");
+  // Every device's translation, on the host: each rank names the same untranslatable ops.
+  for (int d = 0; d < low_.devices; ++d) plans_.push_back(translate(g, low_, d));
+  devices_.resize(static_cast<size_t>(low_.devices));
+  open_plan_device(rank.rank, capacity, rank.gpu);
+}
+
+void CudaExecutable::connect(const std::string& nccl_id) {
+  if (rank_ < 0) throw ExecError("connect() is for one rank of an MPI job; this executable drives every device");
+  if (nccl_id.size() != sizeof(ncclUniqueId))
+    throw ExecError("an NCCL unique id has " + std::to_string(sizeof(ncclUniqueId)) + " bytes, got " +
+                    std::to_string(nccl_id.size()));
+  Device& dev = *devices_[rank_];
+  if (dev.comm) throw ExecError("rank " + std::to_string(rank_) + " is connected already");
+  if (low_.devices < 2) return;  // nothing to talk to
+  ncclUniqueId id;
+  std::memcpy(&id, nccl_id.data(), sizeof id);
+  check(cudaSetDevice(dev.id), "cudaSetDevice(" + std::to_string(dev.id) + ")");
+  check_nccl(ncclCommInitRank(&dev.comm, low_.devices, id, rank_),
+             "ncclCommInitRank(rank " + std::to_string(rank_) + " of " + std::to_string(low_.devices) + ")");
+}
+
+std::string nccl_unique_id() {
+  ncclUniqueId id;
+  check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
+  return std::string(reinterpret_cast<const char*>(&id), sizeof id);
+}
+
+// Plan device d on GPU `gpu`: capacity checked, the device opened, resident buffers and staging.
+void CudaExecutable::open_plan_device(int d, int64_t capacity, int gpu) {
+  const LaunchPlan& p = plans_[d];
+  if (capacity > 0 && p.block_bytes + p.resident_bytes > capacity)
+    throw OutOfMemory(d, "the planned block and resident tensors", p.block_bytes + p.resident_bytes, 0, capacity);
+  auto dev = std::make_unique<Device>();
+  open_device(*dev, d, p.block_bytes, gpu);
+  const Program& prog = low_.programs[d];
+  for (size_t b = 0; b < prog.buffers.size(); ++b) {
+    if (!prog.buffers[b].resident || prog.buffers[b].bytes() == 0) continue;
+    check(cudaMalloc(&dev->resident[b], static_cast<size_t>(prog.buffers[b].bytes())),
+          "cudaMalloc(" + std::to_string(prog.buffers[b].bytes()) + " bytes for " + prog.buffers[b].name + ")");
+    dev->ptr[b] = dev->resident[b];
+  }
+  plan_staging(*dev, prog);
+  devices_[static_cast<size_t>(d)] = std::move(dev);
+}
+
 // cudaSetDevice, the block, the three streams and the program's events, the cuBLAS and cuDNN handles.
-void CudaExecutable::open_device(Device& dev, int d, int64_t block_bytes) {
+void CudaExecutable::open_device(Device& dev, int d, int64_t block_bytes, int gpu) {
   const LaunchPlan& p = plans_[d];
   const Program& prog = low_.programs[d];
   dev.id = -1;  // nothing to release until cudaSetDevice succeeds
-  check(cudaSetDevice(d), "cudaSetDevice(" + std::to_string(d) + ")");
-  dev.id = d;
+  check(cudaSetDevice(gpu), "cudaSetDevice(" + std::to_string(gpu) + ")");
+  dev.id = gpu;
   dev.resident.assign(prog.buffers.size(), nullptr);
   dev.ptr.assign(prog.buffers.size(), nullptr);
   if (block_bytes > 0)
@@ -174,7 +212,7 @@ CudaExecutable::CudaExecutable(const graph::Graph& g, const SwapSchedule& s, int
   const int64_t pool = swap_.pool_bytes;
   if (capacity > 0 && pool > capacity) throw OutOfMemory(0, "the swap plan's pool", pool, 0, capacity);
   auto dev = std::make_unique<Device>();
-  open_device(*dev, 0, pool);
+  open_device(*dev, 0, pool, 0);
   // Zeroed, as the CPU's pool: optimizer state nobody sets starts at zero.
   if (pool > 0) check(cudaMemset(dev->block, 0, static_cast<size_t>(pool)), "cudaMemset(the pool)");
   devices_.push_back(std::move(dev));
@@ -228,7 +266,8 @@ void CudaExecutable::set_tensor(int tensor, const void* data) {
     return;
   }
   bool any = false;
-  for (int d = 0; d < low_.devices; ++d) {  // each device's resident tile of it
+  for (int d = 0; d < low_.devices; ++d) {  // each device's resident tile of it (this rank's device only)
+    if (!local(d)) continue;
     const int b = tile_buffer(low_, d, tensor);
     Device& dev = *devices_[d];
     if (b < 0 || !dev.resident[b]) continue;
@@ -240,6 +279,7 @@ void CudaExecutable::set_tensor(int tensor, const void* data) {
           "cudaMemcpy(host -> device " + std::to_string(d) + ", " + g_.tensor(tensor).name + ")");
     any = true;
   }
+  if (!any && rank_ >= 0) return;  // held on other ranks' devices only
   if (!any) throw ExecError("'" + g_.tensor(tensor).name + "' is computed in a step, not set");
 }
 
@@ -259,6 +299,7 @@ void CudaExecutable::read_tensor(int tensor, void* out) const {
   }
   bool any = false;
   for (int d = 0; d < low_.devices; ++d) {  // the tiles cover the tensor; replicas hold equal values
+    if (!local(d)) continue;  // one rank of an MPI job: its own device's tiles only
     const int b = tile_buffer(low_, d, tensor);
     const Device& dev = *devices_[d];
     if (b < 0 || !dev.ptr[b]) continue;
@@ -270,7 +311,9 @@ void CudaExecutable::read_tensor(int tensor, void* out) const {
     copy_box(tile.data(), buf.box, out, Box::whole(g_.tensor(tensor).shape), buf.box, graph::dtype_size(buf.dtype));
     any = true;
   }
-  if (!any) throw ExecError("'" + g_.tensor(tensor).name + "' is not held after a step");
+  if (!any)
+    throw ExecError("'" + g_.tensor(tensor).name + "' is not held after a step" +
+                    (rank_ >= 0 ? " on rank " + std::to_string(rank_) + "'s device" : std::string()));
 }
 
 void CudaExecutable::step() {
@@ -287,11 +330,21 @@ void CudaExecutable::step() {
     ++steps_;
     return;
   }
+  if (rank_ >= 0 && low_.devices > 1 && !devices_[rank_]->comm)
+    throw ExecError("rank " + std::to_string(rank_) + " is not connected: call connect(nccl_id) before the first step");
   // One host thread over every GPU in step_schedule's order: local launches in program order, each
-  // Recv with its (already packed) Send in one NCCL group.
+  // Recv with its (already packed) Send in one NCCL group. One rank of an MPI job walks the same order
+  // and issues its own device's part.
   run_step(
-      low_.programs, [this](int d, size_t i) { launch(*devices_[d], plans_[d], low_.programs[d], i); },
-      [this](const std::vector<CommOp>& wave) {
+      low_.programs,
+      [this](int d, size_t i) {
+        if (local(d)) launch(*devices_[d], plans_[d], low_.programs[d], i);
+      },
+      [this](const std::vector<CommOp>& all) {
+        std::vector<CommOp> wave;
+        for (const CommOp& op : all)
+          if (local(op.device)) wave.push_back(op);
+        if (wave.empty()) return;
         check_nccl(ncclGroupStart(), "ncclGroupStart");
         for (const CommOp& op : wave) {
           Device& dev = *devices_[op.device];
@@ -326,6 +379,7 @@ void CudaExecutable::step() {
         }
       });
   for (auto& dev : devices_) {
+    if (!dev) continue;
     check(cudaSetDevice(dev->id), "cudaSetDevice(" + std::to_string(dev->id) + ")");
     for (auto* s : dev->streams) check(cudaStreamSynchronize(s), "cudaStreamSynchronize (device " + std::to_string(dev->id) + ")");
   }

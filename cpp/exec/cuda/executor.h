@@ -9,11 +9,17 @@
 //
 // Status: compiled in CI, never run on a GPU. Construction translates every program first (ops
 // without a CUDA kernel: Untranslatable, before any CUDA call), then makes the first device call
-// (cudaSetDevice), which fails with CudaError on a machine without a GPU. Not written yet: NCCL across
-// MPI ranks.
+// (cudaSetDevice), which fails with CudaError on a machine without a GPU.
+//
+// One rank of an MPI job (RankSetup): the process drives its own plan device only, on a local GPU, and
+// joins an NCCL communicator of one rank per device (`connect`, ncclCommInitRank with the id rank 0
+// made by nccl_unique_id and broadcast). Every rank walks the same step_schedule over all programs and
+// issues only its device's launches and its device's part of each wave, so a wave's Send and Recv meet
+// across processes as they do in one.
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "cost/placement.h"
@@ -25,11 +31,27 @@
 
 namespace tilewise::exec::cuda {
 
+/// This process's part of an MPI job: plan device `rank` on local GPU `gpu`.
+struct RankSetup {
+  int rank = 0;
+  int gpu = 0;
+};
+
+/// A new NCCL unique id (ncclGetUniqueId, 128 bytes) for ranks to join one communicator.
+std::string nccl_unique_id();
+
 class CudaExecutable {
  public:
   /// Lowers `plan` for `g`, translates its programs and sets up the devices. capacity: bytes per
   /// device for the arena block plus resident tensors (0 = unlimited; checked before cudaMalloc).
   CudaExecutable(const graph::Graph& g, const cost::Placement& plan, int64_t capacity, const std::vector<int>& keep);
+  /// One rank of an MPI job: device `rank.rank` of the plan only (the others' tensors are not set or
+  /// read here). Several devices: `connect` before the first step.
+  CudaExecutable(const graph::Graph& g, const cost::Placement& plan, int64_t capacity, const std::vector<int>& keep,
+                 const RankSetup& rank);
+  /// Joins the communicator of every rank (ncclCommInitRank; collective: every rank calls it with the
+  /// same id). Only for an executable made with a RankSetup.
+  void connect(const std::string& nccl_id);
   /// Swap plan `s` on GPU 0 (swap_lowering.h): the device memory is the plan's pool (one cudaMalloc;
   /// capacity checked first), a pinned host store, SwapIn/SwapOut as cudaMemcpyAsync on the two copy
   /// streams, the three streams issued in stream_order, buffers placed as the host executable
@@ -48,6 +70,8 @@ class CudaExecutable {
   void step();
 
   int devices() const { return low_.devices; }
+  /// The plan device this process drives (-1: all of them).
+  int rank() const { return rank_; }
   const LaunchPlan& launch_plan(int device) const { return plans_.at(static_cast<size_t>(device)); }
   int steps() const { return steps_; }
 
@@ -61,13 +85,16 @@ class CudaExecutable {
   std::vector<LaunchPlan> plans_;
   std::vector<std::unique_ptr<Device>> devices_;
   int steps_ = 0;
+  int rank_ = -1;  // RankSetup: the one device driven here; devices_ holds null for the others
   // Swapped programs (device 0): the swap plan made ready to issue, the pinned host store, the
   // buffers copied out this step.
   bool swapped_ = false;
   SwappedLaunch swap_;
   std::vector<void*> pinned_;
   std::vector<char> on_host_;
-  void open_device(Device& dev, int d, int64_t block_bytes);
+  void open_device(Device& dev, int d, int64_t block_bytes, int gpu);
+  void open_plan_device(int d, int64_t capacity, int gpu);
+  bool local(int d) const { return devices_[static_cast<size_t>(d)] != nullptr; }
 };
 
 }  // namespace tilewise::exec::cuda

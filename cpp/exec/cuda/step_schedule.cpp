@@ -5,6 +5,7 @@
 #include <string>
 
 #include "exec/errors.h"
+#include "graph/graph.h"
 
 namespace tilewise::exec::cuda {
 
@@ -46,6 +47,23 @@ void run_step(const std::vector<Program>& programs, const std::function<void(int
     if (waiting.empty()) return;
     if (!moved) throw ExecError("the devices' programs wait on each other (a Send or Recv without its partner):" + waiting);
   }
+}
+
+std::vector<std::vector<RankCall>> rank_calls(const std::vector<Program>& programs) {
+  std::vector<std::vector<RankCall>> out(programs.size());
+  int wave = 0;
+  run_step(
+      programs, [](int, size_t) {},
+      [&](const std::vector<CommOp>& ops) {
+        for (const CommOp& op : ops) {
+          const Program& prog = programs[op.device];
+          const Instr& in = prog.instrs[op.instr];
+          out[op.device].push_back({wave, in.kind == InstrKind::kSend, in.peer,
+                                    in.box.volume() * graph::dtype_size(prog.buffers[in.buffer].dtype)});
+        }
+        ++wave;
+      });
+  return out;
 }
 
 std::vector<size_t> stream_order(const Program& program) {

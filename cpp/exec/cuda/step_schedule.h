@@ -7,6 +7,7 @@
 // its receive in one ncclGroupStart/End, or the thread may wait forever).
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <vector>
 
@@ -26,6 +27,20 @@ struct CommOp {
 /// nobody receives).
 void run_step(const std::vector<Program>& programs, const std::function<void(int, size_t)>& local,
               const std::function<void(const std::vector<CommOp>&)>& group);
+
+/// One NCCL call one rank of an MPI job issues for its device (executor.h's RankSetup): the wave it is
+/// in, Send or Recv, the peer and the bytes.
+struct RankCall {
+  int wave = 0;
+  bool send = false;
+  int peer = 0;
+  int64_t bytes = 0;
+};
+
+/// Per device, in order, the calls its rank issues in a step (run_step's waves, each rank's part).
+/// NCCL matches a rank's sends to a peer with the peer's receives from it in order: the k-th of each
+/// must agree in bytes (and here they share their wave).
+std::vector<std::vector<RankCall>> rank_calls(const std::vector<Program>& programs);
 
 /// One device's instructions in an order one host thread may issue them to its streams: each stream's
 /// in program order, every Wait after the Record of its event (CUDA's cudaStreamWaitEvent waits for the

@@ -123,6 +123,24 @@ int size() {
   return n;
 }
 
+std::string broadcast_bytes(const std::string& data, int root) {
+  init();
+  if (root < 0 || root >= size())
+    throw ExecError("broadcast root " + std::to_string(root) + " is not a rank (0.." + std::to_string(size() - 1) + ")");
+  unsigned long long n = data.size();
+  check(MPI_Bcast(&n, 1, MPI_UNSIGNED_LONG_LONG, root, MPI_COMM_WORLD), "MPI_Bcast(size)");
+  std::string out = rank() == root ? data : std::string(n, '\0');
+  if (n > 0) check(MPI_Bcast(out.data(), static_cast<int>(n), MPI_BYTE, root, MPI_COMM_WORLD), "MPI_Bcast(bytes)");
+  return out;
+}
+
+bool all_ok(bool ok) {
+  init();
+  int mine = ok ? 1 : 0, every = 0;
+  check(MPI_Allreduce(&mine, &every, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD), "MPI_Allreduce(LAND)");
+  return every != 0;
+}
+
 // ---------------------------------------------------------------------------------------------
 // MpiCommunicator
 

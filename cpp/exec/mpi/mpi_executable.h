@@ -27,6 +27,11 @@ void init();
 void finalize();
 int rank();
 int size();
+/// MPI_Bcast of `data` from `root` (its size first): every rank gets root's bytes. Collective.
+std::string broadcast_bytes(const std::string& data, int root);
+/// Whether every rank passed `ok` (MPI_Allreduce with MPI_LAND). Collective: lets ranks that failed a
+/// local step (opening a GPU) tell the others before a collective call that would wait for them.
+bool all_ok(bool ok);
 
 /// Calibration (TensorOpt §3.2: profile the actual bandwidth at 2^i bytes): one-way seconds per
 /// message of `bytes` between ranks 0 and 1 of MPI_COMM_WORLD through an MpiCommunicator, as

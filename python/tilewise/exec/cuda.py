@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
 from typing import Any
 
 import numpy as np
 
-from .._core import CudaError
+from .._core import CudaError, ExecError, OutOfMemory
 
 BUILD_HINT = ("tilewise._cuda was not built (CMake found no nvcc or no cuBLAS/cuDNN/NCCL wheels when tilewise "
               "was built): pip install nvidia-cublas nvidia-cudnn-cu13 nvidia-nccl-cu13, put nvcc on PATH and "
@@ -98,16 +99,76 @@ class CudaExecutable:
         self._core.step()
 
 
+# The launchers' environment: Open MPI (OMPI_*), MPICH and Intel MPI (PMI_*, MPI_LOCALRANKID).
+_WORLD_VARS = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE")
+_LOCAL_RANK_VARS = ("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID")
+
+
+def launched_ranks() -> int:
+    """The ranks of the MPI job this process was started in by ``mpirun`` (1 when it was not), read
+    from the launcher's environment without loading MPI."""
+    for var in _WORLD_VARS:
+        value = os.environ.get(var, "")
+        if value.isdigit():
+            return int(value)
+    return 1
+
+
 def compile_cuda(graph, plan, memory_per_device, *, profile: bool, timeout: float):
     """``tw.compile(..., backend="cuda")``. In order, each failure a ``tw.CudaError``: the module was
     not built; an op has no CUDA kernel (translation, on the host: ``name`` "Untranslatable", the ops
     in ``ops``); the first device call fails (no driver, no device). Plans over several GPUs run in
-    one process over NCCL; swapped execution is not written (a swap plan is refused)."""
+    one process over NCCL, or, under ``mpirun -np plan.devices``, one rank per device over NCCL
+    (``compile_rank``); swapped execution runs on GPU 0 (``compile_cuda_swapped``)."""
     del profile, timeout
     cuda = load()
     for d in range(plan.devices):
         cuda.translate(graph._g, plan._core, d)
+    if launched_ranks() > 1:
+        return compile_rank(graph, plan, memory_per_device)
     return CudaExecutable(graph, plan, cuda.Executable(graph._g, plan._core, memory_per_device or 0))
+
+
+def compile_rank(graph, plan, memory_per_device):
+    """This rank's device of ``plan`` under ``mpirun -np plan.devices`` (every rank calls it, as with
+    ``backend="mpi"``): plan device = MPI rank, on the GPU of the rank's local index (modulo the GPUs
+    visible), one NCCL communicator over the ranks with the id rank 0 makes, broadcast over MPI.
+
+    Collective and fail-together: rank 0's failure to make the id is every rank's ``tw.CudaError``; a
+    rank that cannot open its GPU (no device, memory) raises its error and the others a ``tw.CudaError``
+    saying another rank failed, all before NCCL's collective initialisation, which would wait for it.
+    Tensors are set and read per rank: its device's tiles only."""
+    from . import mpi as mpi_backend
+
+    cuda, mpi = load(), mpi_backend.load()
+    if mpi.size() != plan.devices:
+        raise ExecError(f"the plan has {plan.devices} devices but the MPI job {mpi.size()} ranks: run it under "
+                        f"mpirun -np {plan.devices} (one rank per device)")
+    rank = mpi.rank()
+    made = b""
+    if rank == 0:
+        try:
+            made = b"\x01" + cuda.nccl_unique_id()
+        except CudaError as e:
+            made = b"\x00" + str(e).encode()
+    made = mpi.broadcast_bytes(made, 0)
+    if made[:1] != b"\x01":
+        raise CudaError(f"rank 0 could not make an NCCL id: {made[1:].decode(errors='replace')}")
+    local = next((int(os.environ[v]) for v in _LOCAL_RANK_VARS if os.environ.get(v, "").isdigit()), rank)
+    count, _ = cuda.device_count()
+    failure = None
+    try:
+        core = cuda.Executable.for_rank(graph._g, plan._core, rank, local % count if count else local,
+                                    memory_per_device or 0)
+    except (CudaError, OutOfMemory, ExecError) as e:
+        failure = e
+    if not mpi.all_ok(failure is None):
+        if failure is not None:
+            raise failure
+        raise CudaError(f"rank {rank}: another rank could not open its GPU (its own error says why); stopping "
+                        "before NCCL's initialisation, which would wait for it")
+    core.connect(made[1:])
+    return CudaExecutable(graph, plan, core)
 
 
 def compile_cuda_swapped(graph, plan, memory):
