@@ -25,9 +25,7 @@ import statistics
 import time
 
 import tilewise as tw
-from tilewise import _core
 from tilewise.graph.reuse import reuse_candidates
-from tilewise.plan.plan import Plan
 
 MIB = 2**20
 APPROX = {"heuristic": True, "max_table": 1 << 14, "memory_bucket": 16 * MIB}
@@ -40,15 +38,6 @@ ROWS = [  # (zoo name, batch, options)
     ("wresnet-50-2", 256, APPROX),
 ]
 QUICK = [0, 1, 5]
-
-
-def without_copies(g, plan: Plan) -> Plan:
-    """``plan`` (on ``g`` with reuse copies) on ``g`` itself: every consumer reads the tensor again."""
-    pg, core = plan.graph._g, plan._core
-    tilings = [core.tilings[pg.find_tensor(g._g.tensor(t).name)] for t in range(g._g.num_tensors)]
-    splits = [core.splits[pg.find_op(g._g.op(o).name)] for o in range(g._g.num_ops)]
-    return Plan(g, _core.Plan("frontier", core.devices, list(core.parts), tilings, splits,
-                              [0] * len(core.parts), 0, 0.0))
 
 
 def run_row(name: str, batch: int, options: dict) -> dict:
@@ -70,7 +59,7 @@ def run_row(name: str, batch: int, options: dict) -> dict:
         if not copies:
             continue
         kept.update(f"{t}@{c}" for t, c in copies)
-        alone = reuse.evaluate(without_copies(g, reuse.to_plan(p)))
+        alone = reuse.evaluate(reuse.without_copies(p))
         saved.append(1 - p.time / alone.time)
         cost.append(p.memory / alone.memory - 1)
     return {

@@ -163,6 +163,14 @@ def test_reuse_frontier_contains_the_plain_one():
     dp = tw.partition(g, devices=2, algorithm="data_parallel")
     assert (f.evaluate(dp).time, f.evaluate(dp).memory) == (plain.evaluate(dp).time, plain.evaluate(dp).memory)
     assert plain.kept_copies(plain.points[0]) == []
+    for p in f.points:  # without its copies a point is a plan of the graph itself
+        plan = f.without_copies(p)
+        alone = f.evaluate(plan)
+        assert plan.graph is g and plan.evaluate().comm_bytes == plan.comm_bytes
+        if f.kept_copies(p):  # on the exact frontier a kept copy buys time for its memory
+            assert alone.time > p.time and alone.memory < p.memory
+        else:
+            assert (alone.time, alone.memory) == (p.time, p.memory)
     data = json.loads(f.to_json())
     assert data["tensor_reuse"] and all("kept_copies" in p for p in data["points"])
     assert json.loads(plain.to_json())["tensor_reuse"] is False

@@ -188,6 +188,12 @@ class Frontier:
         return [(self.graph._g.tensor(t).name, self.graph._g.op(c).name)
                 for t, c in _kept_pairs(self.graph, self.search_graph, self._model, self._point(point).choice)]
 
+    def without_copies(self, point) -> Plan:
+        """The point's strategy with every reuse copy left out (on ``graph``: the consumers read the
+        tensor again in backward): ``f.evaluate`` of it against the point is what keep-both buys."""
+        plan = self.to_plan(point)
+        return plan if plan.graph is self.graph else _moved(plan._core, plan.graph, self.graph)
+
     def _budget(self, memory_limit, margin) -> float:
         """memory_limit × margin, checked (memory_limit None: the cluster's device memory)."""
         if memory_limit is None:
@@ -401,8 +407,13 @@ def _plan_with_kept_copies(graph: Graph, search: Graph, model, choice) -> Plan:
 
     core = model.plan(list(choice))
     kept = _kept_pairs(graph, search, model, choice)
-    target = with_copies(graph, kept) if kept else graph
-    tg, sg = target._g, search._g
+    return _moved(core, search, with_copies(graph, kept) if kept else graph)
+
+
+def _moved(core, source: Graph, target: Graph) -> Plan:
+    """The tilings and splits of ``core`` (a plan on ``source``) given to the tensors and ops of ``target``
+    of the same names, bytes recounted."""
+    tg, sg = target._g, source._g
     tilings = [core.tilings[sg.find_tensor(tg.tensor(t).name)] for t in range(tg.num_tensors)]
     splits = [core.splits[sg.find_op(tg.op(o).name)] for o in range(tg.num_ops)]
     draft = _core.Plan(core.algorithm, core.devices, list(core.parts), tilings, splits,
