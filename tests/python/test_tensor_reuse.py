@@ -188,8 +188,14 @@ def test_a_point_keeping_copies_compiles_simulates_and_trains_as_torch():
     plan = _plan_with_kept_copies(g, f.search_graph, f._model, choice)
     assert len(plan.graph.copies) >= 2
     first = {**g.torch_import.feeds(model, x), "label": labels.numpy()}
-    exe = tw.compile(g, plan)  # the plan's graph (g with copies) runs in g's place
-    assert exe.graph is plan.graph
+    # Saved and loaded with the model's own graph: the copies come back (names in the file).
+    loaded = tw.Plan.from_json(plan.to_json(), g)
+    assert loaded.graph.copies == plan.graph.copies and loaded.graph.derived_from is g
+    assert loaded.to_dict() == plan.to_dict()
+    with pytest.raises(tw.PlanError, match="reuse_copies"):
+        tw.Plan.from_json(plan.to_json().replace('"reuse_copies": [', '"reuse_copies": [["nope", "a.linear"], '), g)
+    exe = tw.compile(g, loaded)  # the plan's graph (g with copies) runs in g's place
+    assert exe.graph is loaded.graph
     losses = [float(exe.step(first if s == 0 else {"x": x.numpy(), "label": labels.numpy()})["loss"])
               for s in range(3)]
     opt = torch.optim.Adam(model.parameters(), lr=1e-2)

@@ -26,6 +26,7 @@ from .. import _core
 from .._core import PlanError
 from .._util import check_int, fmt_bytes, json_kind, parse_json, short_repr
 from ..graph.graph import GOp, Graph, GTensor
+from ..graph.reuse import with_copies
 from .tiling import Cut, lookup, tile_boxes, tiling_str
 
 FORMAT = "tilewise.plan/1"
@@ -378,6 +379,7 @@ class Plan:
             "timed_out": self.timed_out,
             "tilings": tensors,
             "splits": ops,
+            **({"reuse_copies": reuse_pairs(self.graph)} if self.graph.copies else {}),
         }
 
     def to_json(self) -> str:
@@ -449,8 +451,35 @@ class _PlanLoader:
             self.fail(f"{path}.{key}", f"is {v}; expected a non-negative integer")
         return v
 
+    def copies(self, graph: Graph) -> Graph:
+        """``graph`` with the reuse copies the plan keeps (``reuse_copies``: a frontier point's plan, see
+        graph/reuse.py); ``graph`` itself when the plan keeps none or ``graph`` has them already."""
+        pairs = self.data.get("reuse_copies") if isinstance(self.data, dict) else None
+        if pairs is None:
+            return graph
+        if not isinstance(pairs, list) or not all(
+                isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p) for p in pairs):
+            self.fail(".reuse_copies", f"is {short_repr(pairs)}; expected a list of [tensor name, consumer op name]")
+        if graph.copies:
+            if reuse_pairs(graph) != pairs:
+                self.fail(".reuse_copies", f"are {short_repr(pairs)}, but graph {graph.name!r} has the copies "
+                          f"{short_repr(reuse_pairs(graph))}")
+            return graph
+        ids = []
+        for i, (tensor, consumer) in enumerate(pairs):
+            t, c = graph._g.find_tensor(tensor), graph._g.find_op(consumer)
+            if t < 0 or c < 0:
+                self.fail(f".reuse_copies[{i}]", f"names {tensor!r} and {consumer!r}, not a tensor and an op of "
+                          f"graph {graph.name!r}")
+            ids.append((t, c))
+        try:
+            return with_copies(graph, ids)
+        except ValueError as e:
+            self.fail(".reuse_copies", str(e))
+
     def build(self, cls) -> Plan:
-        data, graph = self.data, self.graph
+        data = self.data
+        graph = self.graph = self.copies(self.graph)
         g = graph._g
         meta = self.field(data, "", "graph", dict, "an object with the graph's name")
         made_for = self.field(meta, ".graph", "name", str, "the graph's name")
@@ -586,6 +615,15 @@ def valid_strategies(node) -> dict:
         if s["kind"] != "replicate" and s["dim"] in names:
             out[(s["kind"], names.index(s["dim"]))] = s.get("reducer") or "Sum"
     return out
+
+
+def reuse_pairs(graph: Graph) -> list[list[str]]:
+    """[tensor, consumer op] of each reuse copy of ``graph`` (graph/reuse.py), in graph order."""
+    pairs = []
+    for name in graph.copies:
+        out = graph.op(name).output
+        pairs.append([graph.op(name).inputs[0].name, out.consumers[0].name])
+    return pairs
 
 
 def _check_graph(desc: dict, graph: Graph) -> None:
