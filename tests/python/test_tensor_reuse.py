@@ -153,6 +153,9 @@ def test_reuse_frontier_contains_the_plain_one():
     g, *_ = _tanh_mlp(batch=4, width=4, hidden=4, classes=2)
     f = tw.frontier(g, _cluster(2), devices=2, baselines=False, tensor_reuse=True)
     assert len(f._model.copy_classes) == 3
+    rows = f.configurations()
+    assert sorted(r["name"] for r in rows if r["kind"] == "copy") == sorted(f.search_graph.copies)
+    assert all(r["before"] == 1 for r in rows if r["kind"] == "copy")
     plain = tw.frontier(g, _cluster(2), devices=2, baselines=False)
     for p in plain.points:  # the plain space is the reuse space with every copy tiled like its source
         assert any(q.time <= p.time * (1 + 1e-12) and q.memory <= p.memory for q in f.points)

@@ -139,7 +139,8 @@ class Frontier:
     # ----- configurations -----
 
     def configurations(self) -> list[dict]:
-        """Per class (tensor classes, then op classes): a member's name, and K before and after pruning."""
+        """Per class (tensor classes, then op classes): a member's name, and K before and after pruning.
+        With ``tensor_reuse`` the copy ops' classes are of kind "copy" (priced with their tensors, K = 1)."""
         g = self.search_graph._g
         nt = self._model.num_tensor_classes
         rows = []
@@ -149,7 +150,8 @@ class Frontier:
                 rows.append({"kind": "tensor", "name": g.tensor(rep).name, "before": before, "after": after})
             else:
                 op = g.op(rep)
-                rows.append({"kind": "op", "name": op.name, "type": op.type, "before": before, "after": after})
+                kind = "copy" if op.name in self.search_graph.copies else "op"  # tensor reuse: no variable
+                rows.append({"kind": kind, "name": op.name, "type": op.type, "before": before, "after": after})
         return rows
 
     def configurations_table(self) -> str:
