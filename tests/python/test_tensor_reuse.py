@@ -315,6 +315,10 @@ def test_batch_split_inputs_keep_their_consumers_copies():
     assert min(gains) >= -1e-12 and max(gains) > 0.05
     keeping = [p for p in f.points if f.kept_copies(p)]
     assert keeping
+    for p in keeping:  # the program simulator confirms what the proxy says the copies buy
+        alone = f.without_copies(p)
+        assert f.evaluate(alone).time > p.time
+        assert f.simulate(p)["predicted_time"] < alone.predict(f.cluster).step_seconds
     feeds = example_feeds(g, seed=0)
     ref = tw.compile(g, tw.partition(g, devices=1)).initialize(0)
     init = ref.parameters()

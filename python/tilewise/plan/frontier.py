@@ -474,7 +474,7 @@ def frontier(graph: Graph, cluster="tensoropt", devices: int | None = None, time
     backward and a consumer's backward both read: the consumer's copy, tiled as it wants, may be kept
     for backward beside the tensor (memory for no re-fetch in backward). One more variable per such
     (tensor, consumer); a point's plan holds the copies it keeps (``kept_copies``), ``tw.compile``
-    runs it. ``time_limit`` (seconds) bounds costing and search (``tw.SearchTimeout`` past it)."""
+    runs it. It pays most with ``batch_split_inputs`` (consumers keep their copies of the inputs). ``time_limit`` (seconds) bounds costing and search (``tw.SearchTimeout`` past it)."""
     if not isinstance(graph, Graph):
         raise TypeError(f"frontier takes a tw.Graph, not {type(graph).__name__}")
     cluster, devices = _resolve(cluster, devices)
