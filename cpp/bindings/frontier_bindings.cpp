@@ -157,6 +157,13 @@ void bind_frontier(py::module_& m) {
           },
           py::arg("plan"), "(time, memory, compute, network) of a plan on the same parts, costed alike.")
       .def(
+          "choice_of",
+          [](const FrontierModel& f, const partition::Plan& plan) {
+            py::gil_scoped_release release;
+            return f.choice_of(plan);
+          },
+          py::arg("plan"), "A plan's choice over the pruned configurations (PlanError where pruning removed one).")
+      .def(
           "plan",
           [](const FrontierModel& f, const std::vector<int>& choice, int threads) {
             Interruptible interruptible;  // Ctrl-C stops the search

@@ -561,7 +561,25 @@ Costs FrontierModel::costs(const std::vector<int>& choice) const {
   return sum(full);
 }
 
-Costs FrontierModel::evaluate(const cost::Placement& plan) const {
+Costs FrontierModel::evaluate(const cost::Placement& plan) const { return sum(full_choice(plan)); }
+
+std::vector<int> FrontierModel::choice_of(const cost::Placement& plan) const {
+  std::vector<int> full = full_choice(plan), choice;
+  const auto names = representatives();
+  for (size_t v = 0; v < full.size(); ++v) {
+    auto it = std::find(kept_[v].begin(), kept_[v].end(), full[v]);
+    if (it == kept_[v].end()) {
+      const bool tensor = static_cast<int>(v) < num_tensor_classes();
+      throw PlanError(std::string("the ") + (tensor ? "tiling of tensor '" + graph_->tensor(names[v]).name
+                                                     : "split of op '" + graph_->op(names[v]).name) +
+                      "' is a configuration pruning removed (dominated in every cost)");
+    }
+    choice.push_back(static_cast<int>(it - kept_[v].begin()));
+  }
+  return choice;
+}
+
+std::vector<int> FrontierModel::full_choice(const cost::Placement& plan) const {
   const auto& g = *graph_;
   std::string why = cost::placement_misfit(g, plan);
   if (!why.empty()) throw PlanError(why);
@@ -607,7 +625,7 @@ Costs FrontierModel::evaluate(const cost::Placement& plan) const {
     if (found < 0) throw PlanError("the split of op '" + g.op(members[0]).name + "' is not a configuration of the frontier");
     full.push_back(found);
   }
-  return sum(full);
+  return full;
 }
 
 partition::Plan FrontierModel::plan(const std::vector<int>& choice, int threads) const {

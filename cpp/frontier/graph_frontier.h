@@ -110,6 +110,9 @@ class FrontierModel {
   /// Costs of any plan on this model's parts whose tilings and strategies are configurations of
   /// it (every planner's, with these parts); PlanError naming the first tensor or op that is not.
   Costs evaluate(const cost::Placement& plan) const;
+  /// The choice (over the pruned configurations) of a plan as `evaluate` takes it; PlanError naming the
+  /// first class whose configuration pruning removed (the plan is dominated there).
+  std::vector<int> choice_of(const cost::Placement& plan) const;
   /// The plan of a choice over the pruned configurations: tilings and strategies of every tensor
   /// and op, bytes per step recounted by the cost model (algorithm "frontier").
   partition::Plan plan(const std::vector<int>& choice, int threads = 0) const;
@@ -126,6 +129,7 @@ class FrontierModel {
   };
   void fold_copies(const std::vector<int>& copy_ops);
   Costs sum(const std::vector<int>& full_choice) const;  // over unpruned configurations
+  std::vector<int> full_choice(const cost::Placement& plan) const;  // a plan's unpruned configurations
 
   const graph::Graph* graph_;
   std::vector<int> parts_;

@@ -474,7 +474,10 @@ def frontier(graph: Graph, cluster="tensoropt", devices: int | None = None, time
     backward and a consumer's backward both read: the consumer's copy, tiled as it wants, may be kept
     for backward beside the tensor (memory for no re-fetch in backward). One more variable per such
     (tensor, consumer); a point's plan holds the copies it keeps (``kept_copies``), ``tw.compile``
-    runs it. It pays most with ``batch_split_inputs`` (consumers keep their copies of the inputs). ``time_limit`` (seconds) bounds costing and search (``tw.SearchTimeout`` past it)."""
+    runs it. It pays most with ``batch_split_inputs`` (consumers keep their copies of the inputs); with
+    ``heuristic`` or ``memory_bucket`` the search without reuse runs too and its points join
+    (``stats.merged_points``), so the frontier is never worse. ``time_limit`` (seconds) bounds costing
+    and search (``tw.SearchTimeout`` past it)."""
     if not isinstance(graph, Graph):
         raise TypeError(f"frontier takes a tw.Graph, not {type(graph).__name__}")
     cluster, devices = _resolve(cluster, devices)
@@ -514,6 +517,25 @@ def frontier(graph: Graph, cluster="tensoropt", devices: int | None = None, time
             sol = model.solve(max_table=max_table, heuristic=heuristic, memory_bucket=bucket, threads=threads,
                               time_limit=left, progress=solve_report, bound=bool(bound), max_bytes=max_bytes,
                               coarsen=coarsen)
+            choices, merged = [list(c) for c in sol.choices], 0
+            if search is not graph and (heuristic or bucket > 0):
+                # Not exact: the reuse search eliminates in another order and can fix worse classes (on
+                # rnn-12-16k 16x slower at equal memory), so the search without reuse runs too and its
+                # points join (as choices with every copy tiled like its source).
+                plain = _core.FrontierModel(graph._g, cluster._core, parts, threads=threads, time_limit=limit,
+                                            prune=prune, batch_split_inputs=bool(batch_split_inputs))
+                left = 0.0 if not limit else max(limit - (_time.monotonic() - start), 1e-3)
+                psol = plain.solve(max_table=max_table, heuristic=heuristic, memory_bucket=bucket, threads=threads,
+                                   time_limit=left, bound=bool(bound), max_bytes=max_bytes, coarsen=coarsen)
+                for c in psol.choices:
+                    try:
+                        choices.append(list(model.choice_of(_on_search_graph(Plan(graph, plain.plan(list(c))),
+                                                                             search))))
+                    except _core.PlanError:
+                        continue  # a configuration the reuse model pruned: a point of it dominates this one
+                keep = _reduce_points([model.costs(c)[:2] for c in choices])
+                merged = sum(1 for i in keep if i >= len(sol.choices))
+                choices = [choices[i] for i in keep]
         except _core.SearchTooLarge as e:
             raise too_large(e, heuristic, max_table, bucket, max_bytes, graph=True) from None
         except _core.SearchTimeout as e:
@@ -529,10 +551,11 @@ def frontier(graph: Graph, cluster="tensoropt", devices: int | None = None, time
         conditioned=tuple(names[v] for v in sol.conditioned), subproblems=sol.subproblems,
         eliminations=tuple(Elimination(names[v], e, mp, tp) for v, e, mp, tp in sol.steps),
         memory_error_bound=sol.memory_error_bound, seconds=sol.seconds, incumbents=sol.incumbents,
-        tied_ops=model.tied_ops if coarsen else 0)
+        tied_ops=model.tied_ops if coarsen else 0, merged_points=merged)
     base: dict[str, Baseline] = {}
     mesh: list[tuple[float, float]] = []
-    f = Frontier(graph, cluster, model, sol, stats, base, mesh, model.build_seconds, search)
+    f = Frontier(graph, cluster, model, types.SimpleNamespace(choices=choices), stats, base, mesh, model.build_seconds,
+                 search)
     if baselines and parts:
         for name in ("data_parallel", "tofu"):
             try:

@@ -79,6 +79,9 @@ class FrontierStats:
     seconds: float
     incumbents: int = 0
     tied_ops: int = 0
+    #: tw.frontier(tensor_reuse=True) with the heuristic or buckets: frontier points that came from the
+    #: search without reuse, merged in (the reuse search fixes other classes and can do worse).
+    merged_points: int = 0
 
     @property
     def largest_frontier(self) -> int:
@@ -90,7 +93,8 @@ class FrontierStats:
                 "heuristic_fixed": dict(self.heuristic_fixed), "conditioned": list(self.conditioned),
                 "subproblems": self.subproblems, "eliminations": [e._asdict() for e in self.eliminations],
                 "memory_error_bound": self.memory_error_bound, "seconds": self.seconds,
-                "incumbents": self.incumbents, "tied_ops": self.tied_ops}
+                "incumbents": self.incumbents, "tied_ops": self.tied_ops,
+                "merged_points": self.merged_points}
 
 
 class Frontier:
