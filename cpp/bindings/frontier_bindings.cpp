@@ -165,12 +165,13 @@ void bind_frontier(py::module_& m) {
           py::arg("plan"), "A plan's choice over the pruned configurations (PlanError where pruning removed one).")
       .def(
           "plan",
-          [](const FrontierModel& f, const std::vector<int>& choice, int threads) {
+          [](const FrontierModel& f, const std::vector<int>& choice, int threads, bool count_bytes) {
             Interruptible interruptible;  // Ctrl-C stops the search
             py::gil_scoped_release release;
-            return f.plan(choice, threads);
+            return f.plan(choice, threads, count_bytes);
           },
-          py::arg("choice"), py::arg("threads") = 0, "The plan of a choice over the pruned configurations.");
+          py::arg("choice"), py::arg("threads") = 0, py::arg("count_bytes") = true,
+          "The plan of a choice over the pruned configurations (count_bytes=False: tilings and strategies only).");
 }
 
 }  // namespace tilewise::bindings

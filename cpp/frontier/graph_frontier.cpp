@@ -628,7 +628,7 @@ std::vector<int> FrontierModel::full_choice(const cost::Placement& plan) const {
   return full;
 }
 
-partition::Plan FrontierModel::plan(const std::vector<int>& choice, int threads) const {
+partition::Plan FrontierModel::plan(const std::vector<int>& choice, int threads, bool count_bytes) const {
   costs(choice);  // checks the choice
   const int nt = num_tensor_classes();
   partition::Plan p;
@@ -646,6 +646,10 @@ partition::Plan FrontierModel::plan(const std::vector<int>& choice, int threads)
     for (int o : problem_.class_ops[f.op_class]) p.assignment.splits[o] = split;
   }
   const int m = static_cast<int>(parts_.size());
+  if (!count_bytes) {
+    p.step_bytes.assign(static_cast<size_t>(m), 0);
+    return p;
+  }
   auto prefix = partition::prefix_bytes(problem_, p.assignment, m, threads);
   p.step_bytes = partition::step_deltas(prefix);
   p.comm_bytes = prefix.empty() ? 0 : prefix.back();

@@ -114,8 +114,9 @@ class FrontierModel {
   /// first class whose configuration pruning removed (the plan is dominated there).
   std::vector<int> choice_of(const cost::Placement& plan) const;
   /// The plan of a choice over the pruned configurations: tilings and strategies of every tensor
-  /// and op, bytes per step recounted by the cost model (algorithm "frontier").
-  partition::Plan plan(const std::vector<int>& choice, int threads = 0) const;
+  /// and op, bytes per step recounted by the cost model (algorithm "frontier"; `count_bytes` false:
+  /// tilings and strategies only, bytes 0).
+  partition::Plan plan(const std::vector<int>& choice, int threads = 0, bool count_bytes = true) const;
   /// Per reuse copy op class (ModelOptions::copy_ops): its variable, then source and copy tensor classes.
   std::vector<std::tuple<int, int, int>> copy_classes() const;
   /// The copy ops a choice keeps: those whose copy it tiles apart from the source (the others are the

@@ -407,7 +407,7 @@ def _plan_with_kept_copies(graph: Graph, search: Graph, model, choice) -> Plan:
     apart (the others are the source itself), bytes recounted."""
     from ..graph.reuse import with_copies
 
-    core = model.plan(list(choice))
+    core = model.plan(list(choice), count_bytes=False)  # _moved recounts on the plan's own graph
     kept = _kept_pairs(graph, search, model, choice)
     return _moved(core, search, with_copies(graph, kept) if kept else graph)
 
@@ -416,8 +416,9 @@ def _moved(core, source: Graph, target: Graph) -> Plan:
     """The tilings and splits of ``core`` (a plan on ``source``) given to the tensors and ops of ``target``
     of the same names, bytes recounted."""
     tg, sg = target._g, source._g
-    tilings = [core.tilings[sg.find_tensor(tg.tensor(t).name)] for t in range(tg.num_tensors)]
-    splits = [core.splits[sg.find_op(tg.op(o).name)] for o in range(tg.num_ops)]
+    all_tilings, all_splits = core.tilings, core.splits  # each read converts the whole list: once
+    tilings = [all_tilings[sg.find_tensor(tg.tensor(t).name)] for t in range(tg.num_tensors)]
+    splits = [all_splits[sg.find_op(tg.op(o).name)] for o in range(tg.num_ops)]
     draft = _core.Plan(core.algorithm, core.devices, list(core.parts), tilings, splits,
                        [0] * len(core.parts), 0, 0.0)
     cost = _core.evaluate_plan(tg, draft, 0)
@@ -430,6 +431,7 @@ def _on_search_graph(plan: Plan, search: Graph):
     graph: a copy the plan does not have is tiled like its source (no copy)."""
     pg, sg = plan.graph._g, search._g
     core = plan._core
+    all_tilings, all_splits = core.tilings, core.splits  # each read converts the whole list: once
     tilings, splits = [], []
     for t in range(sg.num_tensors):
         i = pg.find_tensor(sg.tensor(t).name)
@@ -440,12 +442,12 @@ def _on_search_graph(plan: Plan, search: Graph):
                 raise _core.PlanError(f"the plan's graph has no tensor '{node.name}': "
                                       "not a plan of this frontier's graph")
             i = pg.find_tensor(sg.tensor(producer.inputs[0]).name)
-        tilings.append(core.tilings[i])
+        tilings.append(all_tilings[i])
     for o in range(sg.num_ops):
         i = pg.find_op(sg.op(o).name)
         if i < 0 and sg.op(o).name not in search.copies:
             raise _core.PlanError(f"the plan's graph has no op '{sg.op(o).name}': not a plan of this frontier's graph")
-        splits.append(core.splits[i] if i >= 0 else [("replicate", -1, "Sum")] * len(core.parts))
+        splits.append(all_splits[i] if i >= 0 else [("replicate", -1, "Sum")] * len(core.parts))
     return _core.Plan(core.algorithm, core.devices, list(core.parts), tilings, splits, list(core.step_bytes),
                       core.comm_bytes, 0.0)
 
@@ -529,8 +531,8 @@ def frontier(graph: Graph, cluster="tensoropt", devices: int | None = None, time
                                    time_limit=left, bound=bool(bound), max_bytes=max_bytes, coarsen=coarsen)
                 for c in psol.choices:
                     try:
-                        choices.append(list(model.choice_of(_on_search_graph(Plan(graph, plain.plan(list(c))),
-                                                                             search))))
+                        core = plain.plan(list(c), count_bytes=False)  # tilings and strategies suffice
+                        choices.append(list(model.choice_of(_on_search_graph(Plan(graph, core), search))))
                     except _core.PlanError:
                         continue  # a configuration the reuse model pruned: a point of it dominates this one
                 keep = _reduce_points([model.costs(c)[:2] for c in choices])
