@@ -50,8 +50,14 @@ def test_ranks_calls_pair_up_in_order_and_carry_the_planned_bytes(model, devices
     assert [sum(b for _, k, _, b in mine if k == "recv") for mine in calls] == list(received)
 
 
-def test_one_process_is_not_a_rank():
-    assert cuda.launched_ranks() == (int(os.environ.get("OMPI_COMM_WORLD_SIZE", "1")) or 1)
+def test_one_process_is_not_a_rank(monkeypatch):
+    for var in ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE"):
+        monkeypatch.delenv(var, raising=False)
+    assert cuda.launched_ranks() == 1
+    monkeypatch.setenv("PMI_SIZE", "2")  # MPICH's launcher
+    assert cuda.launched_ranks() == 2
+    monkeypatch.setenv("OMPI_COMM_WORLD_SIZE", "3")  # Open MPI's, read first
+    assert cuda.launched_ranks() == 3
     g = ZOO["mlp"]()
     plan = tw.partition(g, devices=2, algorithm="tofu")
     with pytest.raises(tw.ExecError, match="has no device in a plan of 2 devices"):

@@ -12,6 +12,7 @@ import json
 
 import numpy as np
 import pytest
+from torch_models import tiny_gpt2, torch_adam_losses
 
 import tilewise as tw
 from tilewise import _core
@@ -316,22 +317,7 @@ def test_points_of_an_imported_transformer_train_as_torch_does():
     # torch's losses and, within float32 rounding, the single-device run's parameters.
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
-    torch.manual_seed(0)
-    cfg = transformers.GPT2Config(n_layer=1, n_head=2, n_embd=16, vocab_size=32, n_positions=8, resid_pdrop=0,
-                                  embd_pdrop=0, attn_pdrop=0, bos_token_id=0, eos_token_id=0)
-
-    class Logits(torch.nn.Module):
-        def __init__(self, model):
-            super().__init__()
-            self.model = model
-
-        def forward(self, ids):
-            return self.model(ids).logits.reshape(-1, 32)
-
-    model = Logits(transformers.GPT2LMHeadModel(cfg).train())
-    ids, labels = torch.randint(0, 32, (2, 8)), torch.randint(0, 32, (16,))
-    g = tw.from_torch(model, (ids,), loss=torch.nn.CrossEntropyLoss(),
-                      optimizer=torch.optim.Adam(model.parameters(), lr=1e-2), label=labels)
+    model, ids, labels, g = tiny_gpt2(torch, transformers)
     f = tw.frontier(g, _cluster(2), devices=2, baselines=False)
     assert len(f.points) > 2
 
@@ -345,14 +331,7 @@ def test_points_of_an_imported_transformer_train_as_torch_does():
         return losses, exe.parameters()
 
     single_losses, single = train(tw.partition(g, devices=1))
-    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
-    expected = []
-    for _ in range(3):
-        opt.zero_grad()
-        loss = torch.nn.functional.cross_entropy(model(ids), labels)
-        loss.backward()
-        opt.step()
-        expected.append(loss.item())
+    expected = torch_adam_losses(torch, model, ids, labels)
     np.testing.assert_allclose(single_losses, expected, rtol=1e-5)
     for p in {f.points[0], f.turning_point, f.points[-1]}:
         losses, params = train(f.to_plan(p))

@@ -7,9 +7,11 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from torch_models import tiny_gpt2, torch_adam_losses
 
 import tilewise as tw
 from tilewise import _core
+from tilewise.graph.feeds import example_feeds
 from tilewise.graph.reuse import reuse_candidates, with_copies
 from tilewise.plan.frontier import _kept_pairs, _on_search_graph, _plan_with_kept_copies, _resolve
 
@@ -118,6 +120,13 @@ def test_copies_are_validated():
             _core.FrontierModel(g._g, _cluster(2)._core, [2], copy_ops=bad)
 
 
+def _one_device(g, steps):
+    """Initial parameters (seed 0), example feeds and ``steps`` steps' outputs of ``g`` on one device."""
+    ref = tw.compile(g, tw.partition(g, devices=1)).initialize(0)
+    init, feeds = ref.parameters(), example_feeds(g, seed=0)
+    return init, feeds, [ref.step(feeds) for _ in range(steps)]
+
+
 def _forced(f, rng):
     """A choice of the reuse frontier's model with every copy class at a random configuration."""
     model = f._model
@@ -204,15 +213,7 @@ def test_a_point_keeping_copies_compiles_simulates_and_trains_as_torch():
     assert exe.graph is loaded.graph
     losses = [float(exe.step(first if s == 0 else {"x": x.numpy(), "label": labels.numpy()})["loss"])
               for s in range(3)]
-    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
-    expected = []
-    for _ in range(3):
-        opt.zero_grad()
-        loss = torch.nn.functional.cross_entropy(model(x), labels)
-        loss.backward()
-        opt.step()
-        expected.append(loss.item())
-    np.testing.assert_allclose(losses, expected, rtol=1e-5)
+    np.testing.assert_allclose(losses, torch_adam_losses(torch, model, x, labels), rtol=1e-5)
     params = exe.parameters()
     for name, p in model.named_parameters():
         key = next(k for k in params if k.endswith(name) or k == name.replace(".", "_"))
@@ -237,15 +238,10 @@ def test_cli_tensor_reuse(capsys):
 def test_random_copies_of_zoo_models_train_as_one_device(make):
     # Unrolled time steps (copies of a class across steps), int64 ids and float masks (only float32
     # tensors are candidates): any choice of copy tilings on 2 devices trains as one device does.
-    from tilewise.graph.feeds import example_feeds
-
     g = make()
     assert all(g._g.tensor(t).dtype == "float32" for t, _ in reuse_candidates(g))
     f = tw.frontier(g, _cluster(2), devices=2, baselines=False, tensor_reuse=True, coarsen=True)
-    feeds = example_feeds(g, seed=0)
-    ref = tw.compile(g, tw.partition(g, devices=1)).initialize(0)
-    init = ref.parameters()
-    expected = [ref.step(feeds) for _ in range(2)]
+    init, feeds, expected = _one_device(g, steps=2)
     rng = np.random.default_rng(0)
     copies = 0
     for _ in range(3):
@@ -265,22 +261,7 @@ def test_gpt2_attention_keeps_its_probabilities_and_trains_as_torch():
     # backward by the softmax gradient and by the probabilities-times-values product's gradient, the
     # case §4.2 describes. With its copy kept in another tiling, Adam over 3 steps on 2 devices = torch.
     transformers = pytest.importorskip("transformers")
-    torch.manual_seed(0)
-    cfg = transformers.GPT2Config(n_layer=1, n_head=2, n_embd=16, vocab_size=32, n_positions=8, resid_pdrop=0,
-                                  embd_pdrop=0, attn_pdrop=0, bos_token_id=0, eos_token_id=0)
-
-    class Logits(torch.nn.Module):
-        def __init__(self, model):
-            super().__init__()
-            self.model = model
-
-        def forward(self, ids):
-            return self.model(ids).logits.reshape(-1, 32)
-
-    model = Logits(transformers.GPT2LMHeadModel(cfg).train())
-    ids, labels = torch.randint(0, 32, (2, 8)), torch.randint(0, 32, (16,))
-    g = tw.from_torch(model, (ids,), loss=torch.nn.CrossEntropyLoss(),
-                      optimizer=torch.optim.Adam(model.parameters(), lr=1e-2), label=labels)
+    model, ids, labels, g = tiny_gpt2(torch, transformers)
     assert [t for t, _ in _names(g, reuse_candidates(g))] == ["model.transformer.h.0.attn.softmax"]
     f = tw.frontier(g, _cluster(2), devices=2, baselines=False, tensor_reuse=True)
     first = {**g.torch_import.feeds(model, ids), "label": labels.numpy()}
@@ -294,23 +275,13 @@ def test_gpt2_attention_keeps_its_probabilities_and_trains_as_torch():
     exe = tw.compile(g, plan)
     losses = [float(exe.step(first if s == 0 else {"ids": ids.numpy(), "label": labels.numpy()})["loss"])
               for s in range(3)]
-    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
-    expected = []
-    for _ in range(3):
-        opt.zero_grad()
-        loss = torch.nn.functional.cross_entropy(model(ids), labels)
-        loss.backward()
-        opt.step()
-        expected.append(loss.item())
-    np.testing.assert_allclose(losses, expected, rtol=1e-5)
+    np.testing.assert_allclose(losses, torch_adam_losses(torch, model, ids, labels), rtol=1e-5)
 
 
 def test_batch_split_inputs_keep_their_consumers_copies():
     # TensorOpt's data loading (§4.2): inputs and labels arrive split along the batch. A consumer that
     # wants them otherwise fetches them in forward and again in backward, unless it keeps its copy:
     # here the reuse frontier is faster at equal memory, and its points keeping copies run as one device.
-    from tilewise.graph.feeds import example_feeds
-
     g = tw.models.mlp(layers=2, hidden=32, batch=16)
     plain = tw.frontier(g, _cluster(4), devices=4, baselines=False, batch_split_inputs=True)
     f = tw.frontier(g, _cluster(4), devices=4, baselines=False, batch_split_inputs=True, tensor_reuse=True)
@@ -322,10 +293,8 @@ def test_batch_split_inputs_keep_their_consumers_copies():
         alone = f.without_copies(p)
         assert f.evaluate(alone).time > p.time
         assert f.simulate(p)["predicted_time"] < alone.predict(f.cluster).step_seconds
-    feeds = example_feeds(g, seed=0)
-    ref = tw.compile(g, tw.partition(g, devices=1)).initialize(0)
-    init = ref.parameters()
-    expected = [float(ref.step(feeds)["loss"]) for _ in range(3)]
+    init, feeds, outputs = _one_device(g, steps=3)
+    expected = [float(o["loss"]) for o in outputs]
     for p in (keeping[0], keeping[-1]):
         plan = f.to_plan(p)
         assert plan.graph.copies and all(plan.cuts(t)[0].dim == 0 for t in ("x", "label"))  # as they arrive

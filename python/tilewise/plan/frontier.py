@@ -143,6 +143,7 @@ class Frontier:
         With ``tensor_reuse`` the copy ops' classes are of kind "copy" (priced with their tensors, K = 1)."""
         g = self.search_graph._g
         nt = self._model.num_tensor_classes
+        copies = set(self.search_graph.copies)
         rows = []
         for v, (rep, before, after) in enumerate(zip(self._model.representatives, self._model.configs_before,
                                                      self._model.configs_after)):
@@ -150,7 +151,7 @@ class Frontier:
                 rows.append({"kind": "tensor", "name": g.tensor(rep).name, "before": before, "after": after})
             else:
                 op = g.op(rep)
-                kind = "copy" if op.name in self.search_graph.copies else "op"  # tensor reuse: no variable
+                kind = "copy" if op.name in copies else "op"  # tensor reuse: no variable
                 rows.append({"kind": kind, "name": op.name, "type": op.type, "before": before, "after": after})
         return rows
 
