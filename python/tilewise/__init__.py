@@ -19,7 +19,14 @@ _preload_blas()
 
 import tdl_ops as ops  # noqa: E402 - the operator library; importing it fills the op registry
 
-from . import _core, models, nn, optim, swap, tdl  # noqa: E402,F401
+from . import (  # noqa: E402,F401
+    _core,
+    models,
+    nn,
+    optim,
+    swap,
+    tdl,
+)
 from ._build_info import build_info  # noqa: E402
 from ._core import (  # noqa: E402
     CudaError,
@@ -32,7 +39,7 @@ from ._core import (  # noqa: E402
     ShapeError,
     TDLError,
 )
-from .calibration import measure_ops  # noqa: E402 - also registers the "this-machine" cluster
+from .calibration_gpu import measure_ops  # noqa: E402 - also registers "this-machine" and "this-gpu"
 from .exec.checkpoint import CheckpointError, load_checkpoint  # noqa: E402
 from .exec.executable import CommunicationError, ExecStats, Executable, OutOfMemory, Program, compile  # noqa: E402,F401
 from .frontends.onnx import from_onnx  # noqa: E402

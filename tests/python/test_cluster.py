@@ -31,7 +31,7 @@ def small_cluster(**changes):
 
 
 def test_presets_are_listed_and_cite_their_sources():
-    assert set(GPU_PRESETS) | {"this-machine", "this-machine-mpi"} == set(tw.Cluster.presets())
+    assert set(GPU_PRESETS) | {"this-machine", "this-machine-mpi", "this-gpu"} == set(tw.Cluster.presets())
     for name in GPU_PRESETS:
         c = tw.Cluster.preset(name)
         assert c.name == name

@@ -6,8 +6,10 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <stdexcept>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "bindings/exec_errors.h"
 #include "exec/arena.h"
@@ -19,10 +21,12 @@
 #include "exec/cuda/host_executor.h"
 #include "exec/cuda/kernel_select.h"
 #include "exec/cuda/launch_plan.h"
+#include "exec/cuda/probes.h"
 #include "exec/cuda/step_schedule.h"
 #include "exec/errors.h"
 #include "exec/lowering.h"
 #include "partition/plan.h"
+#include "sim/program_sim.h"
 #include "swap/simulate.h"
 
 namespace py = pybind11;
@@ -45,7 +49,28 @@ void bind_steps(py::class_<Executable>& cls) {
              e.read_tensor(tensor, out.mutable_data());
              return out;
            })
-      .def("step", &Executable::step, py::call_guard<py::gil_scoped_release>())
+      .def("step", &Executable::step, py::arg("timed") = false, py::call_guard<py::gil_scoped_release>(),
+           "One step; timed: every instruction's (start, end) seconds into instruction_seconds.")
+      .def_property_readonly("instruction_seconds", &Executable::instruction_seconds,
+                             "Per device, per instruction: (start, end) seconds after the last timed step began; "
+                             "(0, 0) for instructions that put no work on a stream.")
+      .def(
+          "program", [](const Executable& e, int device) { return e.lowered().programs.at(static_cast<size_t>(device)); },
+          py::arg("device"), "Device `device`'s program (a tilewise._core.Program): what the launch plans translate.")
+      .def(
+          "simulate",
+          [](const Executable& e, const graph::Graph& g, const sim::Cluster& cluster, std::vector<double> op_seconds,
+             std::vector<double> op_work) {
+            if (op_seconds.size() != op_work.size())
+              throw std::invalid_argument("op times: " + std::to_string(op_seconds.size()) + " seconds but " +
+                                          std::to_string(op_work.size()) + " work figures");
+            const sim::OpScales s{std::move(op_seconds), std::move(op_work), {}};
+            return sim::simulate_programs(g, e.lowered(), cluster, s.seconds.empty() ? nullptr : &s, true);
+          },
+          py::arg("graph"), py::arg("cluster"), py::arg("op_seconds"), py::arg("op_work"),
+          py::call_guard<py::gil_scoped_release>(),
+          "One step of these programs simulated on the cluster (the one simulator of programs; swaps on its host "
+          "link): a tilewise._core prediction.")
       .def_property_readonly("devices", &Executable::devices);
 }
 
@@ -207,6 +232,36 @@ PYBIND11_MODULE(_cuda, m) {
       "library, steps), the cuBLAS calls, the box copies (element size), the reductions (outputs, folded, split) and "
       "row ops (threads, rows, staged). tw.CudaError (name 'Untranslatable') naming ops without a CUDA kernel.");
 
+  m.def(
+      "host_link_seconds",
+      [](int gpu, int64_t bytes, const std::string& direction, int repeats) {
+        cuda::LinkDirection d;
+        if (direction == "host_to_device") d = cuda::LinkDirection::kHostToDevice;
+        else if (direction == "device_to_host") d = cuda::LinkDirection::kDeviceToHost;
+        else if (direction == "both") d = cuda::LinkDirection::kBoth;
+        else
+          throw std::invalid_argument("direction must be 'host_to_device', 'device_to_host' or 'both', got '" +
+                                      direction + "'");
+        return cuda::host_link_seconds(gpu, bytes, d, repeats);
+      },
+      py::arg("gpu"), py::arg("bytes"), py::arg("direction"), py::arg("repeats") = 5,
+      py::call_guard<py::gil_scoped_release>(),
+      "Seconds to move `bytes` between pinned host memory and the GPU (median of `repeats`, CUDA events): one "
+      "direction, or 'both' at once (one copy each way on two streams, until both end).");
+  m.def("device_copy_seconds", &cuda::device_copy_seconds, py::arg("gpu"), py::arg("bytes"), py::arg("strided"),
+        py::arg("combine"), py::arg("run") = 1024, py::arg("repeats") = 5, py::call_guard<py::gil_scoped_release>(),
+        "Seconds of one launch of the backend's copy (or sum) kernel over `bytes` of float32 on the GPU: contiguous, "
+        "or half the columns of rows of 2 * `run` floats.");
+  m.def("peer_copy_seconds", &cuda::peer_copy_seconds, py::arg("src"), py::arg("dst"), py::arg("bytes"),
+        py::arg("repeats") = 5, py::call_guard<py::gil_scoped_release>(),
+        "Seconds of a cudaMemcpyPeerAsync of `bytes` from GPU `src` to GPU `dst`.");
+  m.def(
+      "device_info",
+      [](int gpu) {
+        const cuda::DeviceInfo i = cuda::device_info(gpu);
+        return py::dict(py::arg("name") = i.name, py::arg("memory") = i.memory, py::arg("capability") = i.capability);
+      },
+      py::arg("gpu") = 0, "What GPU `gpu` is: name, memory (bytes), capability (major * 10 + minor).");
   m.def(
       "nccl_unique_id", [] { return py::bytes(cuda::nccl_unique_id()); },
       "A new NCCL unique id (ncclGetUniqueId, 128 bytes): rank 0 makes it, every rank connects with it.");

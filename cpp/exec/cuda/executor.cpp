@@ -85,6 +85,11 @@ struct CudaExecutable::Device {
   void* staging = nullptr;
   std::vector<int64_t> staging_offset;
   std::vector<CopyPlan> comm_copy;
+  // Timed steps: an origin event recorded as the step begins, and per instruction a start and an end
+  // event (timing enabled, unlike the program's events), made on the first timed step.
+  cudaEvent_t origin = nullptr;
+  std::vector<cudaEvent_t> starts, ends;
+  std::vector<char> recorded;
 
   ~Device() {
     if (id < 0) return;
@@ -96,6 +101,9 @@ struct CudaExecutable::Device {
     if (cudnn) cudnnDestroy(cudnn);
     if (cublas) cublasDestroy(cublas);
     for (auto e : events) cudaEventDestroy(e);
+    for (auto e : starts) cudaEventDestroy(e);
+    for (auto e : ends) cudaEventDestroy(e);
+    if (origin) cudaEventDestroy(origin);
     for (auto* s : streams)
       if (s) cudaStreamDestroy(s);
     for (void* p : resident)
@@ -177,6 +185,9 @@ void CudaExecutable::open_plan_device(int d, int64_t capacity, int gpu) {
     if (!prog.buffers[b].resident || prog.buffers[b].bytes() == 0) continue;
     check(cudaMalloc(&dev->resident[b], static_cast<size_t>(prog.buffers[b].bytes())),
           "cudaMalloc(" + std::to_string(prog.buffers[b].bytes()) + " bytes for " + prog.buffers[b].name + ")");
+    // Zeroed, as the CPU runtime's resident buffers: optimizer state nobody sets starts at zero.
+    check(cudaMemset(dev->resident[b], 0, static_cast<size_t>(prog.buffers[b].bytes())),
+          "cudaMemset(" + prog.buffers[b].name + ")");
     dev->ptr[b] = dev->resident[b];
   }
   plan_staging(*dev, prog);
@@ -316,7 +327,62 @@ void CudaExecutable::read_tensor(int tensor, void* out) const {
                     (rank_ >= 0 ? " on rank " + std::to_string(rank_) + "'s device" : std::string()));
 }
 
-void CudaExecutable::step() {
+namespace {
+
+// Instructions that put work on a stream (timed in a timed step); Recv is timed in its wave.
+bool launches_work(InstrKind k) {
+  return k == InstrKind::kCompute || k == InstrKind::kCopy || k == InstrKind::kCombine || k == InstrKind::kSend ||
+         k == InstrKind::kSwapIn || k == InstrKind::kSwapOut;
+}
+
+}  // namespace
+
+void CudaExecutable::begin_timing() {
+  times_.assign(static_cast<size_t>(low_.devices), {});
+  for (int d = 0; d < low_.devices; ++d) {
+    times_[d].assign(low_.programs[d].instrs.size(), {0.0, 0.0});
+    if (!local(d)) continue;
+    Device& dev = *devices_[d];
+    check(cudaSetDevice(dev.id), "cudaSetDevice(" + std::to_string(dev.id) + ")");
+    const size_t n = low_.programs[d].instrs.size();
+    if (!dev.origin) check(cudaEventCreate(&dev.origin), "cudaEventCreate");
+    while (dev.starts.size() < n) {
+      cudaEvent_t a = nullptr, b = nullptr;
+      check(cudaEventCreate(&a), "cudaEventCreate");
+      dev.starts.push_back(a);
+      check(cudaEventCreate(&b), "cudaEventCreate");
+      dev.ends.push_back(b);
+    }
+    dev.recorded.assign(n, 0);
+    // The streams are idle here (the last step synchronised them), so the origin is the step's start
+    // on every stream of the device.
+    check(cudaEventRecord(dev.origin, dev.streams[0]), "cudaEventRecord(origin)");
+  }
+  timing_ = true;
+}
+
+void CudaExecutable::end_timing() {
+  timing_ = false;
+  for (int d = 0; d < low_.devices; ++d) {
+    if (!local(d)) continue;
+    Device& dev = *devices_[d];
+    check(cudaSetDevice(dev.id), "cudaSetDevice(" + std::to_string(dev.id) + ")");
+    for (size_t i = 0; i < dev.recorded.size(); ++i) {
+      if (!dev.recorded[i]) continue;
+      float a = 0, b = 0;
+      check(cudaEventElapsedTime(&a, dev.origin, dev.starts[i]), "cudaEventElapsedTime");
+      check(cudaEventElapsedTime(&b, dev.origin, dev.ends[i]), "cudaEventElapsedTime");
+      times_[d][i] = {a * 1e-3, b * 1e-3};
+    }
+  }
+}
+
+void CudaExecutable::step(bool timed) {
+  if (timed) begin_timing();
+  struct Untime {  // a failed step leaves no timing half on
+    bool* on;
+    ~Untime() { *on = false; }
+  } untime{&timing_};
   if (swapped_) {
     Device& dev = *devices_[0];
     const Program& prog = low_.programs[0];
@@ -327,6 +393,7 @@ void CudaExecutable::step() {
     std::fill(on_host_.begin(), on_host_.end(), 0);
     for (size_t i : swap_.order) launch(dev, plans_[0], prog, i);
     for (auto* st : dev.streams) check(cudaStreamSynchronize(st), "cudaStreamSynchronize (device 0)");
+    if (timed) end_timing();
     ++steps_;
     return;
   }
@@ -345,6 +412,14 @@ void CudaExecutable::step() {
         for (const CommOp& op : all)
           if (local(op.device)) wave.push_back(op);
         if (wave.empty()) return;
+        if (timing_)
+          for (const CommOp& op : wave) {
+            if (low_.programs[op.device].instrs[op.instr].kind != InstrKind::kRecv) continue;
+            Device& dev = *devices_[op.device];
+            check(cudaSetDevice(dev.id), "cudaSetDevice(" + std::to_string(dev.id) + ")");
+            check(cudaEventRecord(dev.starts[op.instr], dev.streams[plans_[op.device].launches[op.instr].stream]),
+                  "cudaEventRecord");
+          }
         check_nccl(ncclGroupStart(), "ncclGroupStart");
         for (const CommOp& op : wave) {
           Device& dev = *devices_[op.device];
@@ -370,12 +445,18 @@ void CudaExecutable::step() {
         for (const CommOp& op : wave) {  // unpack what arrived in staging, on the Recv's stream
           Device& dev = *devices_[op.device];
           const Instr& in = low_.programs[op.device].instrs[op.instr];
-          if (in.kind != InstrKind::kRecv || dev.staging_offset[op.instr] < 0) continue;
+          if (in.kind != InstrKind::kRecv) continue;
           check(cudaSetDevice(dev.id), "cudaSetDevice(" + std::to_string(dev.id) + ")");
-          const BufferDesc& buf = low_.programs[op.device].buffers[in.buffer];
-          launch_copy(dev.comm_copy[op.instr], static_cast<std::byte*>(dev.staging) + dev.staging_offset[op.instr],
-                      dev.ptr[in.buffer], static_cast<int>(graph::dtype_size(buf.dtype)),
-                      dev.streams[plans_[op.device].launches[op.instr].stream]);
+          cudaStream_t stream = dev.streams[plans_[op.device].launches[op.instr].stream];
+          if (dev.staging_offset[op.instr] >= 0) {
+            const BufferDesc& buf = low_.programs[op.device].buffers[in.buffer];
+            launch_copy(dev.comm_copy[op.instr], static_cast<std::byte*>(dev.staging) + dev.staging_offset[op.instr],
+                        dev.ptr[in.buffer], static_cast<int>(graph::dtype_size(buf.dtype)), stream);
+          }
+          if (timing_) {
+            check(cudaEventRecord(dev.ends[op.instr], stream), "cudaEventRecord");
+            dev.recorded[op.instr] = 1;
+          }
         }
       });
   for (auto& dev : devices_) {
@@ -383,6 +464,7 @@ void CudaExecutable::step() {
     check(cudaSetDevice(dev->id), "cudaSetDevice(" + std::to_string(dev->id) + ")");
     for (auto* s : dev->streams) check(cudaStreamSynchronize(s), "cudaStreamSynchronize (device " + std::to_string(dev->id) + ")");
   }
+  if (timed) end_timing();
   ++steps_;
 }
 
@@ -393,6 +475,8 @@ void CudaExecutable::launch(Device& dev, const LaunchPlan& plan, const Program& 
     const Launch& l = plan.launches[i];
     const Instr& in = prog.instrs[i];
     cudaStream_t stream = dev.streams[l.stream];
+    const bool timed = timing_ && launches_work(l.kind);
+    if (timed) check(cudaEventRecord(dev.starts[i], stream), "cudaEventRecord");
     switch (l.kind) {
       case InstrKind::kAlloc: dev.ptr[in.buffer] = block + (plan.swapped ? l.offset : plan.offset[in.buffer]); break;
       case InstrKind::kFree: break;  // the block is planned: later buffers reuse the bytes after their events
@@ -511,6 +595,10 @@ void CudaExecutable::launch(Device& dev, const LaunchPlan& plan, const Program& 
         }
         break;
       }
+    }
+    if (timed) {
+      check(cudaEventRecord(dev.ends[i], stream), "cudaEventRecord");
+      dev.recorded[i] = 1;
     }
   }
 }

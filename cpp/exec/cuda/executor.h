@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cost/placement.h"
@@ -66,8 +67,17 @@ class CudaExecutable {
   void set_tensor(int tensor, const void* data);
   /// Copies a resident tensor, or one kept after the last step, to the host.
   void read_tensor(int tensor, void* out) const;
-  /// One step: every launch of the plan on its stream, then a synchronisation.
-  void step();
+  /// One step: every launch of the plan on its stream, then a synchronisation. `timed`: CUDA events
+  /// around every launch that puts work on a stream (compute, copy, combine, a Send's pack, swaps; a
+  /// Recv from its wave's group to its unpack), read after the synchronisation into
+  /// instruction_seconds().
+  void step(bool timed = false);
+  /// Per plan device, per instruction of its program: (start, end) seconds after the step began on
+  /// that GPU, from the last timed step; (0, 0) for instructions that put no work on a stream (Alloc,
+  /// Free, Record, Wait) and for other ranks' devices.
+  const std::vector<std::vector<std::pair<double, double>>>& instruction_seconds() const { return times_; }
+  /// The per-device programs the launch plans translate (the lowering every backend runs).
+  const Lowered& lowered() const { return low_; }
 
   int devices() const { return low_.devices; }
   /// The plan device this process drives (-1: all of them).
@@ -92,6 +102,11 @@ class CudaExecutable {
   SwappedLaunch swap_;
   std::vector<void*> pinned_;
   std::vector<char> on_host_;
+  // Timed steps: events around launches (Device::starts/ends), their seconds after the last one.
+  bool timing_ = false;
+  std::vector<std::vector<std::pair<double, double>>> times_;
+  void begin_timing();
+  void end_timing();
   void open_device(Device& dev, int d, int64_t block_bytes, int gpu);
   void open_plan_device(int d, int64_t capacity, int gpu);
   bool local(int d) const { return devices_[static_cast<size_t>(d)] != nullptr; }

@@ -111,7 +111,28 @@ void HostExecutable::read_tensor(int tensor, void* out) const {
   if (!any) throw ExecError("'" + g_.tensor(tensor).name + "' is not held after a step");
 }
 
-void HostExecutable::step() {
+void HostExecutable::timed_execute(int d, size_t index) {
+  if (!timing_) return execute(d, index);
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  execute(d, index);
+  const InstrKind k = low_.programs[d].instrs[index].kind;
+  if (k == InstrKind::kAlloc || k == InstrKind::kFree || k == InstrKind::kRecord || k == InstrKind::kWait) return;
+  times_[d][index] = {std::chrono::duration<double>(t0 - origin_).count(),
+                      std::chrono::duration<double>(Clock::now() - origin_).count()};
+}
+
+void HostExecutable::step(bool timed) {
+  if (timed) {
+    times_.assign(static_cast<size_t>(low_.devices), {});
+    for (int d = 0; d < low_.devices; ++d) times_[d].assign(low_.programs[d].instrs.size(), {0.0, 0.0});
+    origin_ = std::chrono::steady_clock::now();
+  }
+  timing_ = timed;
+  struct Untime {  // a failed step leaves no timing on
+    bool* on;
+    ~Untime() { *on = false; }
+  } untime{&timing_};
   if (swapped_) {
     const Program& prog = low_.programs[0];
     for (size_t b = 0; b < prog.buffers.size(); ++b) {  // the step starts with the plan's initial residents
@@ -119,7 +140,7 @@ void HostExecutable::step() {
       dev_[0].ptr[b] = o >= 0 ? dev_[0].block.data() + swap_.objects[o].first : nullptr;
     }
     std::fill(on_host_.begin(), on_host_.end(), 0);
-    for (size_t i : swap_.order) execute(0, i);
+    for (size_t i : swap_.order) timed_execute(0, i);
     ++steps_;
     return;
   }
@@ -130,17 +151,21 @@ void HostExecutable::step() {
     for (size_t b = 0; b < dev_[d].ptr.size(); ++b)
       if (plans_[d].offset[b] >= 0) dev_[d].ptr[b] = nullptr;
   run_step(
-      low_.programs, [this](int d, size_t i) { execute(d, i); },
+      low_.programs, [this](int d, size_t i) { timed_execute(d, i); },
       [this](const std::vector<CommOp>& wave) {
         for (const CommOp& op : wave) {  // the Sends were packed into the mailbox where they ran
           const Program& prog = low_.programs[op.device];
           const Instr& in = prog.instrs[op.instr];
           if (in.kind != InstrKind::kRecv) continue;
+          const auto t0 = std::chrono::steady_clock::now();
           auto it = mailbox_.find(in.tag);
           if (it == mailbox_.end()) throw ExecError("a receive whose send is not in its wave");
           const BufferDesc& buf = prog.buffers[in.buffer];
           copy_box(it->second.data(), in.box, dev_[op.device].ptr[in.buffer], buf.box, in.box, element_bytes(buf));
           mailbox_.erase(it);
+          if (timing_)
+            times_[op.device][op.instr] = {std::chrono::duration<double>(t0 - origin_).count(),
+                                           std::chrono::duration<double>(std::chrono::steady_clock::now() - origin_).count()};
         }
       });
 }

@@ -11,9 +11,11 @@
 // for a GPU is the launches and the streams. Buffers are filled with NaN when allocated and freed, so
 // a read of bytes the plan does not hold shows as NaN.
 #pragma once
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <utility>
 #include <vector>
 
 #include "cost/placement.h"
@@ -41,8 +43,13 @@ class HostExecutable {
   void set_tensor(int tensor, const void* data);
   /// Reads a full tensor from the devices' tiles (resident tensors, or results kept after a step).
   void read_tensor(int tensor, void* out) const;
-  /// One step of every device's launch plan.
-  void step();
+  /// One step of every device's launch plan. `timed`: the host clock around every instruction that
+  /// does work (as CudaExecutable::step times launches), into instruction_seconds().
+  void step(bool timed = false);
+  /// Per device, per instruction: (start, end) seconds after the last timed step began; (0, 0) for
+  /// instructions that do no work (Alloc, Free, Record, Wait).
+  const std::vector<std::vector<std::pair<double, double>>>& instruction_seconds() const { return times_; }
+  const Lowered& lowered() const { return low_; }
 
   int devices() const { return low_.devices; }
 
@@ -66,6 +73,10 @@ class HostExecutable {
   std::vector<std::vector<std::byte>> host_;
   std::vector<char> on_host_;
   int steps_ = 0;
+  bool timing_ = false;
+  std::chrono::steady_clock::time_point origin_;
+  std::vector<std::vector<std::pair<double, double>>> times_;
+  void timed_execute(int d, size_t index);
 };
 
 }  // namespace tilewise::exec::cuda

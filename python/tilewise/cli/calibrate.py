@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
 
@@ -21,12 +22,30 @@ def add_calibrate(subparsers: Any) -> None:
     parser.add_argument("--force", action="store_true", help="measure again even when a profile is stored")
     parser.add_argument("--quick", action="store_true", help="a smaller suite (about half the time)")
     parser.add_argument("--json", action="store_true", help="print the stored profile as JSON")
+    parser.add_argument("--gpu", action="store_true",
+                        help="measure GPU 0 instead (the CUDA backend: its kernels per kind, copy kernels, the "
+                        "pinned host link each way and both ways; the cluster 'this-gpu')")
     parser.set_defaults(run=run_calibrate)
 
 
 def run_calibrate(args: argparse.Namespace) -> int:
     from .. import calibration
 
+    if args.gpu:
+        from .. import calibration_gpu
+        from .._core import CudaError
+
+        try:
+            data = calibration_gpu.this_gpu_profile(recalibrate=args.force, quick=args.quick, progress=not args.json)
+        except CudaError as e:
+            print(f"tilewise calibrate --gpu: {e}", file=sys.stderr)
+            return 2
+        if args.json:
+            print(json.dumps(data, indent=1))
+            return 0
+        print(calibration_gpu.cluster_from_profile(data))
+        print(f"profile: {calibration.cache_dir() / 'this-gpu.json'}")
+        return 0
     data = calibration.this_machine_profile(recalibrate=args.force, quick=args.quick, progress=not args.json)
     if args.json:
         print(json.dumps(data, indent=1))

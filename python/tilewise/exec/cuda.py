@@ -17,6 +17,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
+import time
 from typing import Any
 
 import numpy as np
@@ -83,8 +84,12 @@ class CudaExecutable:
     CI, not run on a GPU yet (docs/CUDA.md); ``tilewise._cuda.HostExecutable`` runs the same launch
     plans on the host."""
 
-    def __init__(self, graph, plan, core):
+    def __init__(self, graph, plan, core, *, profile: bool = False, swapped: bool = False):
         self.graph, self.plan, self._core = graph, plan, core
+        self.swapped = bool(swapped)
+        self.profile = bool(profile)
+        self.step_seconds: float | None = None
+        """Wall time of the last step (its launches and the synchronisation that ends it)."""
 
     def set(self, name: str, value) -> None:
         t = self.graph.tensor(name)
@@ -96,7 +101,40 @@ class CudaExecutable:
         return self._core.get_tensor(t.id, list(t.shape))
 
     def step(self) -> None:
-        self._core.step()
+        """One step on the GPUs. Compiled with ``profile=True``, every launch is timed with CUDA events
+        (``instruction_seconds``)."""
+        t0 = time.perf_counter()
+        self._core.step(timed=self.profile)
+        self.step_seconds = time.perf_counter() - t0
+
+    @property
+    def instruction_seconds(self) -> list[list[tuple[float, float]]]:
+        """Per device, per instruction of its program (``program(d)``): (start, end) seconds after the
+        last step began on that GPU, by CUDA events; (0, 0) for instructions that launch nothing. Needs
+        ``tw.compile(..., backend="cuda", profile=True)``."""
+        if not self.profile:
+            raise ValueError("compile with tw.compile(..., backend='cuda', profile=True) to time the launches")
+        if self.step_seconds is None:
+            raise ValueError("no step has run yet")
+        return [list(map(tuple, row)) for row in self._core.instruction_seconds]
+
+    def program(self, device: int = 0):
+        """Device ``device``'s program (``tilewise._core.Program``): what its launch plan translates."""
+        return self._core.program(device)
+
+    def predict(self, cluster="this-gpu", *, op_times=None):
+        """One step of these programs simulated on ``cluster`` (default "this-gpu": this machine's GPU,
+        measured by ``tilewise calibrate --gpu``): a ``tw.Prediction`` to set beside ``step_seconds``.
+        ``op_times``: ``tw.measure_ops(graph, backend="cuda")``. A swap plan's program simulates with
+        its swaps on the cluster's host link."""
+        if not self.swapped:
+            return self.plan.predict(cluster, op_times=op_times)
+        from ..sim.prediction import resolve_cluster, simulate_lowered
+
+        c = resolve_cluster(cluster, 1)
+        names = [op.name for op in self.graph.ops]
+        return simulate_lowered(lambda core, seconds, work, _shares: self._core.simulate(self.graph._g, core, seconds,
+                                                                                         work), c, names, op_times)
 
 
 # The launchers' environment: Open MPI (OMPI_*), MPICH and Intel MPI (PMI_*, MPI_LOCALRANKID).
@@ -120,16 +158,16 @@ def compile_cuda(graph, plan, memory_per_device, *, profile: bool, timeout: floa
     in ``ops``); the first device call fails (no driver, no device). Plans over several GPUs run in
     one process over NCCL, or, under ``mpirun -np plan.devices``, one rank per device over NCCL
     (``compile_rank``); swapped execution runs on GPU 0 (``compile_cuda_swapped``)."""
-    del profile, timeout
+    del timeout
     cuda = load()
     for d in range(plan.devices):
         cuda.translate(graph._g, plan._core, d)
     if launched_ranks() > 1:
-        return compile_rank(graph, plan, memory_per_device)
-    return CudaExecutable(graph, plan, cuda.Executable(graph._g, plan._core, memory_per_device or 0))
+        return compile_rank(graph, plan, memory_per_device, profile=profile)
+    return CudaExecutable(graph, plan, cuda.Executable(graph._g, plan._core, memory_per_device or 0), profile=profile)
 
 
-def compile_rank(graph, plan, memory_per_device):
+def compile_rank(graph, plan, memory_per_device, *, profile: bool = False):
     """This rank's device of ``plan`` under ``mpirun -np plan.devices`` (every rank calls it, as with
     ``backend="mpi"``): plan device = MPI rank, on the GPU of the rank's local index (modulo the GPUs
     visible), one NCCL communicator over the ranks with the id rank 0 makes, broadcast over MPI.
@@ -168,10 +206,10 @@ def compile_rank(graph, plan, memory_per_device):
         raise CudaError(f"rank {rank}: another rank could not open its GPU (its own error says why); stopping "
                         "before NCCL's initialisation, which would wait for it")
     core.connect(made[1:])
-    return CudaExecutable(graph, plan, core)
+    return CudaExecutable(graph, plan, core, profile=profile)
 
 
-def compile_cuda_swapped(graph, plan, memory):
+def compile_cuda_swapped(graph, plan, memory, *, profile: bool = False):
     """``tw.compile(graph, swap_plan, backend="cuda")``: the swap plan on GPU 0, whose memory is the
     plan's pool (``memory`` caps it: ``tw.OutOfMemory`` when the pool is larger), a pinned host store,
     swaps on the copy streams. Translation first (``tw.CudaError`` "Untranslatable"), then the device."""
@@ -182,4 +220,4 @@ def compile_cuda_swapped(graph, plan, memory):
     keep = [t.id for t in graph.results().values()]
     capacity = int(plan._problem.capacity if memory is None else memory)
     return CudaExecutable(graph, plan, cuda.Executable.swapped(graph._g, plan._core, buffer_of, op_of, capacity, keep,
-                                                               in_place))
+                                                               in_place), profile=profile, swapped=True)

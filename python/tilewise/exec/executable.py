@@ -398,7 +398,7 @@ def compile(graph: Graph, plan: Plan, backend: str = "cpu", *, memory_per_device
     if isinstance(plan, (SwapPlan, SearchResult)):
         if backend == "cuda":  # on GPU 0, its memory the plan's pool (docs/CUDA.md)
             cuda = importlib.import_module(".cuda", __package__)
-            return cuda.compile_cuda_swapped(graph, plan, memory_per_device)
+            return cuda.compile_cuda_swapped(graph, plan, memory_per_device, profile=profile)
         if backend != "cpu":
             raise ExecError(f"swapped execution runs on the cpu or cuda backend, not '{backend}'")
         # exec/swapped.py builds on this module (a SwapExecutable is an Executable): loaded by name.

@@ -45,8 +45,8 @@ VERSION = 2  # 2: cache_bytes (version 1 files, without it, still load: not mode
 MAX_FILE_BYTES = 4 * 2**20
 LEVELS = ("intra", "inter", "host")
 THIS_MACHINE = "this-machine"
-#: Measured clusters: threads of this process, and MPI ranks on this machine.
-MEASURED = (THIS_MACHINE, "this-machine-mpi")
+#: Measured clusters: threads of this process, MPI ranks on this machine, this machine's GPUs.
+MEASURED = (THIS_MACHINE, "this-machine-mpi", "this-gpu")
 
 Rate = float | dict[int, float]
 
