@@ -106,8 +106,12 @@ def versus_torch(name: str, runs: int, check_steps: int) -> dict:
         torch_step()
         theirs.append(time.perf_counter() - t)
     a, b = statistics.median(ours), statistics.median(theirs)
+    algorithms: dict[str, dict[int, int]] = {}  # cuDNN's choices: per mode, algorithm -> convolutions
+    for c in exe._core.conv_algorithms():
+        algorithms.setdefault(c["mode"], {}).setdefault(c["algo"], 0)
+        algorithms[c["mode"]][c["algo"]] += 1
     return dict(model=name, ops=len(g.ops), parameters=g.num_parameters, ours=a, torch=b, ratio=a / b,
-                parameter_error=worst, check_steps=check_steps, setup_seconds=setup)
+                parameter_error=worst, check_steps=check_steps, setup_seconds=setup, conv_algorithms=algorithms)
 
 
 def swapped_run(name: str, builder, fraction: float, time_limit: float, runs: int) -> dict:

@@ -301,6 +301,17 @@ PYBIND11_MODULE(_cuda, m) {
           py::arg("nccl_id"), py::call_guard<py::gil_scoped_release>(),
           "Joins the ranks' NCCL communicator (ncclCommInitRank; collective).")
       .def_property_readonly("rank", &cuda::CudaExecutable::rank, "The plan device driven here (-1: all).")
+      .def(
+          "conv_algorithms",
+          [](const cuda::CudaExecutable& e) {
+            py::list out;
+            for (const auto& a : e.conv_algorithms())
+              out.append(py::dict(py::arg("device") = a.device, py::arg("op") = a.op, py::arg("mode") = a.mode,
+                                  py::arg("algo") = a.algo, py::arg("workspace") = a.workspace));
+            return out;
+          },
+          "cuDNN's algorithm per convolution step chosen so far (device, op, mode, algo: the "
+          "cudnnConvolution*Algo_t value, workspace bytes).")
       .def_static(
           "swapped",
           [](const graph::Graph& g, const swap::TimedPlan& plan, const std::vector<int>& buffer_of,

@@ -7,7 +7,11 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <string>
+#include <tuple>
+#include <unordered_map>
+#include <utility>
 
 #include "exec/arena.h"
 #include "exec/box_copy.h"
@@ -56,12 +60,25 @@ struct ConvDescriptors {
     // float32 results within the CPU's tolerance: no TF32 tensor-core math.
     check_cudnn(cudnnSetConvolutionMathType(conv, CUDNN_FMA_MATH), "cudnnSetConvolutionMathType");
   }
+  ConvDescriptors(const ConvDescriptors&) = delete;
+  ConvDescriptors& operator=(const ConvDescriptors&) = delete;
   ~ConvDescriptors() {
     cudnnDestroyConvolutionDescriptor(conv);
     cudnnDestroyFilterDescriptor(w);
     cudnnDestroyTensorDescriptor(y);
     cudnnDestroyTensorDescriptor(x);
   }
+};
+
+// One convolution step's descriptors and cuDNN's algorithm for it, chosen on its first launch and
+// kept: a step's geometry never changes, and the queries cost tens of microseconds per launch.
+struct ConvChoice {
+  ConvChoice(const ConvCall& c, std::string op_name) : dsc(c), op(std::move(op_name)), mode(c.mode) {}
+  ConvDescriptors dsc;
+  std::string op;
+  int mode;
+  int algo = 0;
+  size_t workspace = 0;
 };
 
 }  // namespace
@@ -90,6 +107,7 @@ struct CudaExecutable::Device {
   cudaEvent_t origin = nullptr;
   std::vector<cudaEvent_t> starts, ends;
   std::vector<char> recorded;
+  std::unordered_map<const Step*, std::unique_ptr<ConvChoice>> conv;  // per convolution step of the plans
 
   ~Device() {
     if (id < 0) return;
@@ -337,6 +355,23 @@ bool launches_work(InstrKind k) {
 
 }  // namespace
 
+std::vector<ConvAlgorithm> CudaExecutable::conv_algorithms() const {
+  std::vector<ConvAlgorithm> out;
+  for (int d = 0; d < low_.devices; ++d) {
+    if (!local(d)) continue;
+    for (const auto& [step, ch] : devices_[d]->conv) {
+      static const char* const modes[] = {"forward", "backward_data", "backward_filter"};
+      out.push_back({d, ch->op, ch->mode == ConvCall::kForward ? modes[0]
+                                : ch->mode == ConvCall::kBackwardData ? modes[1] : modes[2],
+                     ch->algo, static_cast<int64_t>(ch->workspace)});
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const ConvAlgorithm& a, const ConvAlgorithm& b) {
+    return std::tie(a.device, a.op, a.mode) < std::tie(b.device, b.op, b.mode);
+  });
+  return out;
+}
+
 void CudaExecutable::begin_timing() {
   times_.assign(static_cast<size_t>(low_.devices), {});
   for (int d = 0; d < low_.devices; ++d) {
@@ -531,43 +566,61 @@ void CudaExecutable::launch(Device& dev, const LaunchPlan& plan, const Program& 
                          "cublasSgemmStridedBatched (op " + g_.op(in.op).name + ")");
           } else if (s.kind == Step::kConv) {
             const ConvCall& c = s.conv;
-            ConvDescriptors dsc(c);
+            auto& slot = dev.conv[&s];
+            const bool first = !slot;
+            if (first) slot = std::make_unique<ConvChoice>(c, g_.op(in.op).name);
+            ConvChoice& ch = *slot;
+            const ConvDescriptors& dsc = ch.dsc;
             check_cudnn(cudnnSetStream(dev.cudnn, stream), "cudnnSetStream");
             const float one = 1.0f, zero = 0.0f;
             const float* w = input(c.w_input);
-            const std::string what = " (op " + g_.op(in.op).name + ")";
+            const std::string what = first ? " (op " + g_.op(in.op).name + ")" : std::string();
             int found = 0;
-            size_t ws = 0;
             if (c.mode == ConvCall::kForward) {
-              cudnnConvolutionFwdAlgoPerf_t perf;
-              check_cudnn(cudnnGetConvolutionForwardAlgorithm_v7(dev.cudnn, dsc.x, dsc.w, dsc.conv, dsc.y, 1, &found, &perf),
-                          "cudnnGetConvolutionForwardAlgorithm_v7" + what);
-              check_cudnn(cudnnGetConvolutionForwardWorkspaceSize(dev.cudnn, dsc.x, dsc.w, dsc.conv, dsc.y, perf.algo, &ws),
-                          "cudnnGetConvolutionForwardWorkspaceSize" + what);
+              if (first) {
+                cudnnConvolutionFwdAlgoPerf_t perf;
+                check_cudnn(cudnnGetConvolutionForwardAlgorithm_v7(dev.cudnn, dsc.x, dsc.w, dsc.conv, dsc.y, 1, &found, &perf),
+                            "cudnnGetConvolutionForwardAlgorithm_v7" + what);
+                ch.algo = perf.algo;
+                check_cudnn(cudnnGetConvolutionForwardWorkspaceSize(dev.cudnn, dsc.x, dsc.w, dsc.conv, dsc.y, perf.algo,
+                                                                    &ch.workspace),
+                            "cudnnGetConvolutionForwardWorkspaceSize" + what);
+              }
               check_cudnn(cudnnConvolutionForward(dev.cudnn, &one, dsc.x, input(c.x_input) + c.x_offset, dsc.w, w + c.w_offset,
-                                                  dsc.conv, perf.algo, dev.scratch(ws), ws, &zero, dsc.y, out),
-                          "cudnnConvolutionForward" + what);
+                                                  dsc.conv, static_cast<cudnnConvolutionFwdAlgo_t>(ch.algo),
+                                                  dev.scratch(ch.workspace), ch.workspace, &zero, dsc.y, out),
+                          "cudnnConvolutionForward (op " + g_.op(in.op).name + ")");
             } else if (c.mode == ConvCall::kBackwardData) {
-              cudnnConvolutionBwdDataAlgoPerf_t perf;
-              check_cudnn(cudnnGetConvolutionBackwardDataAlgorithm_v7(dev.cudnn, dsc.w, dsc.y, dsc.conv, dsc.x, 1, &found, &perf),
-                          "cudnnGetConvolutionBackwardDataAlgorithm_v7" + what);
-              check_cudnn(cudnnGetConvolutionBackwardDataWorkspaceSize(dev.cudnn, dsc.w, dsc.y, dsc.conv, dsc.x, perf.algo, &ws),
-                          "cudnnGetConvolutionBackwardDataWorkspaceSize" + what);
+              if (first) {
+                cudnnConvolutionBwdDataAlgoPerf_t perf;
+                check_cudnn(cudnnGetConvolutionBackwardDataAlgorithm_v7(dev.cudnn, dsc.w, dsc.y, dsc.conv, dsc.x, 1, &found, &perf),
+                            "cudnnGetConvolutionBackwardDataAlgorithm_v7" + what);
+                ch.algo = perf.algo;
+                check_cudnn(cudnnGetConvolutionBackwardDataWorkspaceSize(dev.cudnn, dsc.w, dsc.y, dsc.conv, dsc.x, perf.algo,
+                                                                         &ch.workspace),
+                            "cudnnGetConvolutionBackwardDataWorkspaceSize" + what);
+              }
               check_cudnn(cudnnConvolutionBackwardData(dev.cudnn, &one, dsc.w, w + c.w_offset, dsc.y,
-                                                       input(c.y_input) + c.y_offset, dsc.conv, perf.algo,
-                                                       dev.scratch(ws), ws, &zero, dsc.x, out),
-                          "cudnnConvolutionBackwardData" + what);
+                                                       input(c.y_input) + c.y_offset, dsc.conv,
+                                                       static_cast<cudnnConvolutionBwdDataAlgo_t>(ch.algo),
+                                                       dev.scratch(ch.workspace), ch.workspace, &zero, dsc.x, out),
+                          "cudnnConvolutionBackwardData (op " + g_.op(in.op).name + ")");
             } else {
-              cudnnFilterDescriptor_t dw = dsc.w;
-              cudnnConvolutionBwdFilterAlgoPerf_t perf;
-              check_cudnn(cudnnGetConvolutionBackwardFilterAlgorithm_v7(dev.cudnn, dsc.x, dsc.y, dsc.conv, dw, 1, &found, &perf),
-                          "cudnnGetConvolutionBackwardFilterAlgorithm_v7" + what);
-              check_cudnn(cudnnGetConvolutionBackwardFilterWorkspaceSize(dev.cudnn, dsc.x, dsc.y, dsc.conv, dw, perf.algo, &ws),
-                          "cudnnGetConvolutionBackwardFilterWorkspaceSize" + what);
+              if (first) {
+                cudnnConvolutionBwdFilterAlgoPerf_t perf;
+                check_cudnn(cudnnGetConvolutionBackwardFilterAlgorithm_v7(dev.cudnn, dsc.x, dsc.y, dsc.conv, dsc.w, 1, &found,
+                                                                          &perf),
+                            "cudnnGetConvolutionBackwardFilterAlgorithm_v7" + what);
+                ch.algo = perf.algo;
+                check_cudnn(cudnnGetConvolutionBackwardFilterWorkspaceSize(dev.cudnn, dsc.x, dsc.y, dsc.conv, dsc.w, perf.algo,
+                                                                           &ch.workspace),
+                            "cudnnGetConvolutionBackwardFilterWorkspaceSize" + what);
+              }
               check_cudnn(cudnnConvolutionBackwardFilter(dev.cudnn, &one, dsc.x, input(c.x_input) + c.x_offset, dsc.y,
-                                                         input(c.y_input) + c.y_offset, dsc.conv, perf.algo,
-                                                         dev.scratch(ws), ws, &zero, dw, out),
-                          "cudnnConvolutionBackwardFilter" + what);
+                                                         input(c.y_input) + c.y_offset, dsc.conv,
+                                                         static_cast<cudnnConvolutionBwdFilterAlgo_t>(ch.algo),
+                                                         dev.scratch(ch.workspace), ch.workspace, &zero, dsc.w, out),
+                          "cudnnConvolutionBackwardFilter (op " + g_.op(in.op).name + ")");
             }
           } else if (s.kind == Step::kMap) {
             const float* reads[kMaxReads] = {};

@@ -38,6 +38,15 @@ struct RankSetup {
   int gpu = 0;
 };
 
+/// cuDNN's algorithm for one convolution step, chosen on its first launch (cudnnGet*Algorithm_v7).
+struct ConvAlgorithm {
+  int device = 0;
+  std::string op;
+  std::string mode;  ///< "forward", "backward_data" or "backward_filter"
+  int algo = 0;      ///< the cudnnConvolution*Algo_t value
+  int64_t workspace = 0;
+};
+
 /// A new NCCL unique id (ncclGetUniqueId, 128 bytes) for ranks to join one communicator.
 std::string nccl_unique_id();
 
@@ -76,6 +85,9 @@ class CudaExecutable {
   /// that GPU, from the last timed step; (0, 0) for instructions that put no work on a stream (Alloc,
   /// Free, Record, Wait) and for other ranks' devices.
   const std::vector<std::vector<std::pair<double, double>>>& instruction_seconds() const { return times_; }
+  /// The convolution algorithms chosen so far (after the first step: every convolution step's), by
+  /// device, op and mode.
+  std::vector<ConvAlgorithm> conv_algorithms() const;
   /// The per-device programs the launch plans translate (the lowering every backend runs).
   const Lowered& lowered() const { return low_; }
 
