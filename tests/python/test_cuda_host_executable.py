@@ -54,8 +54,19 @@ def _close(got, want, what):
     assert float(err.max(initial=0.0)) <= TOLERANCE * scale, f"{what}: error {err.max():.3g} of scale {scale:.3g}"
 
 
-def run_beside_the_cpu(g, devices, algorithm="tofu", feeds=None, state=None, steps=2):
+def _host_as_the_cpu(g, plan, cpu, feeds):
+    """The plan's launch plans on the host, every resident tensor set as the CPU executable holds it
+    (feeds where given); with the resident tensors."""
     from tilewise import _cuda
+    host = _cuda.HostExecutable(g._g, plan._core, keep=[t.id for t in g.results().values()])
+    resident = [t for t in g.tensors if t.producer is None]
+    for t in resident:
+        value = feeds[t.name] if t.name in feeds else cpu._core.get_tensor(t.id, list(t.shape))
+        host.set_tensor(t.id, np.ascontiguousarray(value, dtype=DTYPES[t.dtype]))
+    return host, resident
+
+
+def run_beside_the_cpu(g, devices, algorithm="tofu", feeds=None, state=None, steps=2):
     plan = tw.partition(g, devices=devices, algorithm=algorithm)
     cpu = tw.compile(g, plan)
     if state is None:
@@ -64,11 +75,7 @@ def run_beside_the_cpu(g, devices, algorithm="tofu", feeds=None, state=None, ste
         cpu.load_state_dict(state)
     feeds = feeds or _feeds(g, np.random.default_rng(1))
     results = g.results()
-    host = _cuda.HostExecutable(g._g, plan._core, keep=[t.id for t in results.values()])
-    resident = [t for t in g.tensors if t.producer is None]
-    for t in resident:
-        value = feeds[t.name] if t.name in feeds else cpu._core.get_tensor(t.id, list(t.shape))
-        host.set_tensor(t.id, np.ascontiguousarray(value, dtype=DTYPES[t.dtype]))
+    host, resident = _host_as_the_cpu(g, plan, cpu, feeds)
     for step in range(steps):
         got = cpu.step(feeds)
         host.step()
@@ -164,3 +171,35 @@ def test_swapped_programs_on_the_launch_plans_equal_the_cpu_swapped_runtime(name
     for t in resident:
         if t.role == "parameter":
             _close(host.get_tensor(t.id, list(t.shape)), cpu._core.get_tensor(t.id, list(t.shape)), t.name)
+
+
+@pytest.mark.parametrize("devices", [1, 2])
+@pytest.mark.parametrize("bad", [-1, 64, 2**40])
+def test_an_id_outside_its_table_fails_the_step_as_on_the_cpu(devices, bad):
+    """The embedding kernel reports the first id outside its table (the GPU executor reads the report
+    before the step's first update and at its end; the host executable after the lookup): a tw.ExecError
+    naming the op, the id and the table's rows, as the CPU's; the parameters stay as they were and the
+    next step with good ids equals the CPU runtime's."""
+    g = ZOO["transformer"]()
+    plan = tw.partition(g, devices=devices, algorithm="data_parallel")
+    cpu = tw.compile(g, plan).initialize(seed=0)
+    feeds = _feeds(g, np.random.default_rng(1))
+    results = g.results()
+    host, resident = _host_as_the_cpu(g, plan, cpu, feeds)
+    params = {t.name: host.get_tensor(t.id, list(t.shape)) for t in resident if t.role == "parameter"}
+    wrong = np.array(feeds["ids"])
+    wrong.flat[5] = bad
+    host.set_tensor(g.tensor("ids").id, wrong)
+    with pytest.raises(tw.ExecError, match=rf"op '.+': id {bad} at position \d+ of device \d's ids is not a row of the "
+                                           r"table \(0 \.\. 63\)"):
+        host.step()
+    with pytest.raises(tw.ExecError, match=rf"id {bad} at \[0, 5\] is not a row of the table \(0 \.\. 63\)"):
+        cpu.step({**feeds, "ids": wrong})
+    for t in resident:
+        if t.role == "parameter":
+            assert np.array_equal(host.get_tensor(t.id, list(t.shape)), params[t.name]), t.name
+    host.set_tensor(g.tensor("ids").id, np.ascontiguousarray(feeds["ids"], dtype=np.int64))
+    got = cpu.step(feeds)
+    host.step()
+    for key, t in results.items():
+        _close(host.get_tensor(t.id, list(t.shape)), got[key], key)

@@ -2,7 +2,8 @@
 each rank drives its own device and issues its part of every wave of the step schedule. Checked without
 a GPU: the calls the ranks issue pair up as NCCL pairs point-to-point calls (in order per pair of ranks,
 equal bytes, the same wave) and carry the plan's predicted bytes; under mpirun on a machine without a
-GPU every rank fails with tw.CudaError together, none waits for another."""
+GPU every rank fails with tw.CudaError together, none waits for another; the gather of the ranks' tiles
+on rank 0 (``get``, ``gather``, ``parameters``) over MPI with a stand-in for the devices."""
 import importlib.util
 import json
 import os
@@ -11,7 +12,10 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import tilewise as tw
 from tilewise import _core
@@ -86,3 +90,49 @@ def test_ranks_without_a_gpu_fail_together(ranks, tmp_path):
     # Each rank names its own failed device call (or another rank's, when it got past its own).
     assert any("cudaSetDevice" in r["message"] or "cudaGetDeviceCount" in r["message"] or "another rank" in r["message"]
                for r in results)
+    for r in results:  # the gather on rank 0 and the broadcast to every rank
+        assert r["gather_on_root_only"] and r["get_equal"] and r["bias_equal"], r
+        assert "not held after a step on any rank" in r["unheld"], r
+
+
+# ----- the gather on rank 0: tiles packed into one message per rank, assembled there ----------------
+
+_shapes = st.lists(st.integers(1, 5), min_size=0, max_size=3)
+
+
+@settings(max_examples=60, deadline=None)
+@given(shape=_shapes, data=st.data())
+def test_tiles_survive_their_message_and_assemble_the_tensor(shape, data):
+    """Random covers of a tensor by boxes (overlaps are replicas: equal values) through pack_tiles ->
+    unpack_tiles -> assemble_tiles give the tensor back."""
+    full = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape) - 7.5
+    tiles = []
+    for _ in range(data.draw(st.integers(1, 4))):
+        ranges = []
+        for n in shape:
+            lo = data.draw(st.integers(0, n - 1))
+            ranges.append((lo, data.draw(st.integers(lo, n - 1))))
+        tiles.append((ranges, np.ascontiguousarray(full[tuple(slice(lo, hi + 1) for lo, hi in ranges)]).tobytes()))
+    tiles.append(([(0, n - 1) for n in shape], full.tobytes()))  # the cover: one tile is the whole
+    split = data.draw(st.integers(0, len(tiles)))
+    messages = [cuda.pack_tiles(tiles[:split]), cuda.pack_tiles(tiles[split:])]
+    back = [tile for m in messages for tile in cuda.unpack_tiles(m)]
+    assert [(list(map(tuple, r)), d) for r, d in back] == [(list(map(tuple, r)), d) for r, d in tiles]
+    assert np.array_equal(cuda.assemble_tiles("x", shape, np.float32, back), full)
+
+
+def test_bad_tile_messages_and_tiles_are_refused():
+    good = cuda.pack_tiles([([(0, 1)], np.zeros(2, np.float32).tobytes())])
+    for cut in (3, 8, 20, len(good) - 1):
+        with pytest.raises(tw.ExecError, match="cut short"):
+            cuda.unpack_tiles(good[:cut])
+    with pytest.raises(tw.ExecError, match="past its tiles"):
+        cuda.unpack_tiles(good + b"\0")
+    with pytest.raises(tw.ExecError, match="has rank"):
+        cuda.unpack_tiles(np.asarray([1, 99], "<i8").tobytes())
+    with pytest.raises(tw.ExecError, match="not held"):
+        cuda.assemble_tiles("x", (2,), np.float32, [])
+    with pytest.raises(tw.ExecError, match="does not fit"):
+        cuda.assemble_tiles("x", (2,), np.float32, [([(0, 2)], np.zeros(3, np.float32).tobytes())])
+    with pytest.raises(tw.ExecError, match="bytes, not 8"):
+        cuda.assemble_tiles("x", (2,), np.float32, [([(0, 1)], b"\0" * 4)])

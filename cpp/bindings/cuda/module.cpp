@@ -302,6 +302,25 @@ PYBIND11_MODULE(_cuda, m) {
           "Joins the ranks' NCCL communicator (ncclCommInitRank; collective).")
       .def_property_readonly("rank", &cuda::CudaExecutable::rank, "The plan device driven here (-1: all).")
       .def(
+          "local_tiles",
+          [](const cuda::CudaExecutable& e, int tensor) {
+            std::vector<std::pair<tdl::Box, std::vector<std::byte>>> tiles;
+            {
+              py::gil_scoped_release release;
+              tiles = e.local_tiles(tensor);
+            }
+            py::list out;
+            for (const auto& [box, data] : tiles) {
+              py::list ranges;
+              for (const auto& r : box.dims) ranges.append(py::make_tuple(r.lo, r.hi));
+              out.append(py::make_tuple(ranges, py::bytes(reinterpret_cast<const char*>(data.data()), data.size())));
+            }
+            return out;
+          },
+          py::arg("tensor"),
+          "This process's tiles of a tensor: [(box as [(lo, hi)] inclusive, row-major bytes)] (an MPI rank's part "
+          "of a gather; not collective).")
+      .def(
           "conv_algorithms",
           [](const cuda::CudaExecutable& e) {
             py::list out;

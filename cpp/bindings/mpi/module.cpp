@@ -58,6 +58,22 @@ PYBIND11_MODULE(_mpi, m) {
         return py::bytes(out);
       },
       py::arg("data"), py::arg("root") = 0, "Root's bytes on every rank (MPI_Bcast; collective).");
+  m.def(
+      "gather_bytes",
+      [](const py::bytes& data, int root) -> py::object {
+        std::string in = data;
+        std::vector<std::string> all;
+        {
+          py::gil_scoped_release release;
+          all = exec::mpi::gather_bytes(in, root);
+        }
+        if (exec::mpi::rank() != root) return py::none();
+        py::list out;
+        for (const auto& b : all) out.append(py::bytes(b));
+        return out;
+      },
+      py::arg("data"), py::arg("root") = 0,
+      "Every rank's bytes as a list in rank order on root, None on the other ranks (MPI_Gatherv; collective).");
   m.def("all_ok", &exec::mpi::all_ok, py::arg("ok"), py::call_guard<py::gil_scoped_release>(),
         "Whether every rank passed ok=True (MPI_Allreduce, logical and; collective).");
   m.def("one_way_seconds", &exec::mpi::one_way_seconds, py::arg("bytes"), py::arg("rounds"), py::arg("repeats"),

@@ -399,8 +399,8 @@ struct RowArgs {
   long long base[kMaxReads] = {};
   long long stride[kMaxReads][kMaxDims] = {};
   long long threads = 1;  ///< rows; 1 for cross_entropy; cols for the gamma gradients
-  /// Embedding: the table's rows (ids outside [0, table_rows) give NaN rows: the CPU raises
-  /// InvalidInput, a device error flag is not written yet); the gradient's block of table rows
+  /// Embedding: the table's rows (ids outside [0, table_rows) give NaN rows and are reported in an
+  /// IdError, which the executors turn into the CPU's InvalidInput); the gradient's block of table rows
   /// [v_lo, v_hi] and the padding id (-1: none). Ids are int64, read through the float pointer.
   long long table_rows = 0, v_lo = 0, v_hi = -1, padding = -1;
   int ids_float = 0;  ///< the ids are float32 (whole numbers) instead of int64
@@ -482,9 +482,30 @@ TW_HD void row_stage_thread(const RowArgs& a, const float* const* in, double* st
   stage[2 * r] = mu, stage[2 * r + 1] = rstd;
 }
 
+/// The first id outside its table that an embedding lookup met, written by the thread that met it
+/// (the first to claim `set` on a GPU): `tag` names the launch (the executor's instruction), `id` the
+/// id, `position` its flat index among the block's positions. Zeroed: nothing met.
+struct IdError {
+  int set = 0;
+  long long tag = 0, id = 0, position = 0, table_rows = 0;
+};
+
+TW_HD void report_bad_id(IdError* e, long long tag, long long id, long long position, long long table_rows) {
+  if (!e) return;
+#ifdef __CUDA_ARCH__
+  if (atomicCAS(&e->set, 0, 1) != 0) return;
+#else
+  if (e->set) return;
+  e->set = 1;
+#endif
+  e->tag = tag, e->id = id, e->position = position, e->table_rows = table_rows;
+}
+
 /// One thread of a row op: thread `t` writes its outputs into `out` (the block, row-major). `stage`:
-/// phase 1's doubles for a staged op (a.staged), else unread.
-TW_HD void row_thread(const RowArgs& a, const float* const* in, float* out, long long t, const double* stage = nullptr) {
+/// phase 1's doubles for a staged op (a.staged), else unread. `error`: where an embedding reports an id
+/// outside its table (with `tag`); null: not reported.
+TW_HD void row_thread(const RowArgs& a, const float* const* in, float* out, long long t, const double* stage = nullptr,
+                      IdError* error = nullptr, long long tag = 0) {
   const long long n = a.n, lo = a.col_lo, hi = a.col_lo + a.cols;
   float* o = out + t * a.cols - lo;  // indexed by column
   switch (static_cast<RowFn>(a.fn)) {
@@ -580,6 +601,7 @@ TW_HD void row_thread(const RowArgs& a, const float* const* in, float* out, long
     case RowFn::kEmbedding: {  // table row id's block columns (table: base at row 0, column 0; stride[0][0] its row stride)
       const long long id = row_id(a, in, 1, t);
       const bool ok = id >= 0 && id < a.table_rows;
+      if (!ok) report_bad_id(error, tag, id, t, a.table_rows);
       const float* row = in[0] + a.base[0] + (ok ? id : 0) * a.stride[0][0];
       for (long long c = lo; c < hi; ++c) o[c] = ok ? row[c] : NAN;
       return;

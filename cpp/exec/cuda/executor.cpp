@@ -108,6 +108,11 @@ struct CudaExecutable::Device {
   std::vector<cudaEvent_t> starts, ends;
   std::vector<char> recorded;
   std::unordered_map<const Step*, std::unique_ptr<ConvChoice>> conv;  // per convolution step of the plans
+  // Embedding lookups: where they report an id outside the table (device memory, zeroed), and the
+  // instruction before which the step checks it (the program's first optimizer update; -1: none).
+  IdError* id_error = nullptr;
+  bool looks_up_ids = false;
+  int first_update = -1;
 
   ~Device() {
     if (id < 0) return;
@@ -128,6 +133,7 @@ struct CudaExecutable::Device {
       if (p) cudaFree(p);
     if (block) cudaFree(block);
     if (workspace) cudaFree(workspace);
+    if (id_error) cudaFree(id_error);
   }
   void* scratch(size_t bytes) {
     if (bytes > workspace_bytes) {
@@ -231,6 +237,29 @@ void CudaExecutable::open_device(Device& dev, int d, int64_t block_bytes, int gp
   // Plain float32 GEMMs (no TF32): the CPU runtime's results within float32 tolerance.
   check_cublas(cublasSetMathMode(dev.cublas, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
   check_cudnn(cudnnCreate(&dev.cudnn), "cudnnCreate");
+  dev.looks_up_ids = looks_up_ids(p);
+  if (dev.looks_up_ids) {
+    check(cudaMalloc(reinterpret_cast<void**>(&dev.id_error), sizeof(IdError)), "cudaMalloc(id error)");
+    check(cudaMemset(dev.id_error, 0, sizeof(IdError)), "cudaMemset(id error)");
+    dev.first_update = first_update(g_, low_, d);
+  }
+}
+
+// After the lookups launched so far: every local device's compute stream synchronised and its id
+// report read; ExecError (the CPU's InvalidInput, worded alike) for the first id outside its table.
+void CudaExecutable::check_ids() {
+  for (int d = 0; d < low_.devices; ++d) {
+    if (!local(d) || !devices_[d]->looks_up_ids) continue;
+    Device& dev = *devices_[d];
+    check(cudaSetDevice(dev.id), "cudaSetDevice(" + std::to_string(dev.id) + ")");
+    IdError e;
+    check(cudaMemcpyAsync(&e, dev.id_error, sizeof e, cudaMemcpyDeviceToHost, dev.streams[0]), "cudaMemcpyAsync(id error)");
+    check(cudaStreamSynchronize(dev.streams[0]), "cudaStreamSynchronize (device " + std::to_string(dev.id) + ")");
+    if (!e.set) continue;
+    for (auto* st : dev.streams) cudaStreamSynchronize(st);  // nothing in flight reads the report
+    check(cudaMemset(dev.id_error, 0, sizeof(IdError)), "cudaMemset(id error)");
+    throw_bad_id(g_, low_, d, e);
+  }
 }
 
 CudaExecutable::CudaExecutable(const graph::Graph& g, const SwapSchedule& s, int64_t capacity,
@@ -326,21 +355,11 @@ void CudaExecutable::read_tensor(int tensor, void* out) const {
     std::memcpy(out, pinned_[src.buffer], bytes);
     return;
   }
-  bool any = false;
-  for (int d = 0; d < low_.devices; ++d) {  // the tiles cover the tensor; replicas hold equal values
-    if (!local(d)) continue;  // one rank of an MPI job: its own device's tiles only
-    const int b = tile_buffer(low_, d, tensor);
-    const Device& dev = *devices_[d];
-    if (b < 0 || !dev.ptr[b]) continue;
-    const BufferDesc& buf = low_.programs[d].buffers[b];
-    std::vector<std::byte> tile(static_cast<size_t>(buf.bytes()));
-    check(cudaSetDevice(dev.id), "cudaSetDevice(" + std::to_string(dev.id) + ")");
-    check(cudaMemcpy(tile.data(), dev.ptr[b], tile.size(), cudaMemcpyDeviceToHost),
-          "cudaMemcpy(device " + std::to_string(d) + " -> host, " + g_.tensor(tensor).name + ")");
-    copy_box(tile.data(), buf.box, out, Box::whole(g_.tensor(tensor).shape), buf.box, graph::dtype_size(buf.dtype));
-    any = true;
-  }
-  if (!any)
+  // The tiles cover the tensor; replicas hold equal values. One rank of an MPI job: its own device's.
+  const auto tiles = local_tiles(tensor);
+  const auto& t = g_.tensor(tensor);
+  for (const auto& [box, tile] : tiles) copy_box(tile.data(), box, out, Box::whole(t.shape), box, graph::dtype_size(t.dtype));
+  if (tiles.empty())
     throw ExecError("'" + g_.tensor(tensor).name + "' is not held after a step" +
                     (rank_ >= 0 ? " on rank " + std::to_string(rank_) + "'s device" : std::string()));
 }
@@ -412,6 +431,24 @@ void CudaExecutable::end_timing() {
   }
 }
 
+std::vector<std::pair<tdl::Box, std::vector<std::byte>>> CudaExecutable::local_tiles(int tensor) const {
+  if (swapped_) throw ExecError("local_tiles: a swapped executable holds whole tensors (read_tensor)");
+  std::vector<std::pair<tdl::Box, std::vector<std::byte>>> out;
+  for (int d = 0; d < low_.devices; ++d) {
+    if (!local(d)) continue;
+    const int b = tile_buffer(low_, d, tensor);
+    const Device& dev = *devices_[d];
+    if (b < 0 || !dev.ptr[b]) continue;
+    const BufferDesc& buf = low_.programs[d].buffers[b];
+    std::vector<std::byte> tile(static_cast<size_t>(buf.bytes()));
+    check(cudaSetDevice(dev.id), "cudaSetDevice(" + std::to_string(dev.id) + ")");
+    check(cudaMemcpy(tile.data(), dev.ptr[b], tile.size(), cudaMemcpyDeviceToHost),
+          "cudaMemcpy(device " + std::to_string(d) + " -> host, " + g_.tensor(tensor).name + ")");
+    out.emplace_back(buf.box, std::move(tile));
+  }
+  return out;
+}
+
 void CudaExecutable::step(bool timed) {
   if (timed) begin_timing();
   struct Untime {  // a failed step leaves no timing half on
@@ -428,6 +465,7 @@ void CudaExecutable::step(bool timed) {
     std::fill(on_host_.begin(), on_host_.end(), 0);
     for (size_t i : swap_.order) launch(dev, plans_[0], prog, i);
     for (auto* st : dev.streams) check(cudaStreamSynchronize(st), "cudaStreamSynchronize (device 0)");
+    check_ids();
     if (timed) end_timing();
     ++steps_;
     return;
@@ -499,6 +537,7 @@ void CudaExecutable::step(bool timed) {
     check(cudaSetDevice(dev->id), "cudaSetDevice(" + std::to_string(dev->id) + ")");
     for (auto* s : dev->streams) check(cudaStreamSynchronize(s), "cudaStreamSynchronize (device " + std::to_string(dev->id) + ")");
   }
+  check_ids();
   if (timed) end_timing();
   ++steps_;
 }
@@ -510,6 +549,9 @@ void CudaExecutable::launch(Device& dev, const LaunchPlan& plan, const Program& 
     const Launch& l = plan.launches[i];
     const Instr& in = prog.instrs[i];
     cudaStream_t stream = dev.streams[l.stream];
+    // Before the step's first optimizer update: the lookups so far checked, so that an id outside its
+    // table fails the step with the parameters as they were (as on the CPU).
+    if (dev.looks_up_ids && static_cast<int>(i) == dev.first_update) check_ids();
     const bool timed = timing_ && launches_work(l.kind);
     if (timed) check(cudaEventRecord(dev.starts[i], stream), "cudaEventRecord");
     switch (l.kind) {
@@ -640,7 +682,7 @@ void CudaExecutable::launch(Device& dev, const LaunchPlan& plan, const Program& 
             const float* reads[kMaxReads] = {};
             for (int r = 0; r < s.row.inputs; ++r) reads[r] = input(s.row_inputs[r]);
             launch_row(s.row, reads, out, static_cast<double*>(dev.scratch(static_cast<size_t>(row_scratch_doubles(s.row)) * 8)),
-                       stream);
+                       stream, dev.id_error, static_cast<long long>(i));
           } else {
             launch_reduce(s.reduce, input(s.reduce_input), s.reduce.term != 0 ? input(s.reduce_input2) : nullptr, out,
                           static_cast<double*>(dev.scratch(static_cast<size_t>(reduce_scratch_doubles(s.reduce)) * 8)), stream);

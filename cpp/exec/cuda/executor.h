@@ -17,6 +17,7 @@
 // issues only its device's launches and its device's part of each wave, so a wave's Send and Recv meet
 // across processes as they do in one.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -76,6 +77,10 @@ class CudaExecutable {
   void set_tensor(int tensor, const void* data);
   /// Copies a resident tensor, or one kept after the last step, to the host.
   void read_tensor(int tensor, void* out) const;
+  /// This process's tiles of `tensor` (a tensor held after a step, as read_tensor): per local device
+  /// that holds one, its box (global coordinates) and its bytes, row-major. What an MPI rank gives to
+  /// the gather on rank 0 (tilewise/exec/cuda.py).
+  std::vector<std::pair<tdl::Box, std::vector<std::byte>>> local_tiles(int tensor) const;
   /// One step: every launch of the plan on its stream, then a synchronisation. `timed`: CUDA events
   /// around every launch that puts work on a stream (compute, copy, combine, a Send's pack, swaps; a
   /// Recv from its wave's group to its unpack), read after the synchronisation into
@@ -117,6 +122,7 @@ class CudaExecutable {
   // Timed steps: events around launches (Device::starts/ends), their seconds after the last one.
   bool timing_ = false;
   std::vector<std::vector<std::pair<double, double>>> times_;
+  void check_ids();
   void begin_timing();
   void end_timing();
   void open_device(Device& dev, int d, int64_t block_bytes, int gpu);

@@ -222,7 +222,12 @@ void HostExecutable::execute(int d, size_t index) {
         }
         call.out = reinterpret_cast<float*>(dev.ptr[in.buffer]);
         call.scratch = nullptr, call.scratch_size = 0;
-        run_steps_on_host(l.steps, call);
+        run_steps_on_host(l.steps, call, &id_error_, static_cast<long long>(index));
+        if (id_error_.set) {
+          const IdError e = id_error_;
+          id_error_ = IdError{};
+          throw_bad_id(g_, low_, d, e);
+        }
         break;
       }
       case InstrKind::kCopy:

@@ -73,6 +73,7 @@ class HostExecutable {
   std::vector<std::vector<std::byte>> host_;
   std::vector<char> on_host_;
   int steps_ = 0;
+  IdError id_error_;  // an embedding's id outside its table, raised after its instruction (as the CPU's)
   bool timing_ = false;
   std::chrono::steady_clock::time_point origin_;
   std::vector<std::vector<std::pair<double, double>>> times_;

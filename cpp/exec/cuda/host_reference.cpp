@@ -97,7 +97,7 @@ const float* input_data(const kernels::TileCall& call, int j) {
 
 }  // namespace
 
-void run_steps_on_host(const std::vector<Step>& steps, const kernels::TileCall& call) {
+void run_steps_on_host(const std::vector<Step>& steps, const kernels::TileCall& call, IdError* error, long long tag) {
   for (const Step& s : steps) {
     switch (s.kind) {
       case Step::kGemm: {
@@ -138,7 +138,7 @@ void run_steps_on_host(const std::vector<Step>& steps, const kernels::TileCall& 
         for (int r = 0; r < s.row.inputs; ++r) in[r] = input_data(call, s.row_inputs[r]);
         std::vector<double> stage(static_cast<size_t>(row_scratch_doubles(s.row)));
         for (long long r = 0; s.row.staged && r < s.row.rows; ++r) row_stage_thread(s.row, in, stage.data(), r);
-        for (long long t = 0; t < s.row.threads; ++t) row_thread(s.row, in, call.out, t, stage.data());
+        for (long long t = 0; t < s.row.threads; ++t) row_thread(s.row, in, call.out, t, stage.data(), error, tag);
         break;
       }
       case Step::kChannel: {

@@ -21,6 +21,7 @@ void host_sgemm(const GemmCall& g, const float* a, const float* b, float* c);
 void host_conv(const ConvCall& c, const float* x, const float* w, const float* y, float* out);
 
 /// Runs `steps` for `call` (its inputs' data and `out` set) as the GPU would, into call.out.
-void run_steps_on_host(const std::vector<Step>& steps, const kernels::TileCall& call);
+void run_steps_on_host(const std::vector<Step>& steps, const kernels::TileCall& call, IdError* error = nullptr,
+                       long long tag = 0);
 
 }  // namespace tilewise::exec::cuda

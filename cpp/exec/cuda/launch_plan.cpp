@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <map>
+#include <string>
 #include <unordered_map>
 
 #include "exec/arena.h"
+#include "exec/errors.h"
 #include "exec/kernel_call.h"
 #include "graph/graph.h"
 
@@ -153,6 +155,29 @@ int tile_buffer(const Lowered& low, int device, int tensor) {
   const Program& prog = low.programs[device];
   const int b = prog.tile_of[tensor];
   return b >= 0 ? b : prog.tile_of[low.storage_of[tensor]];
+}
+
+void throw_bad_id(const graph::Graph& g, const Lowered& low, int device, const IdError& e) {
+  const auto& instrs = low.programs.at(static_cast<size_t>(device)).instrs;
+  const int op = e.tag >= 0 && e.tag < static_cast<long long>(instrs.size()) ? instrs[static_cast<size_t>(e.tag)].op : -1;
+  throw ExecError("op '" + (op >= 0 ? g.op(op).name : std::string("?")) + "': id " + std::to_string(e.id) +
+                  " at position " + std::to_string(e.position) + " of device " + std::to_string(device) +
+                  "'s ids is not a row of the table (0 .. " + std::to_string(e.table_rows - 1) + ")");
+}
+
+bool looks_up_ids(const LaunchPlan& plan) {
+  for (const Launch& l : plan.launches)
+    for (const Step& s : l.steps)
+      if (s.kind == Step::kRow && static_cast<RowFn>(s.row.fn) == RowFn::kEmbedding) return true;
+  return false;
+}
+
+int first_update(const graph::Graph& g, const Lowered& low, int device) {
+  const auto& instrs = low.programs.at(static_cast<size_t>(device)).instrs;
+  for (size_t i = 0; i < instrs.size(); ++i)
+    if (instrs[i].kind == InstrKind::kCompute && instrs[i].op >= 0 && g.tensor(g.op(instrs[i].op).output).updates >= 0)
+      return static_cast<int>(i);
+  return -1;
 }
 
 }  // namespace tilewise::exec::cuda

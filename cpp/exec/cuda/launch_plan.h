@@ -69,6 +69,17 @@ std::vector<CoverageRow> coverage(const graph::Graph& g, const Lowered& low);
 /// ExecError for no such tensor.
 int tile_buffer(const Lowered& low, int device, int tensor);
 
+/// ExecError for an id outside its table that device `device`'s embedding met (`e.tag`: the
+/// instruction), worded as the CPU kernel's InvalidInput: the op, the id, where, the table's rows.
+[[noreturn]] void throw_bad_id(const graph::Graph& g, const Lowered& low, int device, const IdError& e);
+
+/// Whether a launch plan has an embedding lookup (whose ids an executor must check after it runs).
+bool looks_up_ids(const LaunchPlan& plan);
+
+/// The first instruction of `device`'s program that writes an optimizer update (-1: none): where an
+/// executor checks the lookups before the step changes any parameter.
+int first_update(const graph::Graph& g, const Lowered& low, int device);
+
 /// The stream index of a program stream name ("compute" 0; "comm", "swap-in" 1; "swap-out" 2).
 int stream_index(const std::string& name);
 

@@ -39,10 +39,10 @@ __global__ void reduce_combine_kernel(ReduceArgs a, const double* __restrict__ p
     out[o] = reduce_combine_element(a, partials, o);
 }
 
-__global__ void row_kernel(RowArgs a, Reads in, float* out, const double* stage) {
+__global__ void row_kernel(RowArgs a, Reads in, float* out, const double* stage, IdError* error, long long tag) {
   for (long long t = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; t < a.threads;
        t += static_cast<long long>(gridDim.x) * blockDim.x)
-    row_thread(a, in.p, out, t, stage);
+    row_thread(a, in.p, out, t, stage, error, tag);
 }
 
 __global__ void row_stage_kernel(RowArgs a, Reads in, double* stage) {
@@ -97,7 +97,8 @@ void launch_reduce(const ReduceArgs& args, const float* x, const float* y, float
   check(cudaGetLastError(), "reduce_kernel<<<" + std::to_string(grid) + ", " + std::to_string(threads) + ">>>");
 }
 
-void launch_row(const RowArgs& args, const float* const* in, float* out, double* scratch, void* stream) {
+void launch_row(const RowArgs& args, const float* const* in, float* out, double* scratch, void* stream, IdError* error,
+                long long tag) {
   if (args.threads == 0) return;
   Reads r{};
   for (int i = 0; i < args.inputs; ++i) r.p[i] = in[i];
@@ -109,7 +110,8 @@ void launch_row(const RowArgs& args, const float* const* in, float* out, double*
                                   std::to_string(args.fn) + ")");
   }
   const unsigned grid = grid_for(args.threads, threads);
-  row_kernel<<<grid, threads, 0, static_cast<cudaStream_t>(stream)>>>(args, r, out, args.staged ? scratch : nullptr);
+  row_kernel<<<grid, threads, 0, static_cast<cudaStream_t>(stream)>>>(args, r, out, args.staged ? scratch : nullptr, error,
+                                                                      tag);
   check(cudaGetLastError(), "row_kernel<<<" + std::to_string(grid) + ", " + std::to_string(threads) + ">>> (fn " +
                                 std::to_string(args.fn) + ")");
 }

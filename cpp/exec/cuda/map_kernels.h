@@ -17,7 +17,9 @@ void launch_reduce(const ReduceArgs& args, const float* x, const float* y, float
 /// Enqueues row_thread(args, in, out, t) for every thread t < args.threads on `stream` (one thread
 /// per row: softmax, norms, losses; a block-per-row kernel is the next step for long rows).
 /// A staged op (args.staged) runs row_stage_thread first, into `scratch` (row_scratch_doubles(args)).
-void launch_row(const RowArgs& args, const float* const* in, float* out, double* scratch, void* stream);
+/// `error` (device memory, or null): where an embedding reports an id outside its table, with `tag`.
+void launch_row(const RowArgs& args, const float* const* in, float* out, double* scratch, void* stream,
+                IdError* error = nullptr, long long tag = 0);
 
 /// Enqueues channel_thread(args, in, out, t) for each channel t < args.cs of the block (batch norm;
 /// one thread per channel, a block per channel is the next step). `in`: kMaxReads pointers.

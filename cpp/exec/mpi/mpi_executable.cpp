@@ -4,6 +4,7 @@
 #include <cctype>
 #include <chrono>
 #include <cstring>
+#include <limits>
 #include <optional>
 #include <thread>
 
@@ -131,6 +132,31 @@ std::string broadcast_bytes(const std::string& data, int root) {
   check(MPI_Bcast(&n, 1, MPI_UNSIGNED_LONG_LONG, root, MPI_COMM_WORLD), "MPI_Bcast(size)");
   std::string out = rank() == root ? data : std::string(n, '\0');
   if (n > 0) check(MPI_Bcast(out.data(), static_cast<int>(n), MPI_BYTE, root, MPI_COMM_WORLD), "MPI_Bcast(bytes)");
+  return out;
+}
+
+std::vector<std::string> gather_bytes(const std::string& data, int root) {
+  init();
+  if (root < 0 || root >= size())
+    throw ExecError("gather root " + std::to_string(root) + " is not a rank (0.." + std::to_string(size() - 1) + ")");
+  if (data.size() > static_cast<size_t>(std::numeric_limits<int>::max()))
+    throw ExecError("gather_bytes: " + std::to_string(data.size()) + " bytes from one rank exceed MPI's int count");
+  const int n = static_cast<int>(data.size());
+  const bool at_root = rank() == root;
+  std::vector<int> counts(at_root ? static_cast<size_t>(size()) : 0), offsets(counts.size());
+  check(MPI_Gather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, root, MPI_COMM_WORLD), "MPI_Gather(sizes)");
+  int64_t total = 0;
+  for (size_t r = 0; r < counts.size(); ++r) {
+    offsets[r] = static_cast<int>(total);
+    total += counts[r];
+  }
+  if (total > std::numeric_limits<int>::max())
+    throw ExecError("gather_bytes: " + std::to_string(total) + " bytes in all exceed MPI's int displacements");
+  std::string all(static_cast<size_t>(total), '\0');
+  check(MPI_Gatherv(data.data(), n, MPI_BYTE, all.data(), counts.data(), offsets.data(), MPI_BYTE, root, MPI_COMM_WORLD),
+        "MPI_Gatherv(bytes)");
+  std::vector<std::string> out;
+  for (size_t r = 0; r < counts.size(); ++r) out.push_back(all.substr(static_cast<size_t>(offsets[r]), counts[r]));
   return out;
 }
 

@@ -29,6 +29,9 @@ int rank();
 int size();
 /// MPI_Bcast of `data` from `root` (its size first): every rank gets root's bytes. Collective.
 std::string broadcast_bytes(const std::string& data, int root);
+/// Every rank's bytes, in rank order, on `root`; empty on the other ranks (MPI_Gather of the sizes,
+/// MPI_Gatherv; collective).
+std::vector<std::string> gather_bytes(const std::string& data, int root);
 /// Whether every rank passed `ok` (MPI_Allreduce with MPI_LAND). Collective: lets ranks that failed a
 /// local step (opening a GPU) tell the others before a collective call that would wait for them.
 bool all_ok(bool ok);

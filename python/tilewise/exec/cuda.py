@@ -93,12 +93,52 @@ class CudaExecutable:
 
     def set(self, name: str, value) -> None:
         t = self.graph.tensor(name)
-        dtype = {"float32": np.float32, "int64": np.int64, "int32": np.int32, "bool": np.bool_}[t.dtype]
+        dtype = DTYPES[t.dtype]
         self._core.set_tensor(t.id, np.ascontiguousarray(value, dtype=dtype).reshape(t.shape))
 
     def get(self, name: str) -> np.ndarray:
+        """The full tensor. Under ``mpirun`` (one rank per device) collective, as the MPI backend's: the
+        ranks' tiles gathered on rank 0 and broadcast, so every rank gets the whole tensor."""
         t = self.graph.tensor(name)
-        return self._core.get_tensor(t.id, list(t.shape))
+        if self.rank < 0:
+            return self._core.get_tensor(t.id, list(t.shape))
+        from . import mpi as mpi_backend
+
+        try:
+            full = self.gather(name)
+            message = b"" if full is None else b"\x01" + full.tobytes()
+        except ExecError as e:  # rank 0 could not assemble it: every rank raises, none waits
+            if self.rank != 0:
+                raise
+            message = b"\x00" + str(e).encode()
+        data = mpi_backend.load().broadcast_bytes(message, 0)
+        if data[:1] != b"\x01":
+            raise ExecError(data[1:].decode(errors="replace"))
+        return np.frombuffer(data[1:], dtype=DTYPES[t.dtype]).reshape(t.shape).copy()
+
+    def gather(self, name: str) -> np.ndarray | None:
+        """Under ``mpirun``: the full tensor on rank 0, ``None`` on the other ranks (collective: every
+        rank calls it; each sends its device's tiles). In one process: ``get(name)``."""
+        t = self.graph.tensor(name)
+        if self.rank < 0:
+            return self.get(name)
+        from . import mpi as mpi_backend
+
+        parts = mpi_backend.load().gather_bytes(pack_tiles(self._core.local_tiles(t.id)), 0)
+        if parts is None:
+            return None
+        return assemble_tiles(name, t.shape, DTYPES[t.dtype], [tile for part in parts for tile in unpack_tiles(part)])
+
+    def parameters(self) -> dict[str, np.ndarray] | None:
+        """Every parameter by name: under ``mpirun`` gathered on rank 0 (collective; ``None`` on the other
+        ranks), else read from the GPUs."""
+        out = {t.name: self.gather(t.name) for t in self.graph.tensors if t.role == "parameter"}
+        return None if self.rank > 0 else out
+
+    @property
+    def rank(self) -> int:
+        """The plan device this process drives under ``mpirun`` (its MPI rank); -1: every device."""
+        return int(getattr(self._core, "rank", -1))
 
     def step(self) -> None:
         """One step on the GPUs. Compiled with ``profile=True``, every launch is timed with CUDA events
@@ -135,6 +175,60 @@ class CudaExecutable:
         names = [op.name for op in self.graph.ops]
         return simulate_lowered(lambda core, seconds, work, _shares: self._core.simulate(self.graph._g, core, seconds,
                                                                                          work), c, names, op_times)
+
+
+DTYPES = {"float32": np.float32, "int64": np.int64, "int32": np.int32, "bool": np.bool_}
+
+
+def pack_tiles(tiles) -> bytes:
+    """[(box as [(lo, hi)] inclusive, row-major bytes)] as one message: per tile its rank, its ranges
+    and its byte count (int64, little-endian), then its bytes."""
+    out = [np.asarray([len(tiles)], "<i8").tobytes()]
+    for ranges, data in tiles:
+        out.append(np.asarray([len(ranges), *[v for r in ranges for v in r], len(data)], "<i8").tobytes())
+        out.append(bytes(data))
+    return b"".join(out)
+
+
+def unpack_tiles(message: bytes) -> list[tuple[list[tuple[int, int]], bytes]]:
+    """``pack_tiles``'s message back; ExecError for a message that does not parse."""
+    def ints(at: int, n: int) -> list[int]:
+        if at + 8 * n > len(message):
+            raise ExecError(f"a gathered tile message is cut short ({len(message)} bytes)")
+        return np.frombuffer(message, "<i8", count=n, offset=at).tolist()
+
+    count, at, out = ints(0, 1)[0], 8, []
+    for _ in range(count):
+        rank = ints(at, 1)[0]
+        if not 0 <= rank <= 32:
+            raise ExecError(f"a gathered tile has rank {rank}")
+        head = ints(at + 8, 2 * rank + 1)
+        at += 8 * (2 * rank + 2)
+        nbytes = head[-1]
+        if nbytes < 0 or at + nbytes > len(message):
+            raise ExecError(f"a gathered tile message is cut short ({len(message)} bytes)")
+        out.append(([(head[2 * i], head[2 * i + 1]) for i in range(rank)], message[at:at + nbytes]))
+        at += nbytes
+    if at != len(message):
+        raise ExecError(f"a gathered tile message has {len(message) - at} bytes past its tiles")
+    return out
+
+
+def assemble_tiles(name: str, shape, dtype, tiles) -> np.ndarray:
+    """The full tensor from tiles (box, bytes) that cover it (replicas hold equal values); ExecError when
+    none is given (the tensor is not held after a step) or a tile does not fit the tensor."""
+    out = np.zeros(tuple(shape), dtype=dtype)
+    if not tiles:
+        raise ExecError(f"'{name}' is not held after a step on any rank")
+    for ranges, data in tiles:
+        if len(ranges) != out.ndim or any(not 0 <= lo <= hi < n for (lo, hi), n in zip(ranges, out.shape, strict=True)):
+            raise ExecError(f"a tile {ranges} of '{name}' does not fit its shape {tuple(shape)}")
+        box = tuple(hi - lo + 1 for lo, hi in ranges)
+        want = int(np.prod(box, dtype=np.int64)) * out.itemsize
+        if len(data) != want:
+            raise ExecError(f"a tile {ranges} of '{name}' has {len(data)} bytes, not {want}")
+        out[tuple(slice(lo, hi + 1) for lo, hi in ranges)] = np.frombuffer(data, dtype=dtype).reshape(box)
+    return out
 
 
 # The launchers' environment: Open MPI (OMPI_*), MPICH and Intel MPI (PMI_*, MPI_LOCALRANKID).
