@@ -203,3 +203,48 @@ def test_an_id_outside_its_table_fails_the_step_as_on_the_cpu(devices, bad):
     host.step()
     for key, t in results.items():
         _close(host.get_tensor(t.id, list(t.shape)), got[key], key)
+
+
+# ----- the streams: what the host's one order cannot show -------------------------------------------
+
+
+@pytest.mark.parametrize("devices", [1, 2, 4])
+@pytest.mark.parametrize("name", sorted(ZOO))
+def test_every_cross_stream_access_to_the_same_bytes_is_ordered_by_events(name, devices):
+    """The GPU orders its streams only through the plan's events (the host executable runs one order):
+    every pair of instructions on two streams touching the same bytes, one writing (the same buffer, or
+    arena bytes reused after a Free), must be ordered by Record/Wait (cpp/exec/cuda/stream_races.h)."""
+    from tilewise import _cuda
+    g = ZOO[name]()
+    keep = [t.id for t in g.results().values()]
+    for algorithm in ("tofu", "data_parallel", "kcuts"):
+        plan = tw.partition(g, devices=devices, algorithm=algorithm)
+        checked = 0
+        for d in range(devices):
+            races, ordered = _cuda.stream_races(g._g, plan._core, d, keep)
+            assert races == [], (algorithm, d, races[:3])
+            checked += ordered
+        if devices > 1:
+            assert checked > 0, algorithm  # the messages' streams do touch the compute stream's buffers
+
+
+@pytest.mark.parametrize("name", ["mlp", "lstm", "transformer"])
+def test_swap_plans_order_every_cross_stream_access_too(name):
+    """Swapped programs: a SwapIn writing into an object whose last occupant the compute stream still
+    reads, a SwapOut reading what the compute stream writes next: the plan's control edges order them."""
+    from tilewise import _cuda
+    from tilewise.exec.swapped import runnable_swap_plan, swap_index_maps
+    from tilewise.plan.swapping import swap_problem
+
+    g = ZOO[name]()
+    keep = [t.id for t in g.results().values()]
+    least = swap_problem(g, "swapadvisor", device_memory=10**12).least_memory
+    checked = 0
+    for fraction, seed in ((1.0, 0), (1.3, 1), (2.0, 2)):
+        result = swap_problem(g, "swapadvisor", device_memory=int(least * fraction)).search(seed=seed, time_limit=1)
+        plan = runnable_swap_plan(result)
+        buffer_of, op_of, in_place = swap_index_maps(g, plan)
+        races, ordered = _cuda.swapped_stream_races(g._g, plan._core, buffer_of, op_of, keep, in_place)
+        assert races == [], (fraction, races[:3])
+        checked += ordered
+    assert checked > 0

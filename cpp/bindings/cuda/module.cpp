@@ -23,6 +23,7 @@
 #include "exec/cuda/launch_plan.h"
 #include "exec/cuda/probes.h"
 #include "exec/cuda/step_schedule.h"
+#include "exec/cuda/stream_races.h"
 #include "exec/errors.h"
 #include "exec/lowering.h"
 #include "partition/plan.h"
@@ -262,6 +263,37 @@ PYBIND11_MODULE(_cuda, m) {
         return py::dict(py::arg("name") = i.name, py::arg("memory") = i.memory, py::arg("capability") = i.capability);
       },
       py::arg("gpu") = 0, "What GPU `gpu` is: name, memory (bytes), capability (major * 10 + minor).");
+  m.def(
+      "stream_races",
+      [](const graph::Graph& g, const partition::Plan& plan, int device, const std::vector<int>& keep) {
+        const exec::Lowered low = exec::lower(g, plan, keep);
+        const cuda::LaunchPlan lp = cuda::translate(g, low, device);
+        std::vector<std::tuple<size_t, size_t, std::string>> out;
+        size_t ordered = 0;
+        for (const auto& r : cuda::stream_races(low, lp, device, 20, nullptr, &ordered))
+          out.emplace_back(r.first, r.second, r.what);
+        return std::make_pair(out, ordered);
+      },
+      py::arg("graph"), py::arg("plan"), py::arg("device") = 0, py::arg("keep") = std::vector<int>{},
+      py::call_guard<py::gil_scoped_release>(),
+      "Pairs of instructions on different streams of the device that touch the same bytes, one writing, with no "
+      "event ordering them (host only): ([(first, second, what)], how many such pairs the events do order).");
+  m.def(
+      "swapped_stream_races",
+      [](const graph::Graph& g, const swap::TimedPlan& plan, const std::vector<int>& buffer_of,
+         const std::vector<int>& op_of, const std::vector<int>& keep, const std::vector<std::pair<int, int>>& in_place) {
+        exec::Lowered low;
+        cuda::LaunchPlan lp;
+        const cuda::SwappedLaunch sl =
+            cuda::prepare_swapped(g, bindings::schedule_of(plan.plan, buffer_of, op_of), keep, in_place, &low, &lp);
+        std::vector<std::tuple<size_t, size_t, std::string>> out;
+        size_t ordered = 0;
+        for (const auto& r : cuda::stream_races(low, lp, 0, 20, &sl, &ordered)) out.emplace_back(r.first, r.second, r.what);
+        return std::make_pair(out, ordered);
+      },
+      py::arg("graph"), py::arg("plan"), py::arg("buffer_of"), py::arg("op_of"), py::arg("keep"),
+      py::arg("in_place") = std::vector<std::pair<int, int>>{},
+      "stream_races for a swap plan's program (its pool offsets as each Alloc and SwapIn place the buffers).");
   m.def(
       "nccl_unique_id", [] { return py::bytes(cuda::nccl_unique_id()); },
       "A new NCCL unique id (ncclGetUniqueId, 128 bytes): rank 0 makes it, every rank connects with it.");
