@@ -106,12 +106,33 @@ def versus_torch(name: str, runs: int, check_steps: int) -> dict:
         torch_step()
         theirs.append(time.perf_counter() - t)
     a, b = statistics.median(ours), statistics.median(theirs)
+    breakdown = where_the_time_goes(g, exe)
     algorithms: dict[str, dict[int, int]] = {}  # cuDNN's choices: per mode, algorithm -> convolutions
     for c in exe._core.conv_algorithms():
         algorithms.setdefault(c["mode"], {}).setdefault(c["algo"], 0)
         algorithms[c["mode"]][c["algo"]] += 1
     return dict(model=name, ops=len(g.ops), parameters=g.num_parameters, ours=a, torch=b, ratio=a / b,
-                parameter_error=worst, check_steps=check_steps, setup_seconds=setup, conv_algorithms=algorithms)
+                parameter_error=worst, check_steps=check_steps, setup_seconds=setup, conv_algorithms=algorithms,
+                breakdown=breakdown)
+
+
+def where_the_time_goes(g, exe, top: int = 10) -> list[tuple[str, int, float]]:
+    """One step timed by CUDA events: (kernel or instruction kind, launches, seconds), the largest first
+    (where the next kernel work should go)."""
+    import json as _json
+
+    exe._core.step(timed=True)
+    per: dict[str, list] = {}
+    for d, row in enumerate(exe._core.instruction_seconds):
+        prog = _json.loads(exe._core.program(d).to_json())["instructions"]
+        for ins, (start, end) in zip(prog, row, strict=True):
+            if end <= start:
+                continue
+            key = (g.op(ins["op"]).op.kernel or "?") if ins["kind"] == "compute" else ins["kind"]
+            entry = per.setdefault(key, [0, 0.0])
+            entry[0] += 1
+            entry[1] += end - start
+    return sorted(((k, n, t) for k, (n, t) in per.items()), key=lambda r: -r[2])[:top]
 
 
 def swapped_run(name: str, builder, fraction: float, time_limit: float, runs: int) -> dict:
@@ -180,8 +201,8 @@ def main() -> None:
             r = dict(model=name, failed=f"{type(e).__name__}: {e}"[:600])
         report["rows"].append(r)
         if "ours" in r:
-            print(f"{name:12s} {r['ours']:8.4f} {r['torch']:8.4f} {r['ratio']:6.2f} {r['parameter_error']:9.2e}",
-                  flush=True)
+            print(f"{name:12s} {r['ours']:8.4f} {r['torch']:8.4f} {r['ratio']:6.2f} {r['parameter_error']:9.2e}  "
+                  + ", ".join(f"{k} {t * 1e3:.2f} ms/{n}" for k, n, t in r["breakdown"][:5]), flush=True)
         else:
             print(f"{name:12s} {r}", flush=True)
         (out / "bench_cuda.json").write_text(json.dumps(report, indent=1))
