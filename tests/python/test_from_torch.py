@@ -515,3 +515,50 @@ def test_torch_extra_gradients_match_finite_differences(case):
             down[k][idx] -= 1e-6
             numeric[idx] = (loss(up) - loss(down)) / 2e-6
         assert_rel_close(values[grads[f"p{k}"].name], numeric, rtol=1e-6, what=f"d/d{op.inputs[k]}")
+
+
+def test_dot_t_and_baddbmm_as_falcon_and_bloom_write_them():
+    """x @ W.T (Falcon's FalconLinear: aten.numpy_T) on matrices and a rank-3 tensor, and
+    baddbmm(bias, q, k, beta, alpha) (Bloom's ALiBi attention scores), forward against torch."""
+
+    class DotT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = nn.Parameter(torch.randn(6, 5))
+
+        def forward(self, x, z):
+            return x @ self.w.T, z.T.sum(dim=0) * 1.0
+
+    class AlibiScores(nn.Module):
+        def forward(self, alibi, q, k):
+            return alibi.baddbmm(batch1=q, batch2=k, beta=0.5, alpha=0.25), torch.baddbmm(alibi, q, k)
+
+    torch.manual_seed(0)
+    g = check_against_torch(DotT(), torch.randn(3, 5), torch.randn(2, 3, 4))
+    assert "permute" in op_types(g) or "transpose" in op_types(g)
+    check_against_torch(AlibiScores(), torch.randn(4, 1, 7), torch.randn(4, 3, 8), torch.randn(4, 8, 7))
+
+
+def test_position_ids_from_the_padding_mask_as_roberta_makes_them():
+    """RoBERTa's embeddings: ids.ne(pad) -> cumsum -> * mask + pad as position ids (computed in float32,
+    exact for ids below 2^24), and token type ids gathered from a zero buffer by those positions
+    (a constant): forward against torch, the embedding tables' gradients too."""
+
+    class Positions(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.positions = nn.Embedding(12, 4, padding_idx=1)
+            self.words = nn.Embedding(20, 4, padding_idx=1)
+            self.types = nn.Embedding(1, 4)
+            self.register_buffer("type_ids", torch.zeros(1, 10, dtype=torch.long), persistent=False)
+
+        def forward(self, ids):
+            mask = ids.ne(1).int()
+            pos = (torch.cumsum(mask, dim=1).type_as(mask) * mask).long() + 1
+            types = torch.gather(self.type_ids.expand(ids.shape[0], -1), dim=1, index=pos)
+            same = ids.eq(1).float()
+            return self.words(ids) + self.positions(pos) + self.types(types), same
+
+    torch.manual_seed(0)
+    ids = torch.tensor([[5, 7, 9, 1, 1], [3, 1, 4, 6, 1]])
+    check_against_torch(Positions(), ids)

@@ -164,3 +164,38 @@ def test_bidirectional_recurrent_layers(kind):
     torch.manual_seed(4)
     g = check_forward_and_gradients(Bi(), (torch.randn(3, 2, 3),))
     assert g.outputs["output"].shape == (3, 2, 8) and g.outputs["output_1"].shape == (4, 2, 4)
+
+
+def test_a_table_read_by_a_constant_index_is_a_lookup():
+    """Swin's relative position bias: a parameter table read by a constant index buffer
+    (``table[index]``, negative ids included) becomes an embedding lookup: forward and the table's
+    gradient against torch. A boolean mask that picks elements is still refused, naming it."""
+
+    class RelativeBias(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.table = nn.Parameter(torch.randn(9, 2))
+            index = torch.randint(-9, 9, (4, 4))
+            self.register_buffer("index", index, persistent=False)
+
+        def forward(self, x):
+            bias = self.table[self.index].permute(2, 0, 1)  # (heads, 4, 4)
+            return x + bias
+
+    torch.manual_seed(0)
+    model = RelativeBias()
+    check_forward_and_gradients(model, (torch.randn(3, 2, 4, 4),))
+    g = tw.from_torch(model, (torch.randn(3, 2, 4, 4),))
+    assert "embedding" in op_types(g)
+
+    class Masked(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = nn.Parameter(torch.randn(6))
+            self.register_buffer("keep", torch.tensor([True, False, True, True, False, True]), persistent=False)
+
+        def forward(self, x):
+            return x * self.w[self.keep].sum()
+
+    with pytest.raises(tw.GraphError, match="boolean mask|gather"):
+        tw.from_torch(Masked(), (torch.randn(3),))

@@ -1,7 +1,7 @@
 """Issue 14's acceptance: models nobody here wrote, trained through the compiled runtime.
 
-Tiny GPT-2, Llama, Mistral, T5, BERT (with a padding mask), DistilBERT and ViT from Hugging Face
-configs (no weights), a GRU model and a UNet-style block are imported with ``tw.from_torch`` (torch's
+Tiny GPT-2, Llama, Mistral, T5, BERT (with a padding mask), DistilBERT, ViT, Falcon, Bloom, RoBERTa
+and Swin from Hugging Face configs (no weights), a GRU model and a UNet-style block are imported with ``tw.from_torch`` (torch's
 MSE loss and ``torch.optim.Adam``), compiled on 1 and 2 devices, and trained for 5 steps beside torch
 (float32, same initial weights and data). Token ids and masks stay int64 through import, planning
 and execution. Losses must agree to 1e-4 relative, and every parameter to 1e-4 of its largest
@@ -87,11 +87,25 @@ def _hf_model(name):
         return t.ViTModel(t.ViTConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
                                       intermediate_size=64, image_size=16, patch_size=4, hidden_dropout_prob=0.0,
                                       attention_probs_dropout_prob=0.0), add_pooling_layer=False)
+    small = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, vocab_size=100)
+    if name == "falcon":  # x @ W.T (aten.numpy_T)
+        return t.FalconModel(t.FalconConfig(**small, hidden_dropout=0.0, attention_dropout=0.0))
+    if name == "bloom":  # ALiBi attention scores by baddbmm
+        return t.BloomModel(t.BloomConfig(hidden_size=32, n_layer=2, n_head=4, vocab_size=100, hidden_dropout=0.0,
+                                          attention_dropout=0.0))
+    if name == "roberta":  # position ids from the padding mask (ne, cumsum), token types gathered
+        return t.RobertaModel(t.RobertaConfig(**small, intermediate_size=64, max_position_embeddings=64,
+                                              pad_token_id=1, hidden_dropout_prob=0.0,
+                                              attention_probs_dropout_prob=0.0), add_pooling_layer=False)
+    if name == "swin":  # the relative position bias table read by a constant index
+        return t.SwinModel(t.SwinConfig(image_size=16, patch_size=2, embed_dim=16, depths=[1, 1], num_heads=[2, 2],
+                                        window_size=4, drop_path_rate=0.0, hidden_dropout_prob=0.0,
+                                        attention_probs_dropout_prob=0.0), add_pooling_layer=False)
     raise ValueError(name)
 
 
 def _inputs(name):
-    if name == "vit":
+    if name in ("vit", "swin"):
         return {"pixel_values": torch.randn(2, 3, 16, 16)}
     ids = _ids(2, 8)
     ids[0, 0] = 0  # the padding id of BERT's and DistilBERT's tables (no gradient for that row)
@@ -174,7 +188,8 @@ def interpreted(g, exe) -> set:
 
 
 @pytest.mark.parametrize("devices", [1, 2])
-@pytest.mark.parametrize("name", ["gpt2", "llama", "mistral", "t5", "bert", "distilbert", "vit"])
+@pytest.mark.parametrize("name", ["gpt2", "llama", "mistral", "t5", "bert", "distilbert", "vit", "falcon", "bloom",
+                                  "roberta", "swin"])
 def test_hugging_face_models_train_as_torch(name, devices):
     torch.manual_seed(0)
     model = LastHidden(_hf_model(name))

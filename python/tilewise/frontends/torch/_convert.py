@@ -56,6 +56,22 @@ class Const:
         return cls(known, tuple(int(d) for d in t.shape), t.dtype, name)
 
 
+def _extent_or_one(d) -> int:
+    try:
+        return int(d)
+    except Exception:  # noqa: BLE001 - torch raises its own guard errors for data-dependent sizes
+        return 1
+
+
+def static_shape(shape) -> tuple | None:
+    """The extents as ints, or None when one depends on the data (an unbacked symbol of torch.export:
+    int() raises GuardOnDataDependentSymNode)."""
+    try:
+        return tuple(int(d) for d in shape)
+    except Exception:  # noqa: BLE001
+        return None
+
+
 def _is_fake(t) -> bool:
     return type(t).__name__ == "FakeTensor"
 
@@ -170,7 +186,11 @@ class Converter:
 
     @property
     def out_shape(self) -> tuple:
-        return tuple(int(d) for d in self.node.meta["val"].shape)
+        shape = static_shape(self.node.meta["val"].shape)
+        if shape is None:
+            raise Unsupported("its output's shape depends on the data (after a boolean mask's selection or "
+                              "nonzero): tilewise graphs have static shapes")
+        return shape
 
     @property
     def out_dtype(self):
@@ -359,7 +379,9 @@ class Converter:
         """Every rule must produce the shape torch computed: a mismatch is a bug in the rule."""
         val = node.meta.get("val")
         if hasattr(val, "shape") and self.is_tensor(value):
-            want = tuple(int(d) for d in val.shape)
+            want = static_shape(val.shape)
+            if want is None:  # after an unmapped node of data-dependent shape: that node says why
+                return
             got = self.shape(value)
             if got != want:
                 raise Unsupported(f"its conversion rule produced shape {got} where torch computes {want} "
@@ -368,8 +390,10 @@ class Converter:
     def _stand_in(self, val, suffix=""):
         """A graph input in place of an unmapped node's value, so that conversion can go on."""
         if hasattr(val, "shape"):
-            return self.g.input(f"__unmapped__.{self.node.name}{suffix}", tuple(int(d) for d in val.shape),
-                                dtype_name(val.dtype))
+            # A data-dependent extent (a boolean mask's selection, nonzero) stands in as 1: the import
+            # fails anyway, and the list of unmapped nodes names the one that made it.
+            shape = static_shape(val.shape) or tuple(_extent_or_one(d) for d in val.shape)
+            return self.g.input(f"__unmapped__.{self.node.name}{suffix}", shape, dtype_name(val.dtype))
         if isinstance(val, (list, tuple)):
             return tuple(self._stand_in(v, f"{suffix}.{k}") for k, v in enumerate(val))
         return val

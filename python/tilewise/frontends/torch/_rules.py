@@ -392,6 +392,22 @@ def _fill(ctx, x, mask, value):
     return ctx.emit(T.masked_fill, x, mask, value=_finite(value), mask_bcast=_bcast(ms, shape))
 
 
+@rule(aten.ne.Scalar, aten.eq.Scalar)
+def _compare_with_a_number(ctx, a):
+    """x != c as sign(|x - c|), x == c as 1 - sign(|x - c|): 0/1 in float32 (exact for integers such as
+    token ids below 2^24; RoBERTa's position ids from its padding mask)"""
+    x, c = a.self, ctx.scalar(a.other)
+    if c is None or not ctx.is_tensor(x):
+        raise Unsupported("a comparison that is not of a tensor with a number")
+    c = float(c)
+    if not math.isfinite(c):
+        raise Unsupported(f"a comparison with {c}")
+    differs = ctx.emit(T.sign, ctx.emit(T.abs, ctx.emit(T.scale, x, alpha=1.0, beta=-c)))
+    if ctx.node.target == aten.ne.Scalar:
+        return differs
+    return ctx.emit(T.scale, differs, alpha=-1.0, beta=1.0)
+
+
 @rule(aten.where.self, aten.where.ScalarOther, aten.where.ScalarSelf, aten.where.Scalar)
 def _where(ctx, a):
     """masked_fill (one side a number), scale (both numbers), where (tensors, expanded to the output)"""
@@ -450,6 +466,26 @@ def _addmm(ctx, a):
 def _t(ctx, a):
     """transpose (2-D), the input (1-D)"""
     return ctx.emit(T.transpose, a.self) if len(ctx.shape(a.self)) == 2 else a.self
+
+
+@rule(aten.numpy_T.default)
+def _numpy_t(ctx, a):
+    """x.T: the axes reversed (transpose of a matrix, permute above; the input for rank 0 and 1)"""
+    n = len(ctx.shape(a.self))
+    if n < 2:
+        return a.self
+    if n == 2:
+        return ctx.emit(T.transpose, a.self)
+    return ctx.emit(T.permute, a.self, perm=tuple(reversed(range(n))))
+
+
+@rule(aten.baddbmm.default)
+def _baddbmm(ctx, a):
+    """beta * input + alpha * batch_matmul(batch1, batch2) (input broadcast; beta 0: input not read)"""
+    y = _alpha(ctx, ctx.emit(T.batch_matmul, a.batch1, a.batch2), a.alpha)
+    if a.beta == 0:
+        return y
+    return binary(ctx, "add", y, _alpha(ctx, a.self, a.beta))
 
 
 @rule(aten.matmul.default)

@@ -128,8 +128,29 @@ def _index(ctx, a):
     for d in broadcast:
         core = core.narrow(d, 0, 1)
     if not bool((core.reshape(-1) == torch.arange(core.numel())).all()) or core.numel() != prod(shape):
-        raise Unsupported("indexing with constant indices that pick, repeat or reorder elements (a gather)")
+        if len(indices) == 1 and ctx.is_tensor(x) and shape:
+            return _rows_by_constant_ids(ctx, x, indices[0], shape)
+        raise Unsupported("indexing with constant indices that pick, repeat or reorder elements (a gather) "
+                          "along an axis other than the first")
     return _expand_to(ctx, ctx.view(x, tuple(core.shape)), out)
+
+
+def _rows_by_constant_ids(ctx, x, index, shape):
+    """x[index] with constant integer ids along the first axis (a relative-position bias table read by
+    a constant index, as Swin's): an embedding lookup of x viewed as rows, ids made non-negative."""
+    ids = index.value
+    if ids.dtype == torch.bool:
+        raise Unsupported("indexing with a constant boolean mask that picks elements (a gather)")
+    n = shape[0]
+    flat = ids.reshape(-1).to(torch.int64)
+    flat = torch.where(flat < 0, flat + n, flat)
+    if bool(((flat < 0) | (flat >= n)).any()):
+        raise Unsupported(f"indexing with constant ids outside 0..{n - 1}")
+    rest = prod(shape[1:])
+    table = ctx.view(x, (n, rest)) if len(shape) != 2 else x
+    name = ctx.scoped(f"{ctx.node.name}.ids")
+    rows = ctx.emit(T.embedding, table, Const(flat, (flat.numel(),), torch.int64, name))
+    return ctx.view(rows, tuple(ids.shape) + tuple(shape[1:]))
 
 
 class Pieces:
@@ -191,3 +212,16 @@ def _flip(ctx, a):
     for d in a.dims:
         y = ctx.emit(T.flip, y, axis=_axis(d, len(ctx.shape(a.self))))
     return y
+
+
+@rule(aten.gather.default)
+def _gather(ctx, a):
+    """gather from a constant whose values are all equal: that constant, in the index's shape (RoBERTa's
+    token type ids, a zero buffer gathered by position ids); other gathers are refused"""
+    src = a.self
+    if isinstance(src, Const) and src.value is not None and src.value.numel() > 0:
+        flat = src.value.reshape(-1)
+        if bool((flat == flat[0]).all()):
+            out = ctx.out_shape
+            return Const(flat[0].expand(out).clone(), out, src.value.dtype, ctx.scoped(f"{ctx.node.name}.value"))
+    raise Unsupported("gather by indices along an axis (only a constant of equal values can be gathered)")
