@@ -110,7 +110,7 @@ def test_a_partitioned_max_keeps_nan_through_the_combine():
     run_beside_the_cpu(g, 4, "kcuts", feeds={"x": a}, steps=1)
 
 
-@pytest.mark.parametrize("name", ["gpt2", "bert", "vit"])
+@pytest.mark.parametrize("name", ["gpt2", "bert", "vit", "falcon", "bloom", "roberta", "swin"])
 def test_models_users_bring(name):
     torch = pytest.importorskip("torch")
     import test_hf_training as hf
