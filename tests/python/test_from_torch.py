@@ -562,3 +562,15 @@ def test_position_ids_from_the_padding_mask_as_roberta_makes_them():
     torch.manual_seed(0)
     ids = torch.tensor([[5, 7, 9, 1, 1], [3, 1, 4, 6, 1]])
     check_against_torch(Positions(), ids)
+
+
+def test_comparisons_of_float_tensors_are_refused_not_made_nan():
+    """ne/eq with a number are imported for integer ids and masks only: on floats, sign(|x - c|) would
+    turn NaN into NaN where torch says True (ne) or False (eq)."""
+
+    class FloatCompare(nn.Module):
+        def forward(self, x):
+            return x * x.ne(0).float()
+
+    with pytest.raises(tw.GraphError, match="floating-point tensor"):
+        tw.from_torch(FloatCompare(), (torch.randn(3),))

@@ -394,11 +394,15 @@ def _fill(ctx, x, mask, value):
 
 @rule(aten.ne.Scalar, aten.eq.Scalar)
 def _compare_with_a_number(ctx, a):
-    """x != c as sign(|x - c|), x == c as 1 - sign(|x - c|): 0/1 in float32 (exact for integers such as
-    token ids below 2^24; RoBERTa's position ids from its padding mask)"""
+    """integer x != c as sign(|x - c|), x == c as 1 - sign(|x - c|): 0/1 in float32 (exact for integers
+    such as token ids below 2^24; RoBERTa's position ids from its padding mask)"""
     x, c = a.self, ctx.scalar(a.other)
     if c is None or not ctx.is_tensor(x):
         raise Unsupported("a comparison that is not of a tensor with a number")
+    source = ctx.node.args[0]
+    if getattr(source, "meta", {}).get("val") is None or source.meta["val"].dtype.is_floating_point:
+        # sign(|x - c|) would give NaN for NaN where torch gives True (ne) / False (eq)
+        raise Unsupported("a comparison of a floating-point tensor (only integer ids and masks are compared)")
     c = float(c)
     if not math.isfinite(c):
         raise Unsupported(f"a comparison with {c}")
