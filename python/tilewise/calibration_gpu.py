@@ -35,6 +35,9 @@ FORMAT = "tilewise-gpu-calibration"
 VERSION = 1
 NAME = "this-gpu"
 _STEPS = 5
+# Kinds any suite measures (a profile without them cannot price a training step); the others (conv,
+# norm, layout, embedding) come with the graphs that have them.
+REQUIRED_KINDS = frozenset({"gemm", "elementwise", "reduction", "copy", "combine", "send"})
 # The sizes the copy kernels and the host link are timed at (bytes): 1 KiB .. 256 MiB.
 COPY_SIZES = tuple(2**e for e in range(10, 29, 2))
 LINK_SIZES = tuple(2**e for e in range(10, 29, 2))
@@ -233,39 +236,62 @@ def check_profile(data) -> None:
     """ValueError naming what is wrong with a GPU profile (a stored file is read through this)."""
     if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("version") != VERSION:
         raise ValueError(f"GPU profile: expected format {FORMAT!r} version {VERSION}")
-    kernels = data.get("kernels")
-    if not isinstance(kernels, dict) or not kernels:
-        raise ValueError("GPU profile: 'kernels' must be a non-empty object")
 
-    def positive(what: str, values) -> None:
-        if not isinstance(values, list) or not values or any(
-                isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0
+    def obj(what: str, value) -> dict:
+        if not isinstance(value, dict):
+            raise ValueError(f"GPU profile: {what} must be an object")
+        return value
+
+    def positive(what: str, values, ascending: bool = False) -> list:
+        if not isinstance(values, list) or not values or len(values) > 4096 or any(
+                isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not 0 < v < 1e30
                 for v in values):
             raise ValueError(f"GPU profile: {what} must be a non-empty list of positive numbers")
+        if ascending and any(b <= a for a, b in zip(values, values[1:])):
+            raise ValueError(f"GPU profile: {what} must ascend")
+        return values
 
+    kernels = obj("kernels", data.get("kernels"))
+    if not kernels:
+        raise ValueError("GPU profile: 'kernels' must be a non-empty object")
+    known = set(_core.native_kernel_kinds().values()) | {"copy", "combine", "send"}
+    missing = sorted(REQUIRED_KINDS - set(kernels))
+    if missing:
+        raise ValueError(f"GPU profile: kernels lacks {', '.join(missing)} (every suite measures them)")
     for kind, k in kernels.items():
-        if kind not in _core.native_kernel_kinds().values() and kind not in ("copy", "combine", "send"):
+        if kind not in known:
             raise ValueError(f"GPU profile: unknown kernel kind {kind!r}")
-        positive(f"kernels.{kind}.sizes", k.get("sizes"))
-        positive(f"kernels.{kind}.rates", k.get("rates"))
-        if len(k["sizes"]) != len(k["rates"]):
+        k = obj(f"kernels.{kind}", k)
+        sizes = positive(f"kernels.{kind}.sizes", k.get("sizes"), ascending=True)
+        if len(positive(f"kernels.{kind}.rates", k.get("rates"))) != len(sizes):
             raise ValueError(f"GPU profile: kernels.{kind} needs equal-length 'sizes' and 'rates'")
-    host = data.get("links", {}).get("host")
-    if not isinstance(host, dict):
-        raise ValueError("GPU profile: links.host is missing")
-    for what in ("sizes", "host_to_device", "device_to_host", "both"):
-        positive(f"links.host.{what}", host.get(what))
-        if len(host[what]) != len(host["sizes"]):
+        overhead = k.get("overhead", 0.0)
+        if isinstance(overhead, bool) or not isinstance(overhead, (int, float)) or not 0 <= overhead < 1:
+            raise ValueError(f"GPU profile: kernels.{kind}.overhead must be seconds in [0, 1)")
+    links = obj("links", data.get("links"))
+    host = obj("links.host", links.get("host"))
+    sizes = positive("links.host.sizes", host.get("sizes"), ascending=True)
+    for what in ("host_to_device", "device_to_host", "both"):
+        if len(positive(f"links.host.{what}", host.get(what))) != len(sizes):
             raise ValueError(f"GPU profile: links.host.{what} must have one figure per size")
-    peer = data["links"].get("peer")
-    if peer is not None:
-        positive("links.peer.sizes", peer.get("sizes") if isinstance(peer, dict) else None)
-        positive("links.peer.seconds", peer.get("seconds"))
-        if len(peer["sizes"]) != len(peer["seconds"]):
+    if links.get("peer") is not None:
+        peer = obj("links.peer", links["peer"])
+        if len(positive("links.peer.seconds", peer.get("seconds"))) != len(
+                positive("links.peer.sizes", peer.get("sizes"), ascending=True)):
             raise ValueError("GPU profile: links.peer needs one time per size")
-    device = data.get("device")
-    if not isinstance(device, dict) or not isinstance(device.get("memory"), int) or device["memory"] <= 0:
+    device = obj("device", data.get("device"))
+    memory = device.get("memory")
+    if isinstance(memory, bool) or not isinstance(memory, int) or not 0 < memory < 2**50:
         raise ValueError("GPU profile: device.memory must be bytes > 0")
+    gpus = device.get("gpus", 1)
+    if isinstance(gpus, bool) or not isinstance(gpus, int) or not 1 <= gpus <= 64:
+        raise ValueError("GPU profile: device.gpus must be the GPUs visible, 1..64")
+    machine = obj("machine", data.get("machine"))
+    if not all(isinstance(v, str) for v in list(machine.values()) + [device.get("name", "")]):
+        raise ValueError("GPU profile: machine and device.name must be strings")
+    seconds = data.get("seconds", 0.0)
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 <= seconds < 1e9:
+        raise ValueError("GPU profile: seconds must be the calibration's seconds")
 
 
 def _path():
@@ -320,9 +346,16 @@ def cluster_from_profile(data: dict, devices: int | None = None):
     was measured) with the measured kernel rates, concurrent streams (compute and the two copy streams
     overlap), the measured host link (one direction's bandwidth per size, both directions together
     capped at their measured sum) and, measured with two GPUs, the peer link between them."""
+    check_profile(data)
+    try:
+        return _cluster(data, devices)
+    except TypeError as e:  # a value the cluster's own checks refuse (a stored file edited by hand)
+        raise ValueError(f"GPU profile: {e}") from None
+
+
+def _cluster(data: dict, devices: int | None):
     from .sim.cluster import Cluster, DeviceProfile, Link
 
-    check_profile(data)
     info = data["device"]
     n = int(info.get("gpus") or 1) if devices is None else int(devices)
     kernels = {}

@@ -242,3 +242,41 @@ def test_on_the_gpu_a_timed_step_and_the_probes_measure_something_plausible():
         assert (1 << 26) / _cuda.host_link_seconds(0, 1 << 26, direction) > 1e9  # PCIe: GB/s
     assert (1 << 26) / _cuda.device_copy_seconds(0, 1 << 26, False, False) > 1e10  # HBM: tens of GB/s at least
     assert np.isfinite(exe.get(next(iter(g.results().values())).name)).all()
+
+
+def test_fuzz_gpu_profiles(host_profile, tmp_path, monkeypatch, capsys):
+    """A stored GPU profile is a file tilewise reads: mutants of a real one (test_fuzz_files' JSON and
+    text mutations) either become a cluster that predicts a step, or raise ValueError naming the field
+    (``check_profile``, ``cluster_from_profile``); ``load_profile`` of the mutant as the stored file
+    returns the profile or None. Nothing else escapes."""
+    import collections
+    import random
+
+    from test_fuzz_files import _mutant
+
+    from tilewise import calibration_gpu as cg
+
+    monkeypatch.setenv("TILEWISE_CACHE_DIR", str(tmp_path))
+    seed = json.dumps(host_profile)
+    g = tw.models.mlp(layers=2, hidden=16, batch=4)
+    plan = tw.partition(g, devices=1)
+    counts = collections.Counter()
+    rnd = random.Random(0)
+    for k in range(1500):
+        text = _mutant(rnd, seed)
+        if k % 10 == 0:  # through the stored file too
+            (tmp_path / "this-gpu.json").write_bytes(text if isinstance(text, bytes) else text.encode())
+            loaded = cg.load_profile()
+            assert loaded is None or isinstance(loaded, dict)
+        try:
+            doc = json.loads(text)
+            cg.check_profile(doc)
+            cluster = cg.cluster_from_profile(doc)
+        except ValueError:
+            counts["refused"] += 1
+            continue
+        assert plan.predict(cluster).step_seconds > 0
+        counts["loaded"] += 1
+    with capsys.disabled():
+        print(f"\n[fuzz] GPU profile: {counts['loaded']} loaded and predicted, {counts['refused']} refused")
+    assert counts["refused"] > 500 and counts["loaded"] > 50

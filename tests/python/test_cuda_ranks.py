@@ -136,3 +136,20 @@ def test_bad_tile_messages_and_tiles_are_refused():
         cuda.assemble_tiles("x", (2,), np.float32, [([(0, 2)], np.zeros(3, np.float32).tobytes())])
     with pytest.raises(tw.ExecError, match="bytes, not 8"):
         cuda.assemble_tiles("x", (2,), np.float32, [([(0, 1)], b"\0" * 4)])
+
+
+@settings(max_examples=300, deadline=None)
+@given(message=st.binary(max_size=200), shape=_shapes)
+def test_any_bytes_as_a_tile_message_are_tiles_or_a_typed_error(message, shape):
+    """What a rank receives is parsed, never trusted: random bytes (and a valid header with random
+    contents) give tiles or tw.ExecError, and assembling them gives the tensor or tw.ExecError."""
+    for m in (message, np.asarray([1, len(shape)], "<i8").tobytes() + message):
+        try:
+            tiles = cuda.unpack_tiles(m)
+        except tw.ExecError:
+            continue
+        try:
+            out = cuda.assemble_tiles("x", shape, np.float32, tiles)
+        except tw.ExecError:
+            continue
+        assert out.shape == tuple(shape)
