@@ -644,7 +644,7 @@ enum class ChannelFn : int {
 };
 
 /// Batch norm over NCHW with statistics over the whole (N, H, W) of each channel (the CPU kernels'
-/// channel_stats: E[x], E[x^2] - E[x]^2 in double). Thread t handles channel c_lo + t: train and
+/// channel_stats: E[x], E[x^2] - E[x]^2 in double), for channels c_lo .. c_lo + cs - 1: train and
 /// grad_input write the block box (b, c, h, w) row-major, grad_gamma out[t] summing dy (x - mean)
 /// over the box (b, h, w) (a partial sum when split). Inputs: x at x_in, dy at dy_in, gamma at
 /// gamma_in, beta at beta_in (-1: unused); x's and dy's element (n, c, h, w) is at
@@ -658,84 +658,146 @@ struct ChannelArgs {
   long long c_lo = 0, cs = 1, b_lo = 0, bs = 1, h_lo = 0, hs = 1, w_lo = 0, ws = 1;
   long long x_base = 0, x_stride[4] = {0, 0, 0, 0}, dy_base = 0, dy_stride[4] = {0, 0, 0, 0};
   long long gamma_base = 0, beta_base = 0;
+  long long chunks = 1;  ///< phase 1's chunks per channel (channel_chunks of the elements walked)
 };
 
-TW_HD void channel_thread(const ChannelArgs& a, const float* const* in, float* out, long long t) {
-  const long long c = a.c_lo + t;
+// The statistics in three phases, so that a GPU spreads a channel's N*H*W elements over threads
+// (one thread per channel walked them all: a batch's activations are tens of thousands per channel):
+//   1. channel_partial_thread, one thread per (channel, chunk): over its chunk of the channel's whole
+//      (N, H, W), sum x, x^2, and for grad_input dy and dy*x; over the block box (b, h, w), dy and
+//      dy*x for the gamma gradients (inference: the block only, where x is held);
+//   2. channel_combine_thread, one thread per channel: its chunks added in order; var and the gamma
+//      gradients written to out[t], the others' coefficients to the stage;
+//   3. channel_apply_element, one thread per element of the block (train, grad_input, var_grad).
+// dy*(x - mean) sums are taken as sum(dy x) - mean sum(dy), in double.
+constexpr int kChannelPartial = 6, kChannelCoef = 4;
+
+TW_HD long long channel_chunks(long long elements) {
+  const long long chunks = elements / 256;
+  return chunks < 1 ? 1 : chunks > 1024 ? 1024 : chunks;
+}
+
+/// Doubles of stage the three phases use: per channel, its chunks' partial sums and its coefficients.
+TW_HD long long channel_scratch_doubles(const ChannelArgs& a) {
+  return a.cs * (a.chunks * kChannelPartial + kChannelCoef);
+}
+
+/// Whether phase 3 runs (the op writes the block's elements, not one value per channel).
+TW_HD bool channel_writes_elements(const ChannelArgs& a) {
+  const auto fn = static_cast<ChannelFn>(a.fn);
+  return fn == ChannelFn::kBatchNormTrain || fn == ChannelFn::kBatchNormGradInput || fn == ChannelFn::kBatchNormVarGrad;
+}
+
+TW_HD long long channel_elements(const ChannelArgs& a) { return a.bs * a.cs * a.hs * a.ws; }
+
+TW_HD void channel_partial_thread(const ChannelArgs& a, const float* const* in, double* stage, long long q) {
+  const long long t = q / a.chunks, j = q % a.chunks, c = a.c_lo + t;
+  const auto fn = static_cast<ChannelFn>(a.fn);
   const float* x = in[a.x_in] + a.x_base + c * a.x_stride[1];
   const float* dy = a.dy_in >= 0 ? in[a.dy_in] + a.dy_base + c * a.dy_stride[1] : nullptr;
-  if (static_cast<ChannelFn>(a.fn) == ChannelFn::kBatchNormInferenceGradGamma) {  // running statistics given
+  const bool inference = fn == ChannelFn::kBatchNormInferenceGradGamma;
+  const bool full_dy = fn == ChannelFn::kBatchNormGradInput;
+  const bool block_dy = fn == ChannelFn::kBatchNormGradGamma || inference;
+  // The elements walked: the whole (N, H, W), or for inference the block (x is held there only).
+  const long long n0 = inference ? a.b_lo : 0, nn = inference ? a.bs : a.N;
+  const long long h0 = inference ? a.h_lo : 0, nh = inference ? a.hs : a.H;
+  const long long w0 = inference ? a.w_lo : 0, nw = inference ? a.ws : a.W;
+  const long long len = nn * nh * nw, lo = j * len / a.chunks, hi = (j + 1) * len / a.chunks;
+  double s = 0, s2 = 0, sd = 0, sdx = 0, bd = 0, bdx = 0;
+  for (long long i = lo; i < hi; ++i) {
+    const long long n = n0 + i / (nh * nw), h = h0 + (i / nw) % nh, w = w0 + i % nw;
+    const double v = x[n * a.x_stride[0] + h * a.x_stride[2] + w * a.x_stride[3]];
+    s += v, s2 += v * v;
+    if (full_dy) {
+      const double d = dy[n * a.dy_stride[0] + h * a.dy_stride[2] + w * a.dy_stride[3]];
+      sd += d, sdx += d * v;
+    }
+    if (block_dy && n >= a.b_lo && n < a.b_lo + a.bs && h >= a.h_lo && h < a.h_lo + a.hs && w >= a.w_lo &&
+        w < a.w_lo + a.ws) {
+      const double d = dy[n * a.dy_stride[0] + h * a.dy_stride[2] + w * a.dy_stride[3]];
+      bd += d, bdx += d * v;
+    }
+  }
+  double* p = stage + q * kChannelPartial;
+  p[0] = s, p[1] = s2, p[2] = sd, p[3] = sdx, p[4] = bd, p[5] = bdx;
+}
+
+/// sum of dy (x - m) over channel c's block box (or its whole (N, H, W)), element by element as the
+/// CPU kernel adds it: where an input is not finite, sum(dy x) - m sum(dy) gives another NaN or
+/// infinity than the CPU's, so the combine walks the channel again (once, for that channel only).
+TW_HD double channel_dy_x_minus(const ChannelArgs& a, const float* const* in, long long c, double m, bool block) {
+  const float* x = in[a.x_in] + a.x_base + c * a.x_stride[1];
+  const float* dy = in[a.dy_in] + a.dy_base + c * a.dy_stride[1];
+  double acc = 0;
+  for (long long n = block ? a.b_lo : 0; n < (block ? a.b_lo + a.bs : a.N); ++n)
+    for (long long h = block ? a.h_lo : 0; h < (block ? a.h_lo + a.hs : a.H); ++h)
+      for (long long w = block ? a.w_lo : 0; w < (block ? a.w_lo + a.ws : a.W); ++w)
+        acc += dy[n * a.dy_stride[0] + h * a.dy_stride[2] + w * a.dy_stride[3]] *
+               (x[n * a.x_stride[0] + h * a.x_stride[2] + w * a.x_stride[3]] - m);
+  return acc;
+}
+
+TW_HD void channel_combine_thread(const ChannelArgs& a, const float* const* in, double* stage, float* out, long long t) {
+  const long long c = a.c_lo + t;
+  const auto fn = static_cast<ChannelFn>(a.fn);
+  double sum[kChannelPartial] = {0, 0, 0, 0, 0, 0};
+  for (long long j = 0; j < a.chunks; ++j)
+    for (int k = 0; k < kChannelPartial; ++k) sum[k] += stage[(t * a.chunks + j) * kChannelPartial + k];
+  const double s = sum[0], s2 = sum[1], sd = sum[2], sdx = sum[3], bd = sum[4], bdx = sum[5];
+  if (fn == ChannelFn::kBatchNormInferenceGradGamma) {  // running statistics given
     const double mu = in[a.gamma_in][a.gamma_base + c];
-    double acc = 0;
-    for (long long n = a.b_lo; n < a.b_lo + a.bs; ++n)
-      for (long long h = a.h_lo; h < a.h_lo + a.hs; ++h)
-        for (long long w = a.w_lo; w < a.w_lo + a.ws; ++w)
-          acc += static_cast<double>(dy[n * a.dy_stride[0] + h * a.dy_stride[2] + w * a.dy_stride[3]]) *
-                 (x[n * a.x_stride[0] + h * a.x_stride[2] + w * a.x_stride[3]] - mu);
+    double acc = bdx - mu * bd;
+    if (!isfinite(acc)) acc = channel_dy_x_minus(a, in, c, mu, true);
     out[t] = static_cast<float>(acc / sqrt(in[a.beta_in][a.beta_base + c] + a.eps));
     return;
   }
-  double s = 0, s2 = 0;
-  for (long long n = 0; n < a.N; ++n)
-    for (long long h = 0; h < a.H; ++h)
-      for (long long w = 0; w < a.W; ++w) {
-        const double v = x[n * a.x_stride[0] + h * a.x_stride[2] + w * a.x_stride[3]];
-        s += v, s2 += v * v;
-      }
   const double count = static_cast<double>(a.N * a.H * a.W), mean = s / count;
-  if (static_cast<ChannelFn>(a.fn) == ChannelFn::kBatchNormVar) {
+  double* coef = stage + a.cs * a.chunks * kChannelPartial + t * kChannelCoef;
+  if (fn == ChannelFn::kBatchNormVar) {
     out[t] = static_cast<float>(s2 / count - mean * mean);
     return;
   }
-  if (static_cast<ChannelFn>(a.fn) == ChannelFn::kBatchNormVarGrad) {
-    const double g = 2.0 * in[a.gamma_in][a.gamma_base + c];
-    for (long long n = a.b_lo; n < a.b_lo + a.bs; ++n) {
-      float* o = out + ((n - a.b_lo) * a.cs + t) * a.hs * a.ws;
-      for (long long h = a.h_lo; h < a.h_lo + a.hs; ++h)
-        for (long long w = a.w_lo; w < a.w_lo + a.ws; ++w)
-          *o++ = static_cast<float>(g * (x[n * a.x_stride[0] + h * a.x_stride[2] + w * a.x_stride[3]] - mean) / count);
-    }
+  if (fn == ChannelFn::kBatchNormVarGrad) {
+    coef[0] = mean, coef[1] = 2.0 * in[a.gamma_in][a.gamma_base + c], coef[2] = count;
     return;
   }
   const double rstd = 1.0 / sqrt(s2 / count - mean * mean + a.eps);
-  if (static_cast<ChannelFn>(a.fn) == ChannelFn::kBatchNormGradGamma) {
-    double acc = 0;
-    for (long long n = a.b_lo; n < a.b_lo + a.bs; ++n)
-      for (long long h = a.h_lo; h < a.h_lo + a.hs; ++h)
-        for (long long w = a.w_lo; w < a.w_lo + a.ws; ++w)
-          acc += dy[n * a.dy_stride[0] + h * a.dy_stride[2] + w * a.dy_stride[3]] *
-                 (x[n * a.x_stride[0] + h * a.x_stride[2] + w * a.x_stride[3]] - mean);
+  if (fn == ChannelFn::kBatchNormGradGamma) {
+    double acc = bdx - mean * bd;
+    if (!isfinite(acc)) acc = channel_dy_x_minus(a, in, c, mean, true);
     out[t] = static_cast<float>(acc * rstd);
     return;
   }
-  const double g = in[a.gamma_in][a.gamma_base + c];
-  double scale = rstd * g, shift = 0, mdy = 0, k = 0;
-  if (static_cast<ChannelFn>(a.fn) == ChannelFn::kBatchNormTrain) {
-    shift = in[a.beta_in][a.beta_base + c];
-  } else {
-    double sdy = 0, sdyx = 0;
-    for (long long n = 0; n < a.N; ++n)
-      for (long long h = 0; h < a.H; ++h)
-        for (long long w = 0; w < a.W; ++w) {
-          const double d = dy[n * a.dy_stride[0] + h * a.dy_stride[2] + w * a.dy_stride[3]];
-          sdy += d;
-          sdyx += d * (x[n * a.x_stride[0] + h * a.x_stride[2] + w * a.x_stride[3]] - mean);
-        }
-    mdy = sdy / count;
-    k = rstd * rstd * (sdyx / count);
+  const double scale = rstd * in[a.gamma_in][a.gamma_base + c];
+  coef[0] = mean, coef[1] = scale;
+  if (fn == ChannelFn::kBatchNormTrain) {
+    coef[2] = in[a.beta_in][a.beta_base + c];
+  } else {  // grad_input
+    double dyx = sdx - mean * sd;
+    if (!isfinite(dyx)) dyx = channel_dy_x_minus(a, in, c, mean, false);
+    coef[2] = sd / count;                    // mean of dy
+    coef[3] = rstd * rstd * (dyx / count);  // E[dy (x - mean)] / var
   }
-  for (long long n = a.b_lo; n < a.b_lo + a.bs; ++n) {
-    float* o = out + ((n - a.b_lo) * a.cs + t) * a.hs * a.ws;
-    for (long long h = a.h_lo; h < a.h_lo + a.hs; ++h)
-      for (long long w = a.w_lo; w < a.w_lo + a.ws; ++w) {
-        const float xv = x[n * a.x_stride[0] + h * a.x_stride[2] + w * a.x_stride[3]];
-        if (static_cast<ChannelFn>(a.fn) == ChannelFn::kBatchNormTrain) {
-          *o++ = static_cast<float>((xv - mean) * scale + shift);
-        } else {
-          const float dv = dy[n * a.dy_stride[0] + h * a.dy_stride[2] + w * a.dy_stride[3]];
-          *o++ = static_cast<float>(scale * (dv - mdy - (xv - mean) * k));
-        }
-      }
+}
+
+/// Element e of the block, row-major (b, c, h, w) as the output holds it.
+TW_HD void channel_apply_element(const ChannelArgs& a, const float* const* in, const double* stage, float* out,
+                                 long long e) {
+  const long long w = a.w_lo + e % a.ws, h = a.h_lo + (e / a.ws) % a.hs, t = (e / (a.ws * a.hs)) % a.cs;
+  const long long n = a.b_lo + e / (a.ws * a.hs * a.cs), c = a.c_lo + t;
+  const double* coef = stage + a.cs * a.chunks * kChannelPartial + t * kChannelCoef;
+  const float xv = in[a.x_in][a.x_base + c * a.x_stride[1] + n * a.x_stride[0] + h * a.x_stride[2] + w * a.x_stride[3]];
+  const double mean = coef[0];
+  switch (static_cast<ChannelFn>(a.fn)) {
+    case ChannelFn::kBatchNormTrain: out[e] = static_cast<float>((xv - mean) * coef[1] + coef[2]); return;
+    case ChannelFn::kBatchNormVarGrad: out[e] = static_cast<float>(coef[1] * (xv - mean) / coef[2]); return;
+    case ChannelFn::kBatchNormGradInput: {
+      const float dv = in[a.dy_in][a.dy_base + c * a.dy_stride[1] + n * a.dy_stride[0] + h * a.dy_stride[2] +
+                                   w * a.dy_stride[3]];
+      out[e] = static_cast<float>(coef[1] * (dv - coef[2] - (xv - mean) * coef[3]));
+      return;
+    }
+    default: return;
   }
 }
 

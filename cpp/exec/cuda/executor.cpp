@@ -672,7 +672,9 @@ void CudaExecutable::launch(Device& dev, const LaunchPlan& plan, const Program& 
             const float* reads[kMaxReads] = {};
             for (int r = 0; r < kMaxReads; ++r)
               if (s.row_inputs[r] != kOutput) reads[r] = input(s.row_inputs[r]);
-            launch_channel(s.channel, reads, out, stream);
+            launch_channel(s.channel, reads, out,
+                           static_cast<double*>(dev.scratch(static_cast<size_t>(channel_scratch_doubles(s.channel)) * 8)),
+                           stream);
           } else if (s.kind == Step::kGather) {
             const float* reads[kMaxReads] = {};
             for (int r = 0; r < kMaxReads; ++r)

@@ -145,7 +145,12 @@ void run_steps_on_host(const std::vector<Step>& steps, const kernels::TileCall& 
         const float* in[kMaxReads] = {};
         for (int r = 0; r < kMaxReads; ++r)
           if (s.row_inputs[r] != kOutput) in[r] = input_data(call, s.row_inputs[r]);
-        for (long long t = 0; t < s.channel.cs; ++t) channel_thread(s.channel, in, call.out, t);
+        const ChannelArgs& ca = s.channel;  // the GPU's three phases, in order
+        std::vector<double> stage(static_cast<size_t>(channel_scratch_doubles(ca)));
+        for (long long q = 0; q < ca.cs * ca.chunks; ++q) channel_partial_thread(ca, in, stage.data(), q);
+        for (long long t = 0; t < ca.cs; ++t) channel_combine_thread(ca, in, stage.data(), call.out, t);
+        if (channel_writes_elements(ca))
+          for (long long e = 0; e < channel_elements(ca); ++e) channel_apply_element(ca, in, stage.data(), call.out, e);
         break;
       }
       case Step::kGather: {

@@ -1016,6 +1016,7 @@ std::string batch_norm(const TileCall& call, Attr& a, ChannelFn fn, std::vector<
   const Span b = call.vars[gamma_grad ? 1 : 0], h = call.vars[2], w = call.vars[3];
   c.c_lo = ch.lo, c.cs = ch.size(), c.b_lo = b.lo, c.bs = b.size(), c.h_lo = h.lo, c.hs = h.size(), c.w_lo = w.lo,
   c.ws = w.size();
+  c.chunks = channel_chunks(c.N * c.H * c.W);
   const std::vector<Span> whole{{0, c.N - 1}, ch, {0, c.H - 1}, {0, c.W - 1}};
   c.x_in = xi;
   if (!nchw(call, xi, whole, &c.x_base, c.x_stride)) return "x's region does not hold the block's channels";

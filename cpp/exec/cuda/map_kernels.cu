@@ -51,10 +51,22 @@ __global__ void row_stage_kernel(RowArgs a, Reads in, double* stage) {
     row_stage_thread(a, in.p, stage, r);
 }
 
-__global__ void channel_kernel(ChannelArgs a, Reads in, float* out) {
+__global__ void channel_partial_kernel(ChannelArgs a, Reads in, double* stage) {
+  for (long long q = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; q < a.cs * a.chunks;
+       q += static_cast<long long>(gridDim.x) * blockDim.x)
+    channel_partial_thread(a, in.p, stage, q);
+}
+
+__global__ void channel_combine_kernel(ChannelArgs a, Reads in, double* stage, float* out) {
   for (long long t = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; t < a.cs;
        t += static_cast<long long>(gridDim.x) * blockDim.x)
-    channel_thread(a, in.p, out, t);
+    channel_combine_thread(a, in.p, stage, out, t);
+}
+
+__global__ void channel_apply_kernel(ChannelArgs a, Reads in, const double* stage, float* out) {
+  for (long long e = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; e < channel_elements(a);
+       e += static_cast<long long>(gridDim.x) * blockDim.x)
+    channel_apply_element(a, in.p, stage, out, e);
 }
 
 __global__ void gather_kernel(GatherArgs a, Reads in, float* out) {
@@ -116,15 +128,23 @@ void launch_row(const RowArgs& args, const float* const* in, float* out, double*
                                 std::to_string(args.fn) + ")");
 }
 
-void launch_channel(const ChannelArgs& args, const float* const* in, float* out, void* stream) {
+void launch_channel(const ChannelArgs& args, const float* const* in, float* out, double* scratch, void* stream) {
   if (args.cs == 0) return;
   Reads r{};
   for (int i = 0; i < kMaxReads; ++i) r.p[i] = in[i];
-  constexpr int threads = 32;
-  const unsigned grid = grid_for(args.cs, threads);
-  channel_kernel<<<grid, threads, 0, static_cast<cudaStream_t>(stream)>>>(args, r, out);
-  check(cudaGetLastError(), "channel_kernel<<<" + std::to_string(grid) + ", " + std::to_string(threads) + ">>> (fn " +
-                                std::to_string(args.fn) + ")");
+  auto* s = static_cast<cudaStream_t>(stream);
+  const std::string fn = " (fn " + std::to_string(args.fn) + ")";
+  constexpr int threads = 128;
+  const unsigned g1 = grid_for(args.cs * args.chunks, threads);
+  channel_partial_kernel<<<g1, threads, 0, s>>>(args, r, scratch);
+  check(cudaGetLastError(), "channel_partial_kernel<<<" + std::to_string(g1) + ", " + std::to_string(threads) + ">>>" + fn);
+  const unsigned g2 = grid_for(args.cs, 32);
+  channel_combine_kernel<<<g2, 32, 0, s>>>(args, r, scratch, out);
+  check(cudaGetLastError(), "channel_combine_kernel<<<" + std::to_string(g2) + ", 32>>>" + fn);
+  if (!channel_writes_elements(args)) return;
+  const unsigned g3 = grid_for(channel_elements(args), threads);
+  channel_apply_kernel<<<g3, threads, 0, s>>>(args, r, scratch, out);
+  check(cudaGetLastError(), "channel_apply_kernel<<<" + std::to_string(g3) + ", " + std::to_string(threads) + ">>>" + fn);
 }
 
 void launch_gather(const GatherArgs& args, const float* const* in, float* out, void* stream) {

@@ -21,9 +21,10 @@ void launch_reduce(const ReduceArgs& args, const float* x, const float* y, float
 void launch_row(const RowArgs& args, const float* const* in, float* out, double* scratch, void* stream,
                 IdError* error = nullptr, long long tag = 0);
 
-/// Enqueues channel_thread(args, in, out, t) for each channel t < args.cs of the block (batch norm;
-/// one thread per channel, a block per channel is the next step). `in`: kMaxReads pointers.
-void launch_channel(const ChannelArgs& args, const float* const* in, float* out, void* stream);
+/// Enqueues batch norm's three phases for the block's channels (device_math.h: one thread per
+/// (channel, chunk) summing, one per channel combining, one per element of the block applying),
+/// through `scratch` (channel_scratch_doubles(args) doubles). `in`: kMaxReads pointers.
+void launch_channel(const ChannelArgs& args, const float* const* in, float* out, double* scratch, void* stream);
 
 /// Enqueues out[e] = gather_element(args, in, e) for every output element (pooling, reshape).
 void launch_gather(const GatherArgs& args, const float* const* in, float* out, void* stream);

@@ -267,6 +267,7 @@ std::string channel_stats(const TileCall& call, Attr& a, ChannelFn fn, std::vect
   const Span ch = call.vars[grad ? 1 : 0];
   const Span b = grad ? call.vars[0] : call.vars[1], h = call.vars[2], w = call.vars[3];
   c.c_lo = ch.lo, c.cs = ch.size(), c.b_lo = b.lo, c.bs = b.size(), c.h_lo = h.lo, c.hs = h.size(), c.w_lo = w.lo, c.ws = w.size();
+  c.chunks = channel_chunks(fn == ChannelFn::kBatchNormInferenceGradGamma ? c.bs * c.hs * c.ws : c.N * c.H * c.W);
   c.x_in = xi;
   const std::vector<Span> whole{{0, c.N - 1}, ch, {0, c.H - 1}, {0, c.W - 1}};
   if (fn == ChannelFn::kBatchNormInferenceGradGamma) {
