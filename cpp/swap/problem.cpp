@@ -138,9 +138,11 @@ Problem Problem::make(std::vector<Tensor> tensors, std::vector<Op> ops, int64_t 
       throw SwapError("activation " + quoted(x.name) + " is read by " + op_label(ops, readers[t][0]) +
                       " but no op produces it; give it a producer, or make it a parameter (which starts on the host)");
   }
-  // The DAG: producer -> reader; for an updated parameter, every other reader -> the update; for an
-  // activation updated in place, each reader reads the value of the latest update listed before it
-  // (the producer's before the first): that writer -> the reader -> the next update.
+  // The DAG: producer -> reader; for an updated parameter, a reader listed before its update reads the
+  // value it started with (reader -> update), one listed after reads the updated value (update ->
+  // reader: Adam's weight update reads the new moments); for an activation updated in place, each
+  // reader reads the value of the latest update listed before it (the producer's before the first):
+  // that writer -> the reader -> the next update.
   p.preds_.assign(no, {});
   p.succs_.assign(no, {});
   const auto edge = [&](int a, int b) {
@@ -158,7 +160,8 @@ Problem Problem::make(std::vector<Tensor> tensors, std::vector<Op> ops, int64_t 
                         ", which it produces itself (only a parameter's update, or a later in-place update of an "
                         "activation, may read what it writes)");
       if (tensors[t].kind == TensorKind::kParameter) {
-        edge(r, prod);
+        if (r < prod) edge(r, prod);
+        else edge(prod, r);
         continue;
       }
       // Updates listed before r (an update reading t counts the ones before itself).

@@ -408,7 +408,7 @@ def load_profile() -> dict | None:
         if p.stat().st_size > 4 * 2**20:
             return None
         data = json.loads(p.read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # a stored file nested past the parser's depth too
         return None
     if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("version") != VERSION:
         return None

@@ -25,6 +25,7 @@ import time
 from collections import defaultdict
 
 from . import _core, calibration
+from ._util import parse_json
 from .calibration import cache_dir, fit_copies, fit_rates, instruction_kind, instruction_work
 from .graph.feeds import example_feeds
 from .graph.graph import Graph
@@ -294,6 +295,14 @@ def check_profile(data) -> None:
         raise ValueError("GPU profile: seconds must be the calibration's seconds")
 
 
+def parse_profile(text: str | bytes) -> dict:
+    """A GPU profile from its JSON text, checked (``check_profile``); ValueError naming what is wrong,
+    also for text that is not JSON or nests deeper than the parser goes."""
+    data = parse_json(text, ValueError, "GPU profile", "parse_profile")
+    check_profile(data)
+    return data
+
+
 def _path():
     return cache_dir() / f"{NAME}.json"
 
@@ -304,8 +313,7 @@ def load_profile(info: dict | None = None) -> dict | None:
     try:
         if p.stat().st_size > 4 * 2**20:
             return None
-        data = json.loads(p.read_text())
-        check_profile(data)
+        data = parse_profile(p.read_bytes())
     except (OSError, ValueError):
         return None
     if info is not None and data.get("machine") != machine_key(info):

@@ -72,6 +72,9 @@ def test_bad_checkpoints_are_typed_errors_and_set_nothing(tmp_path):
         "json": (b"\x10" + b"\x00" * 7 + b'{"a": 1, "b": 2}', "no __metadata__"),
         "huge": (b"\xff" * 8 + b"{}", "header length"),
         "garbage": (b"\x04\x00\x00\x00\x00\x00\x00\x00\xff\xfe\x00\x01", "not JSON"),
+        # nested past the JSON parser's depth, and a number past Python's digit limit: typed too
+        "deep": (len(b"[" * 5000).to_bytes(8, "little") + b"[" * 5000, "not JSON"),
+        "digits": ((5002).to_bytes(8, "little") + b"[" + b"9" * 5000 + b"]", "not JSON"),
     }
     before = exe.state_dict()
     for name, (content, message) in cases.items():

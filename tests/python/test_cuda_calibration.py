@@ -269,8 +269,7 @@ def test_fuzz_gpu_profiles(host_profile, tmp_path, monkeypatch, capsys):
             loaded = cg.load_profile()
             assert loaded is None or isinstance(loaded, dict)
         try:
-            doc = json.loads(text)
-            cg.check_profile(doc)
+            doc = cg.parse_profile(text)
             cluster = cg.cluster_from_profile(doc)
         except ValueError:
             counts["refused"] += 1

@@ -415,3 +415,21 @@ def test_gradient_sums_in_place_hold_one_total():
     assert exe._core.memory_bytes <= folded.least_memory
     with pytest.raises(TypeError, match="accumulate_in_place"):
         swap_problem(graph, accumulate_in_place="yes")
+
+
+def test_a_parameter_read_after_its_update_reads_the_updated_value():
+    """Adam: the weight's update reads the moment updated before it in the same step. A parameter's
+    readers listed before its update run before it (they read the old value), those listed after run
+    after it (they read the new one): a schedule with the weight's update first is refused, and every
+    plan the search makes keeps the order."""
+    mb = 2**20
+    p = swap.Problem({"W": (mb, "parameter"), "M": (mb, "parameter"), "G": (mb, "activation"),
+                      "Y": (mb, "activation")},
+                     [("forward", ["W"], ["Y"], 1e-3), ("grad", ["Y", "W"], ["G"], 1e-3),
+                      ("update_m", ["M", "G"], ["M"], 1e-3), ("update_w", ["W", "M", "G"], ["W"], 1e-3)],
+                     capacity=3 * mb)
+    assert p.plan(["forward", "grad", "update_m", "update_w"]).makespan > 0
+    with pytest.raises(swap.SwapError):
+        p.plan(["forward", "grad", "update_w", "update_m"])
+    order = p.search(seed=0, time_limit=1).plan.schedule
+    assert order.index("update_m") < order.index("update_w") and order.index("grad") < order.index("update_w")

@@ -242,3 +242,28 @@ def test_in_place_storage_is_checked_by_the_lowering():
     relu = next(op for op in trained.ops if op.type == "relu")
     with pytest.raises(tw.ExecError, match="alone"):  # the backward pass reads the linear's output too
         _core.swap_buffers(trained._g, [], [(relu.output.id, relu.inputs[0].id)])
+
+
+def test_a_swapped_hugging_face_model_with_adam_trains_as_torch():
+    """GPT-2 from a config, imported with Adam (whose weight update reads the moments updated in the same
+    step), swapped through a third of what it needs: the search's plan runs (its schedule keeps each
+    moment's update before the weight's) and three steps give torch's losses."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    import copy
+
+    from torch_models import tiny_gpt2, torch_adam_losses
+
+    model, ids, labels, g = tiny_gpt2(torch, transformers)
+    want = torch_adam_losses(torch, copy.deepcopy(model), ids, labels, steps=3)
+    feeds = {**g.torch_import.feeds(model, (ids,)), "label": labels.numpy()}
+    data = {t.name: feeds[t.name] for t in g.tensors if t.role in ("input", "label")}
+    plain = tw.compile(g, Plan.one_device(g))
+    plain.step(feeds)
+    need = plain.stats.peak_memory_per_device[0]
+    memory = max(swap_problem(g, "swapadvisor", device_memory=10**12).least_memory, need // 3)
+    result = tw.swap_plan(g, "swapadvisor", device_memory=memory, time_limit=2, seed=0)
+    exe = tw.compile(g, result)
+    got = [float(exe.step(feeds if step == 0 else data)["loss"]) for step in range(3)]
+    assert got == pytest.approx(want, rel=1e-5)
+    assert exe.stats.swapped_bytes["in"] > 0

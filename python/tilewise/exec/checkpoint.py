@@ -106,7 +106,7 @@ def load_checkpoint(path) -> Checkpoint:
         raise CheckpointError(f"{where}: header length {n} exceeds the file (truncated or not a checkpoint)")
     try:
         header = json.loads(data[8:8 + n].decode())
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+    except (ValueError, RecursionError) as e:  # not UTF-8, not JSON, a 5,000-digit number, deep nesting
         raise CheckpointError(f"{where}: the header is not JSON ({e})") from None
     if not isinstance(header, dict) or not isinstance(header.get("__metadata__"), dict):
         raise CheckpointError(f"{where}: no __metadata__ in the header (not a tilewise checkpoint)")

@@ -50,7 +50,9 @@ class Problem:
     host_link=(one_way, both_ways), live_out=())``
 
     * ``kind``: "parameter" (starts on the host; evicted unchanged it is dropped, not copied; one op
-      may update it in place by listing it as an output, after every other op that reads it) or
+      may update it in place by listing it as an output: ops listed before the update read the value it
+      started with and run before it, ops listed after it read the updated value, as Adam's weight
+      update reads the new moments) or
       "activation" (produced by one op; freed after its last use; ops listed after its producer that
       list it among both inputs and outputs update it in place, in the order listed — a gradient
       summed into its total — and an op reading it reads the latest update listed before it).
