@@ -72,7 +72,7 @@ void launch(const CopyPlan& plan, const T* src, T* dst, void* stream, int op) {
   const long long blocks = (p.elements + threads - 1) / threads;
   const unsigned grid = static_cast<unsigned>(blocks < 65535 ? blocks : 65535);
   copy_kernel<<<grid, threads, 0, static_cast<cudaStream_t>(stream)>>>(p, src, dst, op);
-  check(cudaGetLastError(), "copy_kernel<<<" + std::to_string(grid) + ", " + std::to_string(threads) + ">>>");
+  check_lazy(cudaGetLastError(), [&] { return std::string("copy_kernel<<<" + std::to_string(grid) + ", " + std::to_string(threads) + ">>>"); });
 }
 
 }  // namespace

@@ -28,4 +28,11 @@ DeviceCount device_count();
 /// Throws CudaError for a failing cudaError_t (`code`), naming `call`.
 void check(int code, const std::string& call);
 
+/// check() with the message built only when `code` is an error: the launch path checks every kernel
+/// launch and stream call, and formatting a message each time costs as much as a small launch.
+template <class Message>
+inline void check_lazy(int code, Message&& message) {
+  if (code != 0) check(code, message());
+}
+
 }  // namespace tilewise::exec::cuda

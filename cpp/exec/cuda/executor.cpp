@@ -70,6 +70,16 @@ struct ConvDescriptors {
   }
 };
 
+// The launch path's library checks, their messages built only on failure (as check_lazy).
+template <class Message>
+void cublas_ok(cublasStatus_t s, Message&& message) {
+  if (s != CUBLAS_STATUS_SUCCESS) check_cublas(s, message());
+}
+template <class Message>
+void cudnn_ok(cudnnStatus_t s, Message&& message) {
+  if (s != CUDNN_STATUS_SUCCESS) check_cudnn(s, message());
+}
+
 // One convolution step's descriptors and cuDNN's algorithm for it, chosen on its first launch and
 // kept: a step's geometry never changes, and the queries cost tens of microseconds per launch.
 struct ConvChoice {
@@ -543,7 +553,7 @@ void CudaExecutable::step(bool timed) {
 }
 
 void CudaExecutable::launch(Device& dev, const LaunchPlan& plan, const Program& prog, size_t i) {
-  check(cudaSetDevice(dev.id), "cudaSetDevice(" + std::to_string(dev.id) + ")");
+  check_lazy(cudaSetDevice(dev.id), [&] { return "cudaSetDevice(" + std::to_string(dev.id) + ")"; });
   auto* block = static_cast<std::byte*>(dev.block);
   {
     const Launch& l = plan.launches[i];
@@ -553,13 +563,15 @@ void CudaExecutable::launch(Device& dev, const LaunchPlan& plan, const Program& 
     // table fails the step with the parameters as they were (as on the CPU).
     if (dev.looks_up_ids && static_cast<int>(i) == dev.first_update) check_ids();
     const bool timed = timing_ && launches_work(l.kind);
-    if (timed) check(cudaEventRecord(dev.starts[i], stream), "cudaEventRecord");
+    if (timed) check_lazy(cudaEventRecord(dev.starts[i], stream), [] { return std::string("cudaEventRecord"); });
     switch (l.kind) {
       case InstrKind::kAlloc: dev.ptr[in.buffer] = block + (plan.swapped ? l.offset : plan.offset[in.buffer]); break;
       case InstrKind::kFree: break;  // the block is planned: later buffers reuse the bytes after their events
-      case InstrKind::kRecord: check(cudaEventRecord(dev.events[l.event], stream), "cudaEventRecord"); break;
+      case InstrKind::kRecord:
+        check_lazy(cudaEventRecord(dev.events[l.event], stream), [] { return std::string("cudaEventRecord"); });
+        break;
       case InstrKind::kWait:
-        check(cudaStreamWaitEvent(stream, dev.events[l.event], 0), "cudaStreamWaitEvent");
+        check_lazy(cudaStreamWaitEvent(stream, dev.events[l.event], 0), [] { return std::string("cudaStreamWaitEvent"); });
         // The compute stream learns where a swapped-in buffer landed (issue order: after its SwapIn).
         if (plan.swapped && swap_.swapped_in_by[l.event].first >= 0)
           dev.ptr[swap_.swapped_in_by[l.event].first] = block + swap_.swapped_in_by[l.event].second;
@@ -599,13 +611,13 @@ void CudaExecutable::launch(Device& dev, const LaunchPlan& plan, const Program& 
         for (const Step& s : l.steps) {
           if (s.kind == Step::kGemm) {
             const GemmCall& gc = s.gemm;
-            check_cublas(cublasSetStream(dev.cublas, stream), "cublasSetStream");
-            check_cublas(cublasSgemmStridedBatched(dev.cublas, gc.transa ? CUBLAS_OP_T : CUBLAS_OP_N,
+            cublas_ok(cublasSetStream(dev.cublas, stream), [] { return std::string("cublasSetStream"); });
+            cublas_ok(cublasSgemmStridedBatched(dev.cublas, gc.transa ? CUBLAS_OP_T : CUBLAS_OP_N,
                                                    gc.transb ? CUBLAS_OP_T : CUBLAS_OP_N, int(gc.m), int(gc.n), int(gc.k),
                                                    &gc.alpha, input(gc.a) + gc.a_offset, int(gc.lda), gc.stride_a,
                                                    input(gc.b) + gc.b_offset, int(gc.ldb), gc.stride_b, &gc.beta,
                                                    out + gc.c_offset, int(gc.ldc), gc.stride_c, int(gc.batch)),
-                         "cublasSgemmStridedBatched (op " + g_.op(in.op).name + ")");
+                         [&] { return "cublasSgemmStridedBatched (op " + g_.op(in.op).name + ")"; });
           } else if (s.kind == Step::kConv) {
             const ConvCall& c = s.conv;
             auto& slot = dev.conv[&s];
@@ -613,7 +625,7 @@ void CudaExecutable::launch(Device& dev, const LaunchPlan& plan, const Program& 
             if (first) slot = std::make_unique<ConvChoice>(c, g_.op(in.op).name);
             ConvChoice& ch = *slot;
             const ConvDescriptors& dsc = ch.dsc;
-            check_cudnn(cudnnSetStream(dev.cudnn, stream), "cudnnSetStream");
+            cudnn_ok(cudnnSetStream(dev.cudnn, stream), [] { return std::string("cudnnSetStream"); });
             const float one = 1.0f, zero = 0.0f;
             const float* w = input(c.w_input);
             const std::string what = first ? " (op " + g_.op(in.op).name + ")" : std::string();
@@ -628,10 +640,10 @@ void CudaExecutable::launch(Device& dev, const LaunchPlan& plan, const Program& 
                                                                     &ch.workspace),
                             "cudnnGetConvolutionForwardWorkspaceSize" + what);
               }
-              check_cudnn(cudnnConvolutionForward(dev.cudnn, &one, dsc.x, input(c.x_input) + c.x_offset, dsc.w, w + c.w_offset,
+              cudnn_ok(cudnnConvolutionForward(dev.cudnn, &one, dsc.x, input(c.x_input) + c.x_offset, dsc.w, w + c.w_offset,
                                                   dsc.conv, static_cast<cudnnConvolutionFwdAlgo_t>(ch.algo),
                                                   dev.scratch(ch.workspace), ch.workspace, &zero, dsc.y, out),
-                          "cudnnConvolutionForward (op " + g_.op(in.op).name + ")");
+                          [&] { return "cudnnConvolutionForward (op " + g_.op(in.op).name + ")"; });
             } else if (c.mode == ConvCall::kBackwardData) {
               if (first) {
                 cudnnConvolutionBwdDataAlgoPerf_t perf;
@@ -642,11 +654,11 @@ void CudaExecutable::launch(Device& dev, const LaunchPlan& plan, const Program& 
                                                                          &ch.workspace),
                             "cudnnGetConvolutionBackwardDataWorkspaceSize" + what);
               }
-              check_cudnn(cudnnConvolutionBackwardData(dev.cudnn, &one, dsc.w, w + c.w_offset, dsc.y,
+              cudnn_ok(cudnnConvolutionBackwardData(dev.cudnn, &one, dsc.w, w + c.w_offset, dsc.y,
                                                        input(c.y_input) + c.y_offset, dsc.conv,
                                                        static_cast<cudnnConvolutionBwdDataAlgo_t>(ch.algo),
                                                        dev.scratch(ch.workspace), ch.workspace, &zero, dsc.x, out),
-                          "cudnnConvolutionBackwardData (op " + g_.op(in.op).name + ")");
+                          [&] { return "cudnnConvolutionBackwardData (op " + g_.op(in.op).name + ")"; });
             } else {
               if (first) {
                 cudnnConvolutionBwdFilterAlgoPerf_t perf;
@@ -658,11 +670,11 @@ void CudaExecutable::launch(Device& dev, const LaunchPlan& plan, const Program& 
                                                                            &ch.workspace),
                             "cudnnGetConvolutionBackwardFilterWorkspaceSize" + what);
               }
-              check_cudnn(cudnnConvolutionBackwardFilter(dev.cudnn, &one, dsc.x, input(c.x_input) + c.x_offset, dsc.y,
+              cudnn_ok(cudnnConvolutionBackwardFilter(dev.cudnn, &one, dsc.x, input(c.x_input) + c.x_offset, dsc.y,
                                                          input(c.y_input) + c.y_offset, dsc.conv,
                                                          static_cast<cudnnConvolutionBwdFilterAlgo_t>(ch.algo),
                                                          dev.scratch(ch.workspace), ch.workspace, &zero, dsc.w, out),
-                          "cudnnConvolutionBackwardFilter (op " + g_.op(in.op).name + ")");
+                          [&] { return "cudnnConvolutionBackwardFilter (op " + g_.op(in.op).name + ")"; });
             }
           } else if (s.kind == Step::kMap) {
             const float* reads[kMaxReads] = {};
@@ -694,7 +706,7 @@ void CudaExecutable::launch(Device& dev, const LaunchPlan& plan, const Program& 
       }
     }
     if (timed) {
-      check(cudaEventRecord(dev.ends[i], stream), "cudaEventRecord");
+      check_lazy(cudaEventRecord(dev.ends[i], stream), [] { return std::string("cudaEventRecord"); });
       dev.recorded[i] = 1;
     }
   }

@@ -89,8 +89,8 @@ void launch_map(const MapArgs& args, const float* const* in, float* out, void* s
   constexpr int threads = 256;
   const unsigned grid = grid_for(args.elements, threads);
   map_kernel<<<grid, threads, 0, static_cast<cudaStream_t>(stream)>>>(args, r, out);
-  check(cudaGetLastError(), "map_kernel<<<" + std::to_string(grid) + ", " + std::to_string(threads) + ">>> (fn " +
-                                std::to_string(args.fn) + ")");
+  check_lazy(cudaGetLastError(), [&] { return std::string("map_kernel<<<" + std::to_string(grid) + ", " + std::to_string(threads) + ">>> (fn " +
+                                std::to_string(args.fn) + ")"); });
 }
 
 void launch_reduce(const ReduceArgs& args, const float* x, const float* y, float* out, double* scratch, void* stream) {
@@ -99,14 +99,14 @@ void launch_reduce(const ReduceArgs& args, const float* x, const float* y, float
   if (args.split > 1) {  // partials into the scratch, then each output folds its own
     const unsigned g1 = grid_for(args.outputs * args.split, threads), g2 = grid_for(args.outputs, threads);
     reduce_partial_kernel<<<g1, threads, 0, static_cast<cudaStream_t>(stream)>>>(args, x, y, scratch);
-    check(cudaGetLastError(), "reduce_partial_kernel<<<" + std::to_string(g1) + ", " + std::to_string(threads) + ">>>");
+    check_lazy(cudaGetLastError(), [&] { return std::string("reduce_partial_kernel<<<" + std::to_string(g1) + ", " + std::to_string(threads) + ">>>"); });
     reduce_combine_kernel<<<g2, threads, 0, static_cast<cudaStream_t>(stream)>>>(args, scratch, out);
-    check(cudaGetLastError(), "reduce_combine_kernel<<<" + std::to_string(g2) + ", " + std::to_string(threads) + ">>>");
+    check_lazy(cudaGetLastError(), [&] { return std::string("reduce_combine_kernel<<<" + std::to_string(g2) + ", " + std::to_string(threads) + ">>>"); });
     return;
   }
   const unsigned grid = grid_for(args.outputs, threads);
   reduce_kernel<<<grid, threads, 0, static_cast<cudaStream_t>(stream)>>>(args, x, y, out);
-  check(cudaGetLastError(), "reduce_kernel<<<" + std::to_string(grid) + ", " + std::to_string(threads) + ">>>");
+  check_lazy(cudaGetLastError(), [&] { return std::string("reduce_kernel<<<" + std::to_string(grid) + ", " + std::to_string(threads) + ">>>"); });
 }
 
 void launch_row(const RowArgs& args, const float* const* in, float* out, double* scratch, void* stream, IdError* error,
@@ -118,14 +118,14 @@ void launch_row(const RowArgs& args, const float* const* in, float* out, double*
   if (args.staged) {  // phase 1: one thread per row into the scratch
     const unsigned g1 = grid_for(args.rows, threads);
     row_stage_kernel<<<g1, threads, 0, static_cast<cudaStream_t>(stream)>>>(args, r, scratch);
-    check(cudaGetLastError(), "row_stage_kernel<<<" + std::to_string(g1) + ", " + std::to_string(threads) + ">>> (fn " +
-                                  std::to_string(args.fn) + ")");
+    check_lazy(cudaGetLastError(), [&] { return std::string("row_stage_kernel<<<" + std::to_string(g1) + ", " + std::to_string(threads) + ">>> (fn " +
+                                  std::to_string(args.fn) + ")"); });
   }
   const unsigned grid = grid_for(args.threads, threads);
   row_kernel<<<grid, threads, 0, static_cast<cudaStream_t>(stream)>>>(args, r, out, args.staged ? scratch : nullptr, error,
                                                                       tag);
-  check(cudaGetLastError(), "row_kernel<<<" + std::to_string(grid) + ", " + std::to_string(threads) + ">>> (fn " +
-                                std::to_string(args.fn) + ")");
+  check_lazy(cudaGetLastError(), [&] { return std::string("row_kernel<<<" + std::to_string(grid) + ", " + std::to_string(threads) + ">>> (fn " +
+                                std::to_string(args.fn) + ")"); });
 }
 
 void launch_channel(const ChannelArgs& args, const float* const* in, float* out, double* scratch, void* stream) {
@@ -137,14 +137,14 @@ void launch_channel(const ChannelArgs& args, const float* const* in, float* out,
   constexpr int threads = 128;
   const unsigned g1 = grid_for(args.cs * args.chunks, threads);
   channel_partial_kernel<<<g1, threads, 0, s>>>(args, r, scratch);
-  check(cudaGetLastError(), "channel_partial_kernel<<<" + std::to_string(g1) + ", " + std::to_string(threads) + ">>>" + fn);
+  check_lazy(cudaGetLastError(), [&] { return std::string("channel_partial_kernel<<<" + std::to_string(g1) + ", " + std::to_string(threads) + ">>>" + fn); });
   const unsigned g2 = grid_for(args.cs, 32);
   channel_combine_kernel<<<g2, 32, 0, s>>>(args, r, scratch, out);
-  check(cudaGetLastError(), "channel_combine_kernel<<<" + std::to_string(g2) + ", 32>>>" + fn);
+  check_lazy(cudaGetLastError(), [&] { return std::string("channel_combine_kernel<<<" + std::to_string(g2) + ", 32>>>" + fn); });
   if (!channel_writes_elements(args)) return;
   const unsigned g3 = grid_for(channel_elements(args), threads);
   channel_apply_kernel<<<g3, threads, 0, s>>>(args, r, scratch, out);
-  check(cudaGetLastError(), "channel_apply_kernel<<<" + std::to_string(g3) + ", " + std::to_string(threads) + ">>>" + fn);
+  check_lazy(cudaGetLastError(), [&] { return std::string("channel_apply_kernel<<<" + std::to_string(g3) + ", " + std::to_string(threads) + ">>>" + fn); });
 }
 
 void launch_gather(const GatherArgs& args, const float* const* in, float* out, void* stream) {
@@ -154,8 +154,8 @@ void launch_gather(const GatherArgs& args, const float* const* in, float* out, v
   constexpr int threads = 256;
   const unsigned grid = grid_for(args.elements, threads);
   gather_kernel<<<grid, threads, 0, static_cast<cudaStream_t>(stream)>>>(args, r, out);
-  check(cudaGetLastError(), "gather_kernel<<<" + std::to_string(grid) + ", " + std::to_string(threads) + ">>> (fn " +
-                                std::to_string(args.fn) + ")");
+  check_lazy(cudaGetLastError(), [&] { return std::string("gather_kernel<<<" + std::to_string(grid) + ", " + std::to_string(threads) + ">>> (fn " +
+                                std::to_string(args.fn) + ")"); });
 }
 
 }  // namespace tilewise::exec::cuda
