@@ -119,12 +119,10 @@ def versus_torch(name: str, runs: int, check_steps: int) -> dict:
 def where_the_time_goes(g, exe, top: int = 10) -> list[tuple[str, int, float]]:
     """One step timed by CUDA events: (kernel or instruction kind, launches, seconds), the largest first
     (where the next kernel work should go)."""
-    import json as _json
-
     exe._core.step(timed=True)
     per: dict[str, list] = {}
     for d, row in enumerate(exe._core.instruction_seconds):
-        prog = _json.loads(exe._core.program(d).to_json())["instructions"]
+        prog = json.loads(exe._core.program(d).to_json())["instructions"]
         for ins, (start, end) in zip(prog, row, strict=True):
             if end <= start:
                 continue

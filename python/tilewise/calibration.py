@@ -138,15 +138,53 @@ def timed_instructions(graph: Graph, plan: Plan, steps: int = _STEPS, seed: int 
         for d, timings in enumerate(exe._core.stats.profile):
             for i, (a, b) in enumerate(timings):
                 per[(d, i)].append(b - a)
-    middle = sorted(range(steps), key=lambda k: step[k])[steps // 2]
-    pick = (lambda xs: xs[middle]) if statistic == "median step" else statistic
-    out = []
-    for d in range(plan.devices):
-        prog = json.loads(exe.program(d).to_json())
-        out.append([(ins, pick(per[(d, i)])) for i, ins in enumerate(prog["instructions"])])
+    out = per_instruction(per, step, [exe.program(d) for d in range(plan.devices)], statistic)
     del exe
     gc.collect()  # executables hold reference cycles (opaque calls): free this one before the next
     return out, statistics.median(step)
+
+
+def per_instruction(per: dict, steps: list[float], programs, statistic=statistics.median) -> list:
+    """Per device, per instruction of its program (a ``_core.Program``): (its JSON, ``statistic`` of
+    the seconds ``per[(device, index)]`` holds, one per step); ``statistic="median step"``: its seconds
+    in the step whose time (``steps``) was the median."""
+    middle = sorted(range(len(steps)), key=lambda k: steps[k])[len(steps) // 2]
+    pick = (lambda xs: xs[middle]) if statistic == "median step" else statistic
+    return [[(ins, pick(per[(d, i)])) for i, ins in enumerate(json.loads(prog.to_json())["instructions"])]
+            for d, prog in enumerate(programs)]
+
+
+def add_compute_samples(graph: Graph, timed: list, kinds: dict[str, str], samples: dict) -> None:
+    """(work, seconds) of each compute instruction of one device's timed program, by kernel kind."""
+    for ins, seconds in timed:
+        kind = instruction_kind(graph, ins, kinds)
+        if kind is not None and ins["kind"] == "compute":
+            samples[kind].append((instruction_work(kind, ins), seconds))
+
+
+def op_seconds(graph: Graph, timed: list, kinds: dict[str, str]) -> dict[str, tuple[float, str, float]]:
+    """Per op: (seconds, kind, work) summed over its compute instructions in one device's timed
+    program (the entries of a ``tw.OpTimes``)."""
+    ops: dict[str, list] = {}
+    for ins, seconds in timed:
+        if ins["kind"] != "compute":
+            continue
+        kind = instruction_kind(graph, ins, kinds)
+        entry = ops.setdefault(graph.op(ins["op"]).name, [0.0, kind, 0.0])
+        entry[0] += seconds
+        entry[2] += instruction_work(kind, ins)
+    return {k: tuple(v) for k, v in ops.items()}
+
+
+def rate_points(data: dict) -> dict:
+    """A profile's kernels as a ``tw.DeviceProfile`` takes them: {kind: ({work: rate}, overhead)}."""
+    kernels = {}
+    for kind, k in data["kernels"].items():
+        points: dict[int, float] = {}
+        for size, rate in zip(k["sizes"], k["rates"], strict=True):
+            points.setdefault(max(1, round(size)), rate)  # sizes are whole FLOPs or bytes
+        kernels[kind] = (points, float(k.get("overhead", 0.0)))
+    return kernels
 
 
 def fit_rates(samples: list[tuple[float, float]]) -> tuple[list[float], list[float]]:
@@ -253,10 +291,7 @@ def measure(*, quick: bool = False, progress: bool = False) -> dict:
     for label, build in suite:
         g = build()
         timed, _ = timed_instructions(g, Plan.one_device(g))
-        for ins, seconds in timed[0]:
-            kind = instruction_kind(g, ins, kinds)
-            if kind is not None and ins["kind"] == "compute":
-                samples[kind].append((instruction_work(kind, ins), seconds))
+        add_compute_samples(g, timed[0], kinds, samples)
         if bar:
             bar.update(1)
             bar.set_postfix_str(label)
@@ -474,12 +509,7 @@ def this_machine(devices: int | None = None, *, backend: str = "threads", recali
     data = this_machine_profile(recalibrate=recalibrate)
     cores = int(data.get("cores") or os.cpu_count() or 1)
     n = cores if devices is None else devices
-    kernels = {}
-    for kind, k in data["kernels"].items():
-        points: dict[int, float] = {}
-        for size, rate in zip(k["sizes"], k["rates"], strict=True):
-            points.setdefault(max(1, round(size)), rate)  # sizes are whole FLOPs or bytes
-        kernels[kind] = (points, float(k.get("overhead", 0.0)))
+    kernels = rate_points(data)
     try:
         ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):
@@ -554,18 +584,9 @@ def measure_ops(graph: Graph, *, plans=(), steps: int = 7, warmup: int = 2, shar
     kinds = _core.native_kernel_kinds()
     timed, _ = timed_instructions(graph, Plan.one_device(graph), steps=steps, warmup=warmup,
                                   statistic="median step")
-    ops: dict[str, list] = {}
-    for ins, seconds in timed[0]:
-        if ins["kind"] != "compute":
-            continue
-        op = graph.op(ins["op"])
-        kind = instruction_kind(graph, ins, kinds)
-        entry = ops.setdefault(op.name, [0.0, kind, 0.0])
-        entry[0] += seconds
-        entry[2] += instruction_work(kind, ins)
+    ops = op_seconds(graph, timed[0], kinds)
     shares = _time_shares(graph, list(plans), share_repeats) if plans else {}
-    return OpTimes({k: tuple(v) for k, v in ops.items()}, "this-machine",
-                   {k: v for k, v in shares.items() if k in ops})
+    return OpTimes(ops, "this-machine", {k: v for k, v in shares.items() if k in ops})
 
 
 def _time_shares(graph: Graph, plans, repeats: int) -> dict[str, dict[str, float]]:

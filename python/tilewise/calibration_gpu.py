@@ -26,7 +26,7 @@ from collections import defaultdict
 
 from . import _core, calibration
 from ._util import parse_json
-from .calibration import cache_dir, fit_copies, fit_rates, instruction_kind, instruction_work
+from .calibration import add_compute_samples, cache_dir, fit_copies, fit_rates, op_seconds, per_instruction, rate_points
 from .graph.feeds import example_feeds
 from .graph.graph import Graph
 from .plan.plan import Plan
@@ -158,13 +158,9 @@ def timed_launches(probe: GpuProbe, graph: Graph, plan: Plan, *, steps: int = _S
         for d, row in enumerate(exe._core.instruction_seconds):
             for i, (a, b) in enumerate(row):
                 per[(d, i)].append(b - a)
-    middle = sorted(range(len(walls)), key=lambda k: walls[k])[len(walls) // 2]
-    out = []
-    for d in range(plan.devices):
-        prog = json.loads(exe._core.program(d).to_json())
-        pick = (lambda xs: xs[middle]) if statistic == "median step" else statistics.median
-        out.append([(ins, pick(per[(d, i)])) for i, ins in enumerate(prog["instructions"])])
-    return out, statistics.median(walls)
+    programs = [exe._core.program(d) for d in range(plan.devices)]
+    pick = statistic if statistic == "median step" else statistics.median
+    return per_instruction(per, walls, programs, pick), statistics.median(walls)
 
 
 # --------------------------------------------------------------------------------------- measuring
@@ -186,12 +182,8 @@ def measure_gpu(probe: GpuProbe | None = None, *, quick: bool = False, suite=Non
     steps = {}
     for label, build in suite:
         g = build()
-        timed, step = timed_launches(probe, g, Plan.one_device(g))
-        steps[label] = step
-        for ins, seconds in timed[0]:
-            kind = instruction_kind(g, ins, kinds)
-            if kind is not None and ins["kind"] == "compute":
-                samples[kind].append((instruction_work(kind, ins), seconds))
+        timed, steps[label] = timed_launches(probe, g, Plan.one_device(g))
+        add_compute_samples(g, timed[0], kinds, samples)
         if bar:
             bar.update(1)
             bar.set_postfix_str(label)
@@ -366,13 +358,7 @@ def _cluster(data: dict, devices: int | None):
 
     info = data["device"]
     n = int(info.get("gpus") or 1) if devices is None else int(devices)
-    kernels = {}
-    for kind, k in data["kernels"].items():
-        points: dict[int, float] = {}
-        for size, rate in zip(k["sizes"], k["rates"], strict=True):
-            points.setdefault(max(1, round(size)), rate)
-        kernels[kind] = (points, float(k.get("overhead", 0.0)))
-    device = DeviceProfile(f"{info.get('name', 'GPU')} (measured)", int(info["memory"]), kernels,
+    device = DeviceProfile(f"{info.get('name', 'GPU')} (measured)", int(info["memory"]), rate_points(data),
                            concurrent_streams=True)
     h = data["links"]["host"]
     one_way = {max(1, round(s)): s / max(a, b)
@@ -428,15 +414,7 @@ def measure_ops_gpu(graph: Graph, *, probe: GpuProbe | None = None, steps: int =
     kinds = _core.native_kernel_kinds()
     timed, _ = timed_launches(probe, graph, Plan.one_device(graph), steps=steps, warmup=warmup,
                               statistic="median step")
-    ops: dict[str, list] = {}
-    for ins, seconds in timed[0]:
-        if ins["kind"] != "compute":
-            continue
-        kind = instruction_kind(graph, ins, kinds)
-        entry = ops.setdefault(graph.op(ins["op"]).name, [0.0, kind, 0.0])
-        entry[0] += seconds
-        entry[2] += instruction_work(kind, ins)
-    return OpTimes({k: tuple(v) for k, v in ops.items()}, NAME)
+    return OpTimes(op_seconds(graph, timed[0], kinds), NAME)
 
 
 register_this_machine(lambda devices: this_gpu(devices), NAME)
